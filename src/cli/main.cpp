@@ -1,0 +1,43 @@
+// Entry point of the `grpo` command-line tool: builds the CLI11 app from the command registry and
+// turns grpo::Error into a one-line message and exit status 1.
+#include <cstdio>
+#include <exception>
+
+#include "cli/command.h"
+#include "core/error.h"
+
+namespace grpo::cli {
+
+std::vector<CommandSetup>& command_registry() {
+  static std::vector<CommandSetup> registry;
+  return registry;
+}
+
+CLI::App* group_command(CLI::App& app, const std::string& parent, const std::string& description) {
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+    if (sub->get_name() == parent) return sub;
+  CLI::App* g = app.add_subcommand(parent, description);
+  g->require_subcommand(1);
+  return g;
+}
+
+}  // namespace grpo::cli
+
+int main(int argc, char** argv) {
+  CLI::App app{"grpo.cpp: reinforcement-learning post-training (GRPO) of language models, one native engine"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Show help for every command");
+  for (auto& setup : grpo::cli::command_registry()) setup(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const grpo::Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,92 @@
+// Arenas: one flat, 64-byte aligned allocation holding many named tensors (parameters, gradients,
+// optimizer moments), and a bump-pointer Workspace for activations that is reset and reused each step.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace grpo {
+
+// Owned, 64-byte aligned, zero-initialised buffer. Counts every allocation (see alloc_count()).
+class Buffer {
+ public:
+  Buffer() = default;
+  explicit Buffer(size_t bytes);
+  ~Buffer();
+  Buffer(Buffer&& o) noexcept;
+  Buffer& operator=(Buffer&& o) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  void* data() const { return data_; }
+  size_t size() const { return size_; }
+
+  // Number of Buffer allocations made in this process (used to assert hot loops allocate nothing).
+  static uint64_t alloc_count();
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// A set of named tensors in one allocation. Declare every tensor with add(), then allocate() once.
+// Tensors of one arena share a dtype so that the whole arena is also one flat vector (flat()).
+class Arena {
+ public:
+  explicit Arena(DType dtype = DType::F32) : dtype_(dtype) {}
+
+  // Declares a tensor; returns its offset in elements. Offsets are padded to 64 bytes unless pack=true
+  // (packed tensors follow the previous one directly, so e.g. gate and up weights form one matrix).
+  int64_t add(const std::string& name, Shape shape, bool pack = false);
+  void allocate();
+
+  bool has(const std::string& name) const { return index_.count(name) != 0; }
+  TensorView view(const std::string& name) const;
+  // All tensors in declaration order.
+  const std::vector<std::pair<std::string, TensorView>>& entries() const { return views_; }
+  TensorView flat() const;  // [numel()]
+  int64_t numel() const { return numel_; }
+  DType dtype() const { return dtype_; }
+  void zero();
+
+ private:
+  struct Entry {
+    std::string name;
+    Shape shape;
+    int64_t offset;
+  };
+  DType dtype_;
+  std::vector<Entry> entries_;
+  std::unordered_map<std::string, size_t> index_;
+  std::vector<std::pair<std::string, TensorView>> views_;
+  int64_t numel_ = 0;
+  Buffer buf_;
+};
+
+// Bump allocator over one buffer, sized up front (reserve) and reset between steps. Taking more than
+// the capacity is an error that names the request, never a silent reallocation.
+class Workspace {
+ public:
+  Workspace() = default;
+  explicit Workspace(size_t bytes) { reserve(bytes); }
+  void reserve(size_t bytes);  // discards contents
+  void reset() { used_ = 0; }
+  void* take_bytes(size_t bytes, const char* what);
+  template <typename T>
+  T* take(int64_t n, const char* what) {
+    return static_cast<T*>(take_bytes(static_cast<size_t>(n) * sizeof(T), what));
+  }
+  size_t used() const { return used_; }
+  size_t capacity() const { return buf_.size(); }
+  size_t high_water() const { return high_; }
+
+ private:
+  Buffer buf_;
+  size_t used_ = 0, high_ = 0;
+};
+
+}  // namespace grpo

@@ -1,0 +1,7 @@
+// Thread control: the number of OpenMP threads kernels use (default: all cores, or GRPO_NUM_THREADS).
+#pragma once
+
+namespace grpo {
+int num_threads();
+void set_num_threads(int n);
+}  // namespace grpo
