@@ -66,6 +66,12 @@ TensorView Arena::view(const std::string& name) const {
 
 TensorView Arena::flat() const { return TensorView(buf_.data(), dtype_, Shape{numel_}); }
 
+int64_t Arena::declared_numel() const {
+  int64_t n = 0;
+  for (const Entry& e : entries_) n += e.shape.numel();
+  return n;
+}
+
 void Arena::zero() {
   if (buf_.data()) std::memset(buf_.data(), 0, buf_.size());
 }

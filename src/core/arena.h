@@ -49,7 +49,8 @@ class Arena {
   // All tensors in declaration order.
   const std::vector<std::pair<std::string, TensorView>>& entries() const { return views_; }
   TensorView flat() const;  // [numel()]
-  int64_t numel() const { return numel_; }
+  int64_t numel() const { return numel_; }  // including alignment padding
+  int64_t declared_numel() const;           // sum of the declared tensors' sizes
   DType dtype() const { return dtype_; }
   void zero();
 
