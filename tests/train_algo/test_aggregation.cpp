@@ -1,0 +1,155 @@
+// Tests of loss aggregation weights: every mode equals its definition on the whole mini-batch when the
+// mini-batch is split into micro-batches, matches the PyTorch reference losses, and never gives NaN;
+// truncated importance sampling weights.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/rng.h"
+#include "grpo_case_reader.h"
+#include "train/aggregation.h"
+
+using namespace grpo;
+using namespace grpo::train;
+
+namespace {
+
+struct Sequence {
+  std::vector<float> mask, loss;  // [n]
+};
+
+// The mode's definition, written directly from grpo-math.md (sequences without response tokens do not
+// count in seq-mean denominators).
+double aggregate_directly(const std::vector<Sequence>& seqs, LossAggMode mode, double scale) {
+  double masked_sum = 0, tokens = 0, seq_sum = 0, seq_mean_sum = 0, nonempty = 0;
+  for (const auto& s : seqs) {
+    double sum = 0, n = 0;
+    for (size_t t = 0; t < s.mask.size(); ++t) {
+      sum += s.mask[t] * s.loss[t];
+      n += s.mask[t];
+    }
+    masked_sum += sum;
+    tokens += n;
+    if (n > 0) {
+      seq_sum += sum;
+      seq_mean_sum += sum / n;
+      nonempty += 1;
+    }
+  }
+  switch (mode) {
+    case LossAggMode::TokenMean: return masked_sum / tokens;
+    case LossAggMode::SeqMeanTokenSum: return seq_sum / nonempty;
+    case LossAggMode::SeqMeanTokenMean: return seq_mean_sum / nonempty;
+    case LossAggMode::SeqMeanTokenSumNorm: return masked_sum / scale;
+  }
+  return NAN;
+}
+
+const LossAggMode kModes[] = {LossAggMode::TokenMean, LossAggMode::SeqMeanTokenSum, LossAggMode::SeqMeanTokenMean,
+                              LossAggMode::SeqMeanTokenSumNorm};
+
+}  // namespace
+
+TEST(Aggregation, MicroBatchSplitsSumToTheMiniBatchLoss) {
+  Rng rng(42);
+  std::vector<Sequence> seqs(13);
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    const int64_t n = 1 + static_cast<int64_t>(rng.below(40));
+    const int64_t prompt = static_cast<int64_t>(rng.below(static_cast<uint64_t>(n)));
+    for (int64_t t = 0; t < n; ++t) {
+      // sequence 5 is fully masked, as a truncated response under mask_truncated_completions would be
+      seqs[s].mask.push_back(s == 5 || t < prompt ? 0.0f : 1.0f);
+      seqs[s].loss.push_back(static_cast<float>(rng.normal()));
+    }
+  }
+  std::vector<int64_t> counts;
+  for (const auto& s : seqs) counts.push_back(static_cast<int64_t>(std::count(s.mask.begin(), s.mask.end(), 1.0f)));
+
+  for (LossAggMode mode : kModes) {
+    const auto c = sequence_loss_weights(counts, mode, 64.0f);
+    const double expected = aggregate_directly(seqs, mode, 64.0);
+    // Micro-batches of 1, 4 and all sequences: each accumulates sum_t w[t] L[t] over its own tokens only.
+    for (size_t micro : {size_t{1}, size_t{4}, seqs.size()}) {
+      double total = 0;
+      for (size_t begin = 0; begin < seqs.size(); begin += micro) {
+        double micro_loss = 0;
+        for (size_t s = begin; s < std::min(seqs.size(), begin + micro); ++s) {
+          std::vector<float> w(seqs[s].mask.size());
+          fill_token_weights(w.data(), seqs[s].mask.data(), static_cast<int64_t>(w.size()), c[s]);
+          for (size_t t = 0; t < w.size(); ++t) micro_loss += static_cast<double>(w[t]) * seqs[s].loss[t];
+        }
+        total += micro_loss;
+      }
+      EXPECT_NEAR(total, expected, 1e-5 * std::max(1.0, std::abs(expected)))
+          << loss_agg_mode_name(mode) << " micro " << micro;
+    }
+  }
+}
+
+TEST(Aggregation, NoResponseTokensGivesZeroWeightsNotNan) {
+  std::vector<int64_t> counts = {0, 0};
+  for (LossAggMode mode : kModes)
+    for (float c : sequence_loss_weights(counts, mode, 16.0f)) EXPECT_EQ(c, 0.0f);
+}
+
+TEST(Aggregation, BadInputsAreErrors) {
+  std::vector<int64_t> counts = {3};
+  EXPECT_THROW(sequence_loss_weights(counts, LossAggMode::SeqMeanTokenSumNorm, 0.0f), Error);
+  std::vector<int64_t> negative = {-1};
+  EXPECT_THROW(sequence_loss_weights(negative, LossAggMode::TokenMean, 1.0f), Error);
+  EXPECT_THROW(parse_loss_agg_mode("token_mean"), Error);
+  for (LossAggMode mode : kModes) EXPECT_EQ(parse_loss_agg_mode(loss_agg_mode_name(mode)), mode);
+}
+
+// The reference losses of /work/shared/reference (PyTorch, float64): per-token loss recomputed here in
+// double from the formula in its README, aggregated with our weights.
+TEST(Aggregation, MatchesThePyTorchReferenceLosses) {
+  for (const char* variant : {"qwen3", "qwen3-tied", "qwen2"}) {
+    auto t = test::read_reference_tensors(std::string(GRPO_SHARED_DIR) + "/reference/models/" + variant +
+                                          "/grpo_case.safetensors");
+    const double clip_low = 0.2, clip_high = 0.28, clip_c = 3.0, kl_coef = 0.04, ent_coef = 0.01;
+    const auto& lens = t["seq_lens"];
+    std::vector<int64_t> counts;
+    std::vector<double> token_loss;
+    size_t target = 0;
+    for (size_t s = 0; s < lens.size(); ++s) {
+      int64_t n = 0;
+      const double a = t["advantages"][s];
+      for (int64_t j = 0; j + 1 < static_cast<int64_t>(lens[s]); ++j, ++target) {
+        const double logp = t["token_logprobs"][target], old = t["old_logprobs"][target];
+        const double ratio = std::exp(std::clamp(logp - old, -20.0, 20.0));
+        double pg = std::max(-a * ratio, -a * std::clamp(ratio, 1 - clip_low, 1 + clip_high));
+        if (a < 0) pg = std::min(pg, -clip_c * a);
+        const double x = std::clamp(t["ref_logprobs"][target] - logp, -20.0, 20.0);
+        const double kl = std::clamp(std::exp(x) - x - 1, -10.0, 10.0);
+        token_loss.push_back(pg + kl_coef * kl - ent_coef * t["entropy"][target]);
+        n += t["response_mask"][target] > 0.5;
+      }
+      counts.push_back(n);
+    }
+    ASSERT_EQ(target, t["response_mask"].size());
+    for (LossAggMode mode : kModes) {
+      const auto c = sequence_loss_weights(counts, mode, 16.0f);
+      double loss = 0;
+      target = 0;
+      for (size_t s = 0; s < lens.size(); ++s)
+        for (int64_t j = 0; j + 1 < static_cast<int64_t>(lens[s]); ++j, ++target)
+          loss += t["response_mask"][target] * c[s] * token_loss[target];
+      const double expected = t[std::string("loss.") + std::string(loss_agg_mode_name(mode))][0];
+      EXPECT_NEAR(loss, expected, 1e-4 * std::abs(expected)) << variant << " " << loss_agg_mode_name(mode);
+    }
+  }
+}
+
+TEST(TruncatedImportanceSampling, CapsTheRatio) {
+  float old_logp[] = {-1.0f, -1.0f, -3.0f, 0.0f};
+  float rollout[] = {-1.0f, -2.0f, -1.0f, -100.0f};
+  float tis[4];
+  truncated_importance_weights(tis, old_logp, rollout, 4, 2.0f);
+  EXPECT_FLOAT_EQ(tis[0], 1.0f);
+  EXPECT_FLOAT_EQ(tis[1], 2.0f);  // exp(1) = 2.718 capped at 2
+  EXPECT_NEAR(tis[2], std::exp(-2.0f), 1e-7);
+  EXPECT_FLOAT_EQ(tis[3], 2.0f);  // huge ratio: finite, capped
+  EXPECT_THROW(truncated_importance_weights(tis, old_logp, rollout, 4, 0.0f), Error);
+}
