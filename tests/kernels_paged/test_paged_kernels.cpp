@@ -1,0 +1,300 @@
+// Tests of the paged kernels (kernels/paged_ops.h) against the naive references (kernels/ref/ref_paged.h):
+// KV writes in f32/bf16/int8, block copy, paged attention (decode + chunked prefill, odd sizes, GQA,
+// shuffled block tables), int8/bf16 error vs f32, batch and thread-count invariance, guard bytes, and GEMV.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "core/threads.h"
+#include "kernels/paged_ops.h"
+#include "kernels/ref/ref_paged.h"
+
+using namespace grpo;
+using ops::KvDType;
+
+namespace {
+
+constexpr float kGuard = 12345.0f;
+
+std::vector<float> randn(int64_t n, uint64_t seed, float scale = 1.0f) {
+  Rng rng(seed);
+  std::vector<float> x(n);
+  for (float& v : x) v = static_cast<float>(rng.normal()) * scale;
+  return x;
+}
+
+// Owns the storage of a paged cache for tests.
+struct TestCache {
+  std::vector<uint8_t> k, v;
+  std::vector<float> ks, vs;
+  ops::PagedKvView view;
+  TestCache(KvDType dtype, int64_t L, int64_t blocks, int64_t K, int64_t bs, int64_t D) {
+    view = {nullptr, nullptr, nullptr, nullptr, dtype, L, blocks, K, bs, D};
+    const int64_t elems = L * blocks * K * bs * D;
+    k.assign(elems * ops::kv_dtype_size(dtype), 0);
+    v.assign(elems * ops::kv_dtype_size(dtype), 0);
+    view.k = k.data();
+    view.v = v.data();
+    if (dtype == KvDType::I8) {
+      ks.assign(L * blocks * K * bs, 0.0f);
+      vs.assign(L * blocks * K * bs, 0.0f);
+      view.k_scale = ks.data();
+      view.v_scale = vs.data();
+    }
+  }
+};
+
+// A batch of sequences with shuffled block tables and a mix of decode tokens and prefill chunks.
+struct AttentionCase {
+  int64_t L = 2, K = 2, H = 6, D = 40, bs = 5, blocks = 40;
+  std::vector<int32_t> seq_lens{1, 7, 23, 5};  // tokens in cache per sequence
+  std::vector<int32_t> indptr, table, seq_index, pos;
+  std::vector<float> q;
+  int64_t T = 0;
+
+  explicit AttentionCase(uint64_t seed) {
+    Rng rng(seed);
+    std::vector<int32_t> perm(blocks);
+    std::iota(perm.begin(), perm.end(), 0);
+    for (int64_t i = blocks - 1; i > 0; --i) std::swap(perm[i], perm[rng.below(i + 1)]);
+    indptr.push_back(0);
+    int64_t next = 0;
+    for (size_t s = 0; s < seq_lens.size(); ++s) {
+      const int64_t nb = (seq_lens[s] + bs - 1) / bs;
+      for (int64_t b = 0; b < nb; ++b) table.push_back(perm[next++]);
+      indptr.push_back(static_cast<int32_t>(table.size()));
+      // sequence 2 is a prefill chunk of its last 9 tokens, the others decode their last token
+      const int32_t first = s == 2 ? seq_lens[s] - 9 : seq_lens[s] - 1;
+      for (int32_t p = first; p < seq_lens[s]; ++p) {
+        seq_index.push_back(static_cast<int32_t>(s));
+        pos.push_back(p);
+      }
+    }
+    T = static_cast<int64_t>(pos.size());
+    q = randn(T * H * D, seed + 1);
+  }
+  int64_t S() const { return static_cast<int64_t>(seq_lens.size()); }
+  // Slots of every cached token of every sequence, in order, and their k, v [n, K, D].
+  void fill(const ops::PagedKvView& kv, int64_t layer, uint64_t seed) const {
+    std::vector<int32_t> slots;
+    for (size_t s = 0; s < seq_lens.size(); ++s)
+      for (int32_t p = 0; p < seq_lens[s]; ++p) slots.push_back(table[indptr[s] + p / bs] * bs + p % bs);
+    const int64_t n = static_cast<int64_t>(slots.size());
+    auto k = randn(n * K * D, seed), v = randn(n * K * D, seed + 7);
+    ops::paged_kv_write(kv, layer, k.data(), v.data(), slots.data(), n);
+  }
+};
+
+}  // namespace
+
+TEST(PagedKvWrite, ConvertsEachDtypeIntoTheRightSlot) {
+  const int64_t K = 3, D = 19, bs = 4;
+  for (KvDType dt : {KvDType::F32, KvDType::BF16, KvDType::I8}) {
+    TestCache c(dt, 2, 6, K, bs, D);
+    std::vector<int32_t> slots{5, 0, 23, 11};
+    auto k = randn(4 * K * D, 1), v = randn(4 * K * D, 2);
+    ops::paged_kv_write(c.view, 1, k.data(), v.data(), slots.data(), 4);
+    for (int t = 0; t < 4; ++t)
+      for (int64_t h = 0; h < K; ++h) {
+        int8_t q[D];
+        const float scale = ref::quantize_row_i8(q, &k[(t * K + h) * D], D);
+        for (int64_t d = 0; d < D; ++d) {
+          const float x = k[(t * K + h) * D + d];
+          const float got = ref::paged_kv_value<float>(c.view, false, 1, slots[t], h, d);
+          if (dt == KvDType::F32) {
+            EXPECT_EQ(got, x);
+          } else if (dt == KvDType::BF16) {
+            EXPECT_EQ(got, bf16_to_f32(f32_to_bf16(x)));
+          } else {
+            EXPECT_EQ(got, q[d] * scale);
+            EXPECT_LE(std::fabs(got - x), scale * 0.5f + 1e-6f);  // rounding error at most half a step
+          }
+        }
+      }
+    // layer 0 untouched
+    EXPECT_EQ(ref::paged_kv_value<float>(c.view, false, 0, 5, 0, 0), 0.0f);
+  }
+}
+
+TEST(PagedKvWrite, RejectsSlotOutsideTheCache) {
+  TestCache c(KvDType::F32, 1, 2, 1, 4, 8);
+  std::vector<float> k(8), v(8);
+  int32_t slot = 8;
+  EXPECT_THROW(ops::paged_kv_write(c.view, 0, k.data(), v.data(), &slot, 1), Error);
+  slot = -1;
+  EXPECT_THROW(ops::paged_kv_write(c.view, 0, k.data(), v.data(), &slot, 1), Error);
+  slot = 0;
+  EXPECT_THROW(ops::paged_kv_write(c.view, 1, k.data(), v.data(), &slot, 1), Error);
+}
+
+TEST(PagedKvCopyBlock, CopiesTheFilledPrefixOfEveryLayer) {
+  for (KvDType dt : {KvDType::F32, KvDType::I8}) {
+    const int64_t L = 2, K = 2, bs = 4, D = 8;
+    TestCache c(dt, L, 3, K, bs, D);
+    std::vector<int32_t> slots{4, 5, 6, 7};  // block 1 full
+    auto k = randn(4 * K * D, 3), v = randn(4 * K * D, 4);
+    for (int64_t l = 0; l < L; ++l) ops::paged_kv_write(c.view, l, k.data(), v.data(), slots.data(), 4);
+    ops::paged_kv_copy_block(c.view, 1, 2, 3);
+    for (int64_t l = 0; l < L; ++l)
+      for (int64_t h = 0; h < K; ++h)
+        for (int64_t d = 0; d < D; ++d) {
+          for (int64_t o = 0; o < 3; ++o) {
+            EXPECT_EQ(ref::paged_kv_value<float>(c.view, false, l, 8 + o, h, d),
+                      ref::paged_kv_value<float>(c.view, false, l, 4 + o, h, d));
+            EXPECT_EQ(ref::paged_kv_value<float>(c.view, true, l, 8 + o, h, d),
+                      ref::paged_kv_value<float>(c.view, true, l, 4 + o, h, d));
+          }
+          EXPECT_EQ(ref::paged_kv_value<float>(c.view, false, l, 11, h, d), 0.0f);  // slot 3 not copied
+        }
+    EXPECT_THROW(ops::paged_kv_copy_block(c.view, 1, 1, 2), Error);
+    EXPECT_THROW(ops::paged_kv_copy_block(c.view, 1, 2, 5), Error);
+  }
+}
+
+TEST(PagedAttention, MatchesReferenceForEveryDtypeWithGuards) {
+  AttentionCase ac(11);
+  for (KvDType dt : {KvDType::F32, KvDType::BF16, KvDType::I8}) {
+    TestCache c(dt, ac.L, ac.blocks, ac.K, ac.bs, ac.D);
+    ac.fill(c.view, 1, 100);
+    const int64_t n = ac.T * ac.H * ac.D;
+    std::vector<float> o(n + 16, kGuard), ws(ops::paged_attention_ws_floats(ac.T, ac.H, ac.bs) + 16, kGuard);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(ac.D));
+    ops::paged_attention(o.data(), ac.q.data(), c.view, 1, ac.indptr.data(), ac.table.data(), ac.seq_index.data(),
+                         ac.pos.data(), ac.T, ac.S(), ac.H, scale, ws.data());
+    std::vector<double> qd(ac.q.begin(), ac.q.end()), od(n);
+    ref::paged_attention<double>(od.data(), qd.data(), c.view, 1, ac.indptr.data(), ac.table.data(),
+                                 ac.seq_index.data(), ac.pos.data(), ac.T, ac.H, scale);
+    double max_err = 0;
+    for (int64_t i = 0; i < n; ++i) max_err = std::max(max_err, std::fabs(o[i] - od[i]));
+    // fp32 online softmax vs float64 over the same dequantised values: rounding only.
+    EXPECT_LT(max_err, 2e-5) << ops::kv_dtype_name(dt);
+    for (int i = 0; i < 16; ++i) {
+      EXPECT_EQ(o[n + i], kGuard);
+      EXPECT_EQ(ws[ws.size() - 16 + i], kGuard);
+    }
+  }
+}
+
+TEST(PagedAttention, QuantisedCacheErrorVsF32IsSmall) {
+  AttentionCase ac(21);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(ac.D));
+  const int64_t n = ac.T * ac.H * ac.D;
+  std::vector<float> ws(ops::paged_attention_ws_floats(ac.T, ac.H, ac.bs));
+  auto run = [&](KvDType dt) {
+    TestCache c(dt, ac.L, ac.blocks, ac.K, ac.bs, ac.D);
+    ac.fill(c.view, 0, 200);
+    std::vector<float> o(n);
+    ops::paged_attention(o.data(), ac.q.data(), c.view, 0, ac.indptr.data(), ac.table.data(), ac.seq_index.data(),
+                         ac.pos.data(), ac.T, ac.S(), ac.H, scale, ws.data());
+    return o;
+  };
+  const auto f32 = run(KvDType::F32);
+  for (KvDType dt : {KvDType::BF16, KvDType::I8}) {
+    const auto o = run(dt);
+    double max_err = 0, sq = 0, ref_sq = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      max_err = std::max(max_err, static_cast<double>(std::fabs(o[i] - f32[i])));
+      sq += (o[i] - f32[i]) * (o[i] - f32[i]);
+      ref_sq += f32[i] * f32[i];
+    }
+    const double nmse = sq / ref_sq;
+    std::printf("[measured] %s KV vs f32: max abs err %.2e, normalised MSE %.2e\n",
+                std::string(ops::kv_dtype_name(dt)).c_str(), max_err, nmse);
+    // bf16: 8 mantissa bits (relative 2^-9); int8: absmax/127 steps on unit-normal data.
+    EXPECT_LT(max_err, dt == KvDType::BF16 ? 1e-2 : 3e-2);
+    EXPECT_LT(nmse, dt == KvDType::BF16 ? 1e-4 : 1e-3);
+  }
+}
+
+TEST(PagedAttention, TokenResultIndependentOfBatchAndThreads) {
+  AttentionCase ac(31);
+  TestCache c(KvDType::BF16, ac.L, ac.blocks, ac.K, ac.bs, ac.D);
+  ac.fill(c.view, 0, 300);
+  const float scale = 0.2f;
+  const int64_t HD = ac.H * ac.D;
+  std::vector<float> all(ac.T * HD), ws(ops::paged_attention_ws_floats(ac.T, ac.H, ac.bs));
+  ops::paged_attention(all.data(), ac.q.data(), c.view, 0, ac.indptr.data(), ac.table.data(), ac.seq_index.data(),
+                       ac.pos.data(), ac.T, ac.S(), ac.H, scale, ws.data());
+  const int threads = num_threads();
+  set_num_threads(1);
+  for (int64_t t = 0; t < ac.T; ++t) {
+    std::vector<float> one(HD);
+    ops::paged_attention(one.data(), ac.q.data() + t * HD, c.view, 0, ac.indptr.data(), ac.table.data(),
+                         &ac.seq_index[t], &ac.pos[t], 1, ac.S(), ac.H, scale, ws.data());
+    for (int64_t i = 0; i < HD; ++i) ASSERT_EQ(one[i], all[t * HD + i]) << "token " << t;
+  }
+  set_num_threads(threads);
+}
+
+TEST(PagedAttention, RejectsBadPositionsAndHeads) {
+  AttentionCase ac(41);
+  TestCache c(KvDType::F32, ac.L, ac.blocks, ac.K, ac.bs, ac.D);
+  std::vector<float> o(ac.T * ac.H * ac.D), ws(ops::paged_attention_ws_floats(ac.T, ac.H, ac.bs));
+  auto pos = ac.pos;
+  pos[0] = 5;  // sequence 0 has one block of 5 positions: 0..4
+  EXPECT_THROW(ops::paged_attention(o.data(), ac.q.data(), c.view, 0, ac.indptr.data(), ac.table.data(),
+                                    ac.seq_index.data(), pos.data(), ac.T, ac.S(), ac.H, 1.0f, ws.data()),
+               Error);
+  EXPECT_THROW(ops::paged_attention(o.data(), ac.q.data(), c.view, 0, ac.indptr.data(), ac.table.data(),
+                                    ac.seq_index.data(), ac.pos.data(), ac.T, ac.S(), 5, 1.0f, ws.data()),
+               Error);
+  auto table = ac.table;
+  table[0] = static_cast<int32_t>(ac.blocks);
+  EXPECT_THROW(ops::paged_attention(o.data(), ac.q.data(), c.view, 0, ac.indptr.data(), table.data(),
+                                    ac.seq_index.data(), ac.pos.data(), ac.T, ac.S(), ac.H, 1.0f, ws.data()),
+               Error);
+}
+
+TEST(Gemv, MatchesReferenceOnOddSizesWithGuards) {
+  for (DType wt : {DType::F32, DType::BF16})
+    for (int64_t B : {1, 3, 4, 5, 9})
+      for (int64_t N : {1, 7, 33})
+        for (int64_t K : {1, 15, 16, 17, 100}) {
+          auto x = randn(B * K, 1), wf = randn(N * K, 2);
+          std::vector<bf16_t> wb(N * K);
+          for (int64_t i = 0; i < N * K; ++i) wb[i] = f32_to_bf16(wf[i]);
+          const void* W = wt == DType::BF16 ? static_cast<const void*>(wb.data()) : wf.data();
+          std::vector<float> y(B * N + 16, kGuard);
+          std::vector<double> yd(B * N);
+          ops::gemv(y.data(), x.data(), W, wt, B, N, K);
+          ref::gemv<double>(yd.data(), x.data(), W, wt, B, N, K);
+          for (int64_t i = 0; i < B * N; ++i)
+            ASSERT_NEAR(y[i], yd[i], 1e-5 * std::sqrt(static_cast<double>(K)) * 4)
+                << "B=" << B << " N=" << N << " K=" << K << " i=" << i;
+          for (int i = 0; i < 16; ++i) ASSERT_EQ(y[B * N + i], kGuard);
+        }
+}
+
+TEST(Gemv, RowResultIndependentOfBatchSize) {
+  const int64_t B = 11, N = 37, K = 333;
+  auto x = randn(B * K, 5), w = randn(N * K, 6);
+  std::vector<float> all(B * N), one(N);
+  ops::gemv(all.data(), x.data(), w.data(), DType::F32, B, N, K);
+  for (int64_t b = 0; b < B; ++b) {
+    ops::gemv(one.data(), x.data() + b * K, w.data(), DType::F32, 1, N, K);
+    for (int64_t n = 0; n < N; ++n) ASSERT_EQ(one[n], all[b * N + n]);
+  }
+}
+
+TEST(DecodeMatmul, AgreesWithReferenceOnBothSidesOfTheCrossover) {
+  const int64_t N = 48, K = 64;
+  for (int64_t B : {int64_t{1}, ops::kGemvMaxBatch, ops::kGemvMaxBatch + 1, int64_t{40}})
+    for (DType wt : {DType::F32, DType::BF16}) {
+      auto x = randn(B * K, 7), wf = randn(N * K, 8);
+      std::vector<bf16_t> wb(N * K), xb(B * K);
+      for (int64_t i = 0; i < N * K; ++i) wb[i] = f32_to_bf16(wf[i]);
+      const void* W = wt == DType::BF16 ? static_cast<const void*>(wb.data()) : wf.data();
+      std::vector<float> y(B * N);
+      std::vector<double> yd(B * N);
+      ops::decode_matmul(y.data(), x.data(), xb.data(), W, wt, B, N, K);
+      ref::gemv<double>(yd.data(), x.data(), W, wt, B, N, K);
+      // above the crossover with bf16 weights, x is rounded to bf16 (relative 2^-9 per term)
+      const double tol = wt == DType::BF16 && B > ops::kGemvMaxBatch ? 0.1 : 1e-4;
+      for (int64_t i = 0; i < B * N; ++i) ASSERT_NEAR(y[i], yd[i], tol) << "B=" << B;
+    }
+}
