@@ -1,0 +1,129 @@
+// GEMM on the CPU through oneDNN 2.6 matmul: f32 or bf16 inputs, f32 output and accumulation.
+// Transposes are expressed as memory strides (no copies); beta = 1 is a sum post-op and alpha an output
+// scale. Primitives are created once per shape and kept in a process-wide cache ("shape cache"), so a
+// repeated shape costs only the execute. One global engine and stream serve every call.
+#include <dnnl.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <unordered_map>
+
+#include "core/error.h"
+#include "core/profiler.h"
+#include "kernels/ops.h"
+
+namespace grpo::ops {
+namespace {
+
+struct GemmKey {
+  Trans ta, tb;
+  int64_t M, N, K, lda, ldb, ldc;
+  DType dtype;
+  float alpha, beta;
+  bool operator==(const GemmKey&) const = default;
+};
+
+struct GemmKeyHash {
+  size_t operator()(const GemmKey& k) const {
+    size_t h = 0;
+    auto mix = [&h](uint64_t v) { h ^= std::hash<uint64_t>{}(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
+    for (int64_t v : {k.M, k.N, k.K, k.lda, k.ldb, k.ldc}) mix(static_cast<uint64_t>(v));
+    uint32_t a, b;
+    std::memcpy(&a, &k.alpha, 4);
+    std::memcpy(&b, &k.beta, 4);
+    mix((static_cast<uint64_t>(k.ta) << 0) | (static_cast<uint64_t>(k.tb) << 8) |
+        (static_cast<uint64_t>(k.dtype) << 16) | (static_cast<uint64_t>(a) << 32));
+    mix(b);
+    return h;
+  }
+};
+
+struct GemmPlan {
+  dnnl::memory::desc a_md, b_md, c_md;
+  dnnl::matmul prim;
+};
+
+struct DnnlContext {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  std::mutex mu;
+  std::unordered_map<GemmKey, GemmPlan, GemmKeyHash> plans;
+};
+
+DnnlContext& context() {
+  static DnnlContext ctx;
+  return ctx;
+}
+
+// op(X) of logical shape [rows, cols] stored with leading dimension ld, transposed or not.
+dnnl::memory::desc strided_desc(Trans t, int64_t rows, int64_t cols, int64_t ld, dnnl::memory::data_type dt) {
+  const dnnl::memory::dims strides = t == Trans::N ? dnnl::memory::dims{ld, 1} : dnnl::memory::dims{1, ld};
+  return dnnl::memory::desc({rows, cols}, dt, strides);
+}
+
+GemmPlan make_plan(DnnlContext& ctx, const GemmKey& k) {
+  using dt = dnnl::memory::data_type;
+  const dt in_dt = k.dtype == DType::BF16 ? dt::bf16 : dt::f32;
+  GemmPlan p;
+  p.a_md = strided_desc(k.ta, k.M, k.K, k.lda, in_dt);
+  p.b_md = strided_desc(k.tb, k.K, k.N, k.ldb, in_dt);
+  p.c_md = dnnl::memory::desc({k.M, k.N}, dt::f32, dnnl::memory::dims{k.ldc, 1});
+  dnnl::primitive_attr attr;
+  if (k.alpha != 1.0f) attr.set_output_scales(0, {k.alpha});
+  if (k.beta != 0.0f) {
+    dnnl::post_ops ops;
+    ops.append_sum(1.0f);
+    attr.set_post_ops(ops);
+  }
+  dnnl::matmul::desc desc(p.a_md, p.b_md, p.c_md);
+  p.prim = dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, ctx.engine));
+  return p;
+}
+
+const char* trans_name(Trans t) { return t == Trans::N ? "N" : "T"; }
+
+void check_args(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc,
+                float beta, DType dtype) {
+  GRPO_CHECK(M >= 0 && N >= 0 && K >= 0, "[gemm] sizes must be >= 0, got M=", M, " N=", N, " K=", K);
+  GRPO_CHECK(dtype == DType::F32 || dtype == DType::BF16, "[gemm] A/B dtype must be f32 or bf16, got ",
+             dtype_name(dtype));
+  GRPO_CHECK(beta == 0.0f || beta == 1.0f, "[gemm] beta must be 0 or 1, got ", beta);
+  const int64_t a_cols = ta == Trans::N ? K : M, b_cols = tb == Trans::N ? N : K;
+  GRPO_CHECK(lda >= std::max<int64_t>(a_cols, 1), "[gemm] lda=", lda, " < ", a_cols, " columns of A (",
+             trans_name(ta), ", M=", M, " K=", K, ")");
+  GRPO_CHECK(ldb >= std::max<int64_t>(b_cols, 1), "[gemm] ldb=", ldb, " < ", b_cols, " columns of B (",
+             trans_name(tb), ", K=", K, " N=", N, ")");
+  GRPO_CHECK(ldc >= std::max<int64_t>(N, 1), "[gemm] ldc=", ldc, " < N=", N);
+}
+
+}  // namespace
+
+void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const void* A, int64_t lda,
+          const void* B, int64_t ldb, float beta, float* C, int64_t ldc, DType ab_dtype) {
+  GRPO_PROFILE("gemm");
+  check_args(ta, tb, M, N, K, lda, ldb, ldc, beta, ab_dtype);
+  if (M == 0 || N == 0) return;
+  if (K == 0) {  // op(A) op(B) is the zero matrix: C = beta * C
+    if (beta == 0.0f)
+      for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
+    return;
+  }
+  DnnlContext& ctx = context();
+  const GemmKey key{ta, tb, M, N, K, lda, ldb, ldc, ab_dtype, alpha, beta};
+  const GemmPlan* plan;
+  {
+    std::lock_guard<std::mutex> lock(ctx.mu);
+    auto it = ctx.plans.find(key);
+    if (it == ctx.plans.end()) it = ctx.plans.emplace(key, make_plan(ctx, key)).first;
+    plan = &it->second;  // unordered_map nodes are stable: safe to use after unlocking
+  }
+  dnnl::memory a(plan->a_md, ctx.engine, const_cast<void*>(A));
+  dnnl::memory b(plan->b_md, ctx.engine, const_cast<void*>(B));
+  dnnl::memory c(plan->c_md, ctx.engine, C);
+  plan->prim.execute(ctx.stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+  ctx.stream.wait();
+}
+
+}  // namespace grpo::ops
