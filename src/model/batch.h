@@ -1,0 +1,28 @@
+// A packed variable-length batch: sequences laid end to end with no padding. Positions restart at 0
+// for each sequence; targets[t] is the next token inside the same sequence (-1 for each last token).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace grpo {
+
+struct PackedBatch {
+  std::vector<int32_t> ids;         // [T]
+  std::vector<int32_t> positions;   // [T]
+  std::vector<int32_t> targets;     // [T]  ids[t+1] within the sequence, else -1
+  std::vector<int32_t> cu_seqlens;  // [S+1] prefix sums of sequence lengths
+
+  int64_t T() const { return static_cast<int64_t>(ids.size()); }
+  int64_t S() const { return static_cast<int64_t>(cu_seqlens.size()) - 1; }
+  int64_t seq_len(int64_t s) const { return cu_seqlens[s + 1] - cu_seqlens[s]; }
+
+  void clear();
+  void add_sequence(const int32_t* tokens, int64_t n);
+  void add_sequence(const std::vector<int32_t>& tokens) { add_sequence(tokens.data(), tokens.size()); }
+  static PackedBatch from_sequences(const std::vector<std::vector<int32_t>>& seqs);
+  // Builds from packed ids + per-sequence lengths; checks every id is in [0, vocab_size).
+  static PackedBatch from_packed(const std::vector<int32_t>& ids, const std::vector<int64_t>& seq_lens,
+                                 int64_t vocab_size);
+};
+
+}  // namespace grpo

@@ -1,0 +1,260 @@
+// Decoder forward/backward (see decoder.h). Per layer (pre-norm):
+//   h1 = rmsnorm(x); qkv = h1 Wqkv^T (+b); q,k = rope(qk_norm(q,k)); o = attn(q,k,v); x_mid = x + o Wo^T
+//   h2 = rmsnorm(x_mid); gu = h2 Wgu^T; act = silu(gate) * up; x_out = x_mid + act Wdown^T
+#include "model/decoder.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/profiler.h"
+#include "kernels/ops.h"
+#include "model/layer_utils.h"
+
+namespace grpo {
+
+namespace {
+constexpr size_t kAlign = 64;
+}  // namespace
+
+ComputeMode parse_compute_mode(const std::string& s) {
+  if (s == "f32" || s == "float32") return ComputeMode::F32;
+  if (s == "bf16" || s == "bfloat16") return ComputeMode::BF16;
+  fail("[dtype] expected f32 or bf16, got \"", s, "\"");
+}
+
+Decoder::Decoder(ModelWeights& weights, DecoderOptions opt)
+    : w_(weights), c_(weights.config()), opt_(opt) {
+  GRPO_CHECK(opt_.lm_head_chunk > 0, "[decoder] lm_head_chunk must be positive");
+  rope_ = make_rope_tables(c_, c_.max_position_embeddings);
+  if (opt_.mode == ComputeMode::BF16) w_.bf16();
+}
+
+size_t Decoder::carve(int64_t T, bool dry_run) {
+  const int64_t C = c_.hidden_size, H = c_.num_attention_heads, K = c_.num_key_value_heads, D = c_.head_dim,
+                F = c_.intermediate_size, L = c_.num_hidden_layers, Q = H * D, KV = K * D, W = Q + 2 * KV;
+  const bool bf = opt_.mode == ComputeMode::BF16, ckpt = opt_.checkpoint_activations;
+  char* base = dry_run ? nullptr : static_cast<char*>(ws_.take_bytes(ws_.capacity(), "decoder activations"));
+  size_t off = 0;
+  auto f = [&](int64_t n) {
+    off = (off + kAlign - 1) / kAlign * kAlign;
+    float* p = dry_run ? nullptr : reinterpret_cast<float*>(base + off);
+    off += static_cast<size_t>(n) * sizeof(float);
+    return p;
+  };
+  auto h = [&](int64_t n) {
+    off = (off + kAlign - 1) / kAlign * kAlign;
+    bf16_t* p = dry_run ? nullptr : reinterpret_cast<bf16_t*>(base + off);
+    off += static_cast<size_t>(n) * sizeof(bf16_t);
+    return p;
+  };
+  auto full_set = [&](LayerActs& a) {
+    a.h1 = f(T * C);
+    a.rstd1 = f(T);
+    a.q = f(T * Q);
+    a.k = f(T * KV);
+    a.v = f(T * KV);
+    a.q_pre = c_.qk_norm ? f(T * Q) : a.q;
+    a.k_pre = c_.qk_norm ? f(T * KV) : a.k;
+    a.q_rstd = c_.qk_norm ? f(T * H) : nullptr;
+    a.k_rstd = c_.qk_norm ? f(T * K) : nullptr;
+    a.o = f(T * Q);
+    a.lse = f(T * H);
+    a.x_mid = f(T * C);
+    a.h2 = f(T * C);
+    a.rstd2 = f(T);
+    a.gu = f(T * 2 * F);
+    a.act = f(T * F);
+    a.h1_bf = bf ? h(T * C) : nullptr;
+    a.o_bf = bf ? h(T * Q) : nullptr;
+    a.h2_bf = bf ? h(T * C) : nullptr;
+    a.act_bf = bf ? h(T * F) : nullptr;
+  };
+  acts_.resize(L);
+  LayerActs shared{};
+  if (ckpt) full_set(shared);
+  for (int64_t l = 0; l < L; ++l) {
+    if (ckpt)
+      acts_[l] = shared;
+    else
+      full_set(acts_[l]);
+    acts_[l].x_in = f(T * C);
+  }
+  x_final_ = f(T * C);
+  s_.qkv = f(T * W);
+  s_.dx = f(T * C);
+  s_.dtmp = f(T * C);
+  s_.dact = f(T * F);
+  s_.dgu = f(T * 2 * F);
+  s_.dO = f(T * Q);
+  s_.dq = f(T * Q);
+  s_.dk = f(T * KV);
+  s_.dv = f(T * KV);
+  s_.dqkv = f(T * W);
+  s_.dy_bf = bf ? h(T * std::max({2 * F, W, C, Q})) : nullptr;
+  s_.attn_ws = f(ops::attention_ws_floats(T, H, K, D));
+  s_.rms_ws = f(std::max(ops::rmsnorm_backward_ws_floats(T, C), ops::rmsnorm_backward_ws_floats(T * H, D)));
+  s_.head_ws = f(ops::lm_head_ws_floats(opt_.lm_head_chunk, c_.vocab_size, C));
+  s_.h_final = f(T * C);
+  s_.rstd_final = f(T);
+  s_.h_final_bf = bf ? h(T * C) : nullptr;
+  s_.lse_head = f(T);
+  return off + kAlign;
+}
+
+void Decoder::linear(float* out, const float* in, bf16_t* in_bf, const void* w32, const void* w16, int64_t T,
+                     int64_t N, int64_t K) {
+  if (opt_.mode == ComputeMode::BF16) {
+    ops::f32_to_bf16(in_bf, in, T * K);
+    ops::gemm(ops::Trans::N, ops::Trans::T, T, N, K, 1.0f, in_bf, K, w16, K, 0.0f, out, N, DType::BF16);
+  } else {
+    ops::gemm(ops::Trans::N, ops::Trans::T, T, N, K, 1.0f, in, K, w32, K, 0.0f, out, N, DType::F32);
+  }
+}
+
+void Decoder::linear_backward(float* din, float* dW, const float* dout, const float* in, const bf16_t* in_bf,
+                              const void* w32, const void* w16, int64_t T, int64_t N, int64_t K) {
+  if (opt_.mode == ComputeMode::BF16) {
+    ops::f32_to_bf16(s_.dy_bf, dout, T * N);
+    ops::gemm(ops::Trans::N, ops::Trans::N, T, K, N, 1.0f, s_.dy_bf, N, w16, K, 0.0f, din, K, DType::BF16);
+    ops::gemm(ops::Trans::T, ops::Trans::N, N, K, T, 1.0f, s_.dy_bf, N, in_bf, K, 1.0f, dW, K, DType::BF16);
+  } else {
+    ops::gemm(ops::Trans::N, ops::Trans::N, T, K, N, 1.0f, dout, N, w32, K, 0.0f, din, K, DType::F32);
+    ops::gemm(ops::Trans::T, ops::Trans::N, N, K, T, 1.0f, dout, N, in, K, 1.0f, dW, K, DType::F32);
+  }
+}
+
+void Decoder::layer_forward(int64_t l, LayerActs& a, float* x_out) {
+  GRPO_PROFILE("layer_forward");
+  const int64_t T = T_, C = c_.hidden_size, H = c_.num_attention_heads, K = c_.num_key_value_heads,
+                D = c_.head_dim, F = c_.intermediate_size, Q = H * D, KV = K * D;
+  const float eps = static_cast<float>(c_.rms_norm_eps);
+  const LayerTensors& p = w_.f32().layers[l];
+  const LayerTensors* pb = opt_.mode == ComputeMode::BF16 ? &w_.bf16().layers[l] : nullptr;
+  auto w16 = [&](void* LayerTensors::*m) { return pb ? pb->*m : nullptr; };
+  const PackedBatch& b = *batch_;
+
+  ops::rmsnorm_forward(a.h1, a.rstd1, a.x_in, static_cast<float*>(p.attn_norm), T, C, eps);
+  linear(s_.qkv, a.h1, a.h1_bf, p.wqkv, w16(&LayerTensors::wqkv), T, Q + 2 * KV, C);
+  if (p.bqkv) add_bias(s_.qkv, static_cast<float*>(p.bqkv), T, Q + 2 * KV);
+  split_qkv(a.q_pre, a.k_pre, a.v, s_.qkv, T, Q, KV);
+  if (c_.qk_norm) {
+    ops::rmsnorm_forward(a.q, a.q_rstd, a.q_pre, static_cast<float*>(p.q_norm), T * H, D, eps);
+    ops::rmsnorm_forward(a.k, a.k_rstd, a.k_pre, static_cast<float*>(p.k_norm), T * K, D, eps);
+  }
+  ops::rope_forward(a.q, b.positions.data(), rope_.cos.data(), rope_.sin.data(), T, H, D);
+  ops::rope_forward(a.k, b.positions.data(), rope_.cos.data(), rope_.sin.data(), T, K, D);
+  ops::attention_forward(a.o, a.lse, a.q, a.k, a.v, b.cu_seqlens.data(), b.S(), T, H, K, D,
+                         1.0f / std::sqrt(static_cast<float>(D)), s_.attn_ws);
+  linear(a.x_mid, a.o, a.o_bf, p.wo, w16(&LayerTensors::wo), T, C, Q);
+  ops::add_inplace(a.x_mid, a.x_in, T * C);
+  ops::rmsnorm_forward(a.h2, a.rstd2, a.x_mid, static_cast<float*>(p.mlp_norm), T, C, eps);
+  linear(a.gu, a.h2, a.h2_bf, p.wgu, w16(&LayerTensors::wgu), T, 2 * F, C);
+  ops::swiglu_forward(a.act, a.gu, T, F);
+  linear(x_out, a.act, a.act_bf, p.wdown, w16(&LayerTensors::wdown), T, C, F);
+  ops::add_inplace(x_out, a.x_mid, T * C);
+}
+
+void Decoder::layer_backward(int64_t l, LayerActs& a, const ModelTensors& g) {
+  GRPO_PROFILE("layer_backward");
+  const int64_t T = T_, C = c_.hidden_size, H = c_.num_attention_heads, K = c_.num_key_value_heads,
+                D = c_.head_dim, F = c_.intermediate_size, Q = H * D, KV = K * D;
+  const LayerTensors& p = w_.f32().layers[l];
+  const LayerTensors* pb = opt_.mode == ComputeMode::BF16 ? &w_.bf16().layers[l] : nullptr;
+  auto w16 = [&](void* LayerTensors::*m) { return pb ? pb->*m : nullptr; };
+  const LayerTensors& gl = g.layers[l];
+  auto G = [](void* q) { return static_cast<float*>(q); };
+  const PackedBatch& b = *batch_;
+
+  // MLP: s_.dx holds dL/dx_out on entry.
+  linear_backward(s_.dact, G(gl.wdown), s_.dx, a.act, a.act_bf, p.wdown, w16(&LayerTensors::wdown), T, C, F);
+  ops::swiglu_backward(s_.dgu, s_.dact, a.gu, T, F);
+  linear_backward(s_.dtmp, G(gl.wgu), s_.dgu, a.h2, a.h2_bf, p.wgu, w16(&LayerTensors::wgu), T, 2 * F, C);
+  ops::rmsnorm_backward(s_.dtmp, G(gl.mlp_norm), s_.dtmp, a.x_mid, G(p.mlp_norm), a.rstd2, T, C, s_.rms_ws);
+  ops::add_inplace(s_.dx, s_.dtmp, T * C);  // dL/dx_mid
+  // Attention.
+  linear_backward(s_.dO, G(gl.wo), s_.dx, a.o, a.o_bf, p.wo, w16(&LayerTensors::wo), T, C, Q);
+  ops::attention_backward(s_.dq, s_.dk, s_.dv, s_.dO, a.q, a.k, a.v, a.o, a.lse, b.cu_seqlens.data(), b.S(), T, H,
+                          K, D, 1.0f / std::sqrt(static_cast<float>(D)), s_.attn_ws);
+  ops::rope_backward(s_.dq, b.positions.data(), rope_.cos.data(), rope_.sin.data(), T, H, D);
+  ops::rope_backward(s_.dk, b.positions.data(), rope_.cos.data(), rope_.sin.data(), T, K, D);
+  if (c_.qk_norm) {
+    ops::rmsnorm_backward(s_.dq, G(gl.q_norm), s_.dq, a.q_pre, G(p.q_norm), a.q_rstd, T * H, D, s_.rms_ws);
+    ops::rmsnorm_backward(s_.dk, G(gl.k_norm), s_.dk, a.k_pre, G(p.k_norm), a.k_rstd, T * K, D, s_.rms_ws);
+  }
+  merge_qkv(s_.dqkv, s_.dq, s_.dk, s_.dv, T, Q, KV);
+  if (gl.bqkv) bias_grad(G(gl.bqkv), s_.dqkv, T, Q + 2 * KV);
+  linear_backward(s_.dtmp, G(gl.wqkv), s_.dqkv, a.h1, a.h1_bf, p.wqkv, w16(&LayerTensors::wqkv), T, Q + 2 * KV, C);
+  ops::rmsnorm_backward(s_.dtmp, G(gl.attn_norm), s_.dtmp, a.x_in, G(p.attn_norm), a.rstd1, T, C, s_.rms_ws);
+  ops::add_inplace(s_.dx, s_.dtmp, T * C);  // dL/dx_in
+}
+
+void Decoder::forward(const PackedBatch& batch, float* logprob, float* entropy) {
+  GRPO_PROFILE("decoder_forward");
+  const int64_t T = batch.T(), C = c_.hidden_size, V = c_.vocab_size, L = c_.num_hidden_layers;
+  GRPO_CHECK(T > 0, "[decoder] empty batch");
+  for (int64_t s = 0; s < batch.S(); ++s)
+    GRPO_CHECK(batch.seq_len(s) <= rope_.positions, "[decoder] sequence ", s, " has ", batch.seq_len(s),
+               " tokens, more than max_position_embeddings ", rope_.positions);
+  for (int64_t t = 0; t < T; ++t)
+    GRPO_CHECK(batch.ids[t] >= 0 && batch.ids[t] < V, "[decoder] token ", t, " has id ", batch.ids[t],
+               ", expected 0 <= id < vocab_size ", V);
+  batch_ = &batch;
+  T_ = T;
+  size_t need = carve(T, /*dry_run=*/true);
+  if (need > ws_.capacity()) ws_.reserve(need);
+  ws_.reset();
+  carve(T, /*dry_run=*/false);
+
+  const bool bf = opt_.mode == ComputeMode::BF16;
+  ops::embedding_forward(acts_[0].x_in, batch.ids.data(), static_cast<float*>(w_.f32().embed), T, C);
+  for (int64_t l = 0; l < L; ++l) layer_forward(l, acts_[l], l + 1 < L ? acts_[l + 1].x_in : x_final_);
+  ops::rmsnorm_forward(s_.h_final, s_.rstd_final, x_final_, static_cast<float*>(w_.f32().final_norm), T, C,
+                       static_cast<float>(c_.rms_norm_eps));
+  const void* h = s_.h_final;
+  const void* W = w_.f32().lm_head;
+  if (bf) {
+    ops::f32_to_bf16(s_.h_final_bf, s_.h_final, T * C);
+    h = s_.h_final_bf;
+    W = w_.bf16().lm_head;
+  }
+  ops::lm_head_forward(logprob, entropy, s_.lse_head, h, W, bf ? DType::BF16 : DType::F32, batch.targets.data(), T,
+                       C, V, opt_.logit_scale, opt_.lm_head_chunk, s_.head_ws);
+}
+
+void Decoder::backward(const float* dlogprob, const float* dentropy, const ModelTensors& g) {
+  GRPO_PROFILE("decoder_backward");
+  GRPO_CHECK(batch_, "[decoder] backward() without forward()");
+  const int64_t T = T_, C = c_.hidden_size, V = c_.vocab_size, L = c_.num_hidden_layers;
+  const bool bf = opt_.mode == ComputeMode::BF16;
+  auto G = [](void* q) { return static_cast<float*>(q); };
+  ops::lm_head_backward(s_.dtmp, G(g.lm_head), dlogprob, dentropy, bf ? static_cast<void*>(s_.h_final_bf) : s_.h_final,
+                        bf ? w_.bf16().lm_head : w_.f32().lm_head, bf ? DType::BF16 : DType::F32,
+                        batch_->targets.data(), s_.lse_head, T, C, V, opt_.logit_scale, opt_.lm_head_chunk,
+                        s_.head_ws);
+  ops::rmsnorm_backward(s_.dx, G(g.final_norm), s_.dtmp, x_final_, G(w_.f32().final_norm), s_.rstd_final, T, C,
+                        s_.rms_ws);
+  for (int64_t l = L - 1; l >= 0; --l) {
+    if (opt_.checkpoint_activations) {
+      GRPO_PROFILE("recompute_layer");
+      layer_forward(l, acts_[l], l + 1 < L ? acts_[l + 1].x_in : x_final_);
+    }
+    layer_backward(l, acts_[l], g);
+  }
+  ops::embedding_backward(G(g.embed), s_.dx, batch_->ids.data(), T, C);
+}
+
+void Decoder::full_logits(float* out) {
+  GRPO_CHECK(batch_, "[decoder] full_logits() without forward()");
+  const int64_t T = T_, C = c_.hidden_size, V = c_.vocab_size;
+  if (opt_.mode == ComputeMode::BF16)
+    ops::gemm(ops::Trans::N, ops::Trans::T, T, V, C, opt_.logit_scale, s_.h_final_bf, C, w_.bf16().lm_head, C, 0.0f,
+              out, V, DType::BF16);
+  else
+    ops::gemm(ops::Trans::N, ops::Trans::T, T, V, C, opt_.logit_scale, s_.h_final, C, w_.f32().lm_head, C, 0.0f, out,
+              V, DType::F32);
+}
+
+}  // namespace grpo

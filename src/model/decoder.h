@@ -1,0 +1,110 @@
+// The decoder (Qwen3 / Qwen2 / LLaMA) forward and backward over packed batches, for training and scoring.
+// Straight-line code over the kernels of kernels/ops.h (llm.c style). Activations live in one workspace
+// sized up front for the largest batch seen; with activation checkpointing only each layer's input is
+// kept and the layer is recomputed during backward. The output layer is fused (ops::lm_head_*): it never
+// materialises [T, V] logits.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/arena.h"
+#include "model/batch.h"
+#include "model/rope_tables.h"
+#include "model/weights.h"
+
+namespace grpo {
+
+enum class ComputeMode { F32, BF16 };  // BF16: bf16 GEMM inputs, fp32 accumulation/master weights/norms/softmax
+
+ComputeMode parse_compute_mode(const std::string& s);  // "f32" | "bf16"
+
+struct DecoderOptions {
+  ComputeMode mode = ComputeMode::F32;
+  bool checkpoint_activations = false;
+  int64_t lm_head_chunk = 256;  // rows of the output layer processed at a time
+  float logit_scale = 1.0f;     // 1 / temperature
+};
+
+class Decoder {
+ public:
+  Decoder(ModelWeights& weights, DecoderOptions opt);
+
+  // Runs the model on `batch`. logprob [T]: log p(targets[t]) (0 where targets[t] < 0); entropy [T].
+  // Keeps what backward() needs.
+  void forward(const PackedBatch& batch, float* logprob, float* entropy);
+  // Backpropagates dlogprob [T] and dentropy [T] (either may be null) of the last forward() and
+  // accumulates (+=) parameter gradients into `grads` (an arena declared by declare_parameters).
+  void backward(const float* dlogprob, const float* dentropy, const ModelTensors& grads);
+  // Full logits [T, V] of the last forward() (debugging and the unfused baseline only).
+  void full_logits(float* out);
+
+  const DecoderOptions& options() const { return opt_; }
+  size_t workspace_bytes() const { return ws_.capacity(); }
+  size_t workspace_high_water() const { return ws_.high_water(); }
+
+ private:
+  // One layer's activations (pointers into ws_). With checkpointing every layer shares one set except x_in.
+  struct LayerActs {
+    float* x_in;       // [T, C]   residual stream entering the layer
+    float* h1;         // [T, C]   input_layernorm output
+    float* rstd1;      // [T]
+    float* q_pre;      // [T, H, D] q before q_norm (qk-norm models only; else == q)
+    float* k_pre;      // [T, K, D]
+    float* q;          // [T, H, D] after norm + rope
+    float* k;          // [T, K, D]
+    float* v;          // [T, K, D]
+    float* q_rstd;     // [T, H]
+    float* k_rstd;     // [T, K]
+    float* o;          // [T, H, D] attention output
+    float* lse;        // [T, H]
+    float* x_mid;      // [T, C]   residual after attention
+    float* h2;         // [T, C]   post_attention_layernorm output
+    float* rstd2;      // [T]
+    float* gu;         // [T, 2F]  gate | up
+    float* act;        // [T, F]   silu(gate) * up
+    bf16_t *h1_bf, *o_bf, *h2_bf, *act_bf;  // bf16 copies of GEMM inputs (bf16 mode), else null
+  };
+  struct Scratch {
+    float* qkv;      // [T, (H+2K)D]
+    float* dx;       // [T, C]  gradient of the residual stream
+    float* dtmp;     // [T, C]
+    float* dact;     // [T, F]
+    float* dgu;      // [T, 2F]
+    float* dO;       // [T, H, D]
+    float* dq;       // [T, H, D]
+    float* dk;       // [T, K, D]
+    float* dv;       // [T, K, D]
+    float* dqkv;     // [T, (H+2K)D]
+    bf16_t* dy_bf;   // [T, max(2F, (H+2K)D, C, HD)] bf16 copy of an output gradient (bf16 mode)
+    float* attn_ws;
+    float* rms_ws;
+    float* head_ws;
+    float* h_final;     // [T, C] final norm output
+    float* rstd_final;  // [T]
+    bf16_t* h_final_bf; // [T, C]
+    float* lse_head;    // [T] log-sum-exp of the output layer
+  };
+
+  size_t carve(int64_t T, bool dry_run);
+  void layer_forward(int64_t l, LayerActs& a, float* x_out);
+  void layer_backward(int64_t l, LayerActs& a, const ModelTensors& g);
+  // out [T, N] = in [T, K] W^T (W [N, K]); in bf16 mode reads in_bf (converted here from in) and the bf16 W.
+  void linear(float* out, const float* in, bf16_t* in_bf, const void* w32, const void* w16, int64_t T, int64_t N,
+              int64_t K);
+  // Backward of linear: din [T, K] (=) = dout W; dW [N, K] += dout^T in.
+  void linear_backward(float* din, float* dW, const float* dout, const float* in, const bf16_t* in_bf,
+                       const void* w32, const void* w16, int64_t T, int64_t N, int64_t K);
+
+  ModelWeights& w_;
+  const ModelConfig& c_;
+  DecoderOptions opt_;
+  RopeTables rope_;
+  Workspace ws_;
+  int64_t T_ = 0;
+  const PackedBatch* batch_ = nullptr;
+  std::vector<LayerActs> acts_;
+  float* x_final_ = nullptr;  // [T, C] input of the final norm
+  Scratch s_{};
+};
+
+}  // namespace grpo

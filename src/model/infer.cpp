@@ -1,0 +1,120 @@
+// Inference step over a paged KV cache (see infer.h). Same layer structure as the training decoder
+// (decoder.cpp), with paged attention, decode-sized matmuls (GEMV for small batches) and no saved state.
+#include "model/infer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/profiler.h"
+#include "kernels/ops.h"
+#include "model/layer_utils.h"
+
+namespace grpo {
+
+namespace {
+constexpr size_t kAlign = 64;
+
+struct Buffers {
+  float *x, *h, *qkv, *q, *k, *v, *rstd, *o, *tmp, *gu, *act, *attn_ws, *hr;  // see workspace_bytes
+  bf16_t* x_bf;
+};
+
+// Carves the step's buffers for T tokens and R logits rows (base == nullptr: only measures).
+size_t carve(const ModelConfig& c, int64_t T, int64_t R, int64_t block_size, char* base, Buffers* b) {
+  const int64_t C = c.hidden_size, H = c.num_attention_heads, K = c.num_key_value_heads, D = c.head_dim,
+                F = c.intermediate_size, Q = H * D, KV = K * D;
+  size_t off = 0;
+  auto f = [&](int64_t n) {
+    off = (off + kAlign - 1) / kAlign * kAlign;
+    float* p = base ? reinterpret_cast<float*>(base + off) : nullptr;
+    off += n * sizeof(float);
+    return p;
+  };
+  b->x = f(T * C);         // [T, C] residual stream
+  b->h = f(T * C);         // [T, C] normed
+  b->qkv = f(T * (Q + 2 * KV));
+  b->q = f(T * Q);         // [T, H, D]
+  b->k = f(T * KV);        // [T, K, D]
+  b->v = f(T * KV);
+  b->rstd = f(T * std::max<int64_t>(H, 1));
+  b->o = f(T * Q);         // [T, H, D]
+  b->tmp = f(T * C);       // [T, C]
+  b->gu = f(T * 2 * F);    // [T, 2F]
+  b->act = f(T * F);       // [T, F]
+  b->attn_ws = f(ops::paged_attention_ws_floats(T, H, block_size));
+  b->hr = f(R * C);        // [R, C] rows whose logits are wanted
+  off = (off + kAlign - 1) / kAlign * kAlign;
+  b->x_bf = base ? reinterpret_cast<bf16_t*>(base + off) : nullptr;  // [T, max(C, F, Q)]
+  off += T * std::max({C, F, Q}) * sizeof(bf16_t);
+  return off + kAlign;
+}
+}  // namespace
+
+InferenceModel::InferenceModel(ModelWeights& weights, ComputeMode mode) : w_(weights), mode_(mode) {
+  rope_ = make_rope_tables(w_.config(), w_.config().max_position_embeddings);
+  if (mode_ == ComputeMode::BF16) w_.bf16();
+}
+
+size_t InferenceModel::workspace_bytes(int64_t max_tokens, int64_t max_rows, int64_t block_size) const {
+  Buffers b;
+  return carve(w_.config(), max_tokens, max_rows, block_size, nullptr, &b);
+}
+
+void InferenceModel::matmul(float* y, const float* x, bf16_t* x_bf, const void* w32, const void* w16, int64_t T,
+                            int64_t N, int64_t K) const {
+  if (mode_ == ComputeMode::BF16)
+    ops::decode_matmul(y, x, x_bf, w16, DType::BF16, T, N, K);
+  else
+    ops::decode_matmul(y, x, nullptr, w32, DType::F32, T, N, K);
+}
+
+void InferenceModel::forward(const InferStep& st, const ops::PagedKvView& kv, float* logits, Workspace& ws) const {
+  GRPO_PROFILE("infer_forward");
+  const ModelConfig& c = w_.config();
+  const int64_t T = st.T, R = st.R, C = c.hidden_size, H = c.num_attention_heads, K = c.num_key_value_heads,
+                D = c.head_dim, F = c.intermediate_size, Q = H * D, KV = K * D, V = c.vocab_size;
+  const float eps = static_cast<float>(c.rms_norm_eps), scale = 1.0f / std::sqrt(static_cast<float>(D));
+  GRPO_CHECK(kv.head_dim == D && kv.num_kv_heads == K && kv.num_layers == c.num_hidden_layers,
+             "[infer] KV cache shape does not match the model");
+  Buffers b;
+  size_t need = carve(c, T, R, kv.block_size, nullptr, &b);
+  char* base = static_cast<char*>(ws.take_bytes(need, "inference step"));
+  carve(c, T, R, kv.block_size, base, &b);
+
+  const ModelTensors& p32 = w_.f32();
+  const ModelTensors* p16 = mode_ == ComputeMode::BF16 ? &const_cast<ModelWeights&>(w_).bf16() : nullptr;
+  auto F32 = [](void* q) { return static_cast<const float*>(q); };
+  ops::embedding_forward(b.x, st.tokens, F32(p32.embed), T, C);
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const LayerTensors& p = p32.layers[l];
+    const LayerTensors* pb = p16 ? &p16->layers[l] : nullptr;
+    ops::rmsnorm_forward(b.h, b.rstd, b.x, F32(p.attn_norm), T, C, eps);
+    matmul(b.qkv, b.h, b.x_bf, p.wqkv, pb ? pb->wqkv : nullptr, T, Q + 2 * KV, C);
+    if (p.bqkv) add_bias(b.qkv, F32(p.bqkv), T, Q + 2 * KV);
+    split_qkv(b.q, b.k, b.v, b.qkv, T, Q, KV);
+    if (c.qk_norm) {
+      ops::rmsnorm_forward(b.q, b.rstd, b.q, F32(p.q_norm), T * H, D, eps);
+      ops::rmsnorm_forward(b.k, b.rstd, b.k, F32(p.k_norm), T * K, D, eps);
+    }
+    ops::rope_forward(b.q, st.positions, rope_.cos.data(), rope_.sin.data(), T, H, D);
+    ops::rope_forward(b.k, st.positions, rope_.cos.data(), rope_.sin.data(), T, K, D);
+    ops::paged_kv_write(kv, l, b.k, b.v, st.slots, T);
+    ops::paged_attention(b.o, b.q, kv, l, st.block_table_indptr, st.block_table, st.seq_index, st.positions, T, st.S,
+                         H, scale, b.attn_ws);
+    matmul(b.tmp, b.o, b.x_bf, p.wo, pb ? pb->wo : nullptr, T, C, Q);
+    ops::add_inplace(b.x, b.tmp, T * C);
+    ops::rmsnorm_forward(b.h, b.rstd, b.x, F32(p.mlp_norm), T, C, eps);
+    matmul(b.gu, b.h, b.x_bf, p.wgu, pb ? pb->wgu : nullptr, T, 2 * F, C);
+    ops::swiglu_forward(b.act, b.gu, T, F);
+    matmul(b.tmp, b.act, b.x_bf, p.wdown, pb ? pb->wdown : nullptr, T, C, F);
+    ops::add_inplace(b.x, b.tmp, T * C);
+  }
+  for (int64_t r = 0; r < R; ++r) {
+    GRPO_CHECK(st.logits_rows[r] >= 0 && st.logits_rows[r] < T, "[infer] logits row out of range");
+    std::copy_n(b.x + st.logits_rows[r] * C, C, b.hr + r * C);
+  }
+  ops::rmsnorm_forward(b.hr, b.rstd, b.hr, F32(p32.final_norm), R, C, eps);
+  matmul(logits, b.hr, b.x_bf, p32.lm_head, p16 ? p16->lm_head : nullptr, R, V, C);
+}
+
+}  // namespace grpo

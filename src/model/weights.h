@@ -1,0 +1,73 @@
+// Model parameters in one flat arena, named with Hugging Face tensor names, laid out so that the
+// fused GEMMs read contiguous matrices: q/k/v projections (and biases) form one [(H+2K)D, C] matrix,
+// gate/up form one [2F, C] matrix. The same layout serves gradients and AdamW moments (one flat
+// buffer each), and a bf16 shadow of the GEMM weights for mixed precision, refreshed in place.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/arena.h"
+#include "model/checkpoint.h"
+#include "model/config.h"
+
+namespace grpo {
+
+// Pointers into one arena (f32 or bf16) in the decoder's terms. Shapes (PyTorch order):
+struct LayerTensors {
+  void* attn_norm;  // [C]
+  void* wqkv;       // [(H+2K)D, C]   q_proj rows, then k_proj, then v_proj
+  void* bqkv;       // [(H+2K)D] or null (Qwen2 biases)
+  void* q_norm;     // [D] or null (Qwen3)
+  void* k_norm;     // [D] or null
+  void* wo;         // [C, H*D]
+  void* mlp_norm;   // [C]
+  void* wgu;        // [2F, C]        gate_proj rows, then up_proj
+  void* wdown;      // [C, F]
+};
+struct ModelTensors {
+  void* embed;       // [V, C]
+  std::vector<LayerTensors> layers;
+  void* final_norm;  // [C]
+  void* lm_head;     // [V, C] (== embed when tied)
+  template <typename T>
+  static T* as(void* p) { return static_cast<T*>(p); }
+};
+
+// Declares the parameter tensors of `c` into `arena` (HF names; q/k/v and gate/up packed).
+void declare_parameters(const ModelConfig& c, Arena& arena);
+// Resolves the decoder pointers of an allocated arena declared by declare_parameters.
+ModelTensors resolve_tensors(const ModelConfig& c, const Arena& arena);
+
+class ModelWeights {
+ public:
+  explicit ModelWeights(const ModelConfig& c);
+  static std::unique_ptr<ModelWeights> load(const std::string& dir);  // Hugging Face folder
+
+  const ModelConfig& config() const { return config_; }
+  Arena& params() { return params_; }  // f32 master weights
+  const Arena& params() const { return params_; }
+  const ModelTensors& f32() const { return f32_; }
+  int64_t num_parameters() const { return params_.declared_numel(); }
+
+  // Copies the checkpoint's tensors (f32/bf16/f16) into the f32 master weights.
+  void load_from(const Checkpoint& ck);
+  // (name, shape, data) of every parameter in HF order, for save_checkpoint.
+  std::vector<NamedF32> named_tensors() const;
+
+  // bf16 shadow of every parameter (GEMM weights read it in bf16 mode). Created on first call.
+  const ModelTensors& bf16();
+  // Re-converts the master weights into the bf16 shadow in place (after each optimizer step).
+  void refresh_bf16();
+  bool has_bf16() const { return bf16_arena_ != nullptr; }
+
+ private:
+  ModelConfig config_;
+  Arena params_;
+  ModelTensors f32_;
+  std::unique_ptr<Arena> bf16_arena_;
+  ModelTensors bf16_;
+};
+
+}  // namespace grpo

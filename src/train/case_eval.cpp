@@ -1,0 +1,171 @@
+// Reference-case evaluation (see case_eval.h).
+#include "train/case_eval.h"
+
+#include <cstring>
+
+#include "kernels/ops.h"
+#include "train/aggregation.h"
+
+namespace grpo::train {
+
+std::vector<int64_t> case_ints(const SafetensorsFile& f, const std::string& name) {
+  const StTensor* t = f.find(name);
+  GRPO_CHECK(t, "[case] ", f.path(), ": missing tensor \"", name, "\"");
+  int64_t n = st_numel(t->shape);
+  std::vector<int64_t> out(n);
+  if (t->dtype == StDType::I64) {
+    std::memcpy(out.data(), t->data, n * 8);
+  } else if (t->dtype == StDType::I32) {
+    for (int64_t i = 0; i < n; ++i) {
+      int32_t v;
+      std::memcpy(&v, t->data + 4 * i, 4);
+      out[i] = v;
+    }
+  } else {
+    fail("[case] ", f.path(), ": tensor \"", name, "\" has dtype ", st_dtype_name(t->dtype), ", expected I64 or I32");
+  }
+  return out;
+}
+
+std::vector<float> case_floats(const SafetensorsFile& f, const std::string& name) {
+  const StTensor* t = f.find(name);
+  GRPO_CHECK(t, "[case] ", f.path(), ": missing tensor \"", name, "\"");
+  std::vector<float> out(st_numel(t->shape));
+  tensor_to_f32(*t, out.data(), out.size(), f.path());
+  return out;
+}
+
+namespace {
+
+CaseTensor vec(std::vector<float> v) {
+  CaseTensor t;
+  t.shape = {static_cast<int64_t>(v.size())};
+  t.data = std::move(v);
+  return t;
+}
+
+float json_float(const nlohmann::json& j, const char* key, float dflt) {
+  if (!j.contains(key)) return dflt;
+  GRPO_CHECK(j[key].is_number(), "[case] grpo json: field \"", key, "\" must be a number");
+  return j[key].get<float>();
+}
+
+ops::KlType kl_type_of(const nlohmann::json& j) {
+  std::string s = j.value("kl_loss_type", "low_var_kl");
+  if (s == "kl" || s == "k1") return ops::KlType::K1;
+  if (s == "mse" || s == "k2") return ops::KlType::K2;
+  if (s == "low_var_kl" || s == "k3") return ops::KlType::K3;
+  fail("[case] grpo json: kl_loss_type \"", s, "\" is not one of kl|k1, mse|k2, low_var_kl|k3");
+}
+
+}  // namespace
+
+CaseOutputs evaluate_case(ModelWeights& weights, const SafetensorsFile& cf, const nlohmann::json* grpo,
+                          const CaseOptions& opt) {
+  const ModelConfig& c = weights.config();
+  std::vector<int64_t> ids64 = case_ints(cf, "input_ids");
+  std::vector<int64_t> seq_lens = case_ints(cf, "seq_lens");
+  std::vector<int32_t> ids(ids64.begin(), ids64.end());
+  PackedBatch batch = PackedBatch::from_packed(ids, seq_lens, c.vocab_size);
+  const int64_t T = batch.T(), V = c.vocab_size;
+
+  DecoderOptions dopt;
+  dopt.mode = opt.mode;
+  dopt.checkpoint_activations = opt.checkpoint_activations;
+  dopt.lm_head_chunk = opt.lm_head_chunk;
+  Decoder dec(weights, dopt);
+  std::vector<float> logprob(T), entropy(T);
+  dec.forward(batch, logprob.data(), entropy.data());
+
+  CaseOutputs out;
+  CaseTensor logits;
+  logits.shape = {T, V};
+  logits.data.resize(T * V);
+  dec.full_logits(logits.data.data());
+  out["logits"] = std::move(logits);
+
+  // Positions with a next token inside their sequence, in order: the indexing of token_logprobs.
+  std::vector<int64_t> tgt;
+  for (int64_t t = 0; t < T; ++t)
+    if (batch.targets[t] >= 0) tgt.push_back(t);
+  const int64_t N = tgt.size();
+  std::vector<float> lp(N), ent_t(N);
+  for (int64_t i = 0; i < N; ++i) {
+    lp[i] = logprob[tgt[i]];
+    ent_t[i] = entropy[tgt[i]];
+  }
+  out["token_logprobs"] = vec(lp);
+  const StTensor* ref_entropy = cf.find("entropy");
+  bool entropy_at_targets = ref_entropy && st_numel(ref_entropy->shape) == N && N != T;
+  out["entropy"] = vec(entropy_at_targets ? ent_t : entropy);
+
+  std::vector<float> dlogprob(T, 0.0f), dentropy(T, 0.0f);
+  if (!grpo) {
+    double loss = 0;
+    for (float v : lp) loss -= v;
+    loss /= std::max<int64_t>(N, 1);
+    out["loss"] = vec({static_cast<float>(loss)});
+    for (int64_t t : tgt) dlogprob[t] = -1.0f / N;
+  } else {
+    const nlohmann::json& j = *grpo;
+    std::vector<float> mask = case_floats(cf, "response_mask"), old_lp = case_floats(cf, "old_logprobs"),
+                       ref_lp = case_floats(cf, "ref_logprobs"), adv_seq = case_floats(cf, "advantages");
+    GRPO_CHECK(static_cast<int64_t>(mask.size()) == N && static_cast<int64_t>(old_lp.size()) == N &&
+                   static_cast<int64_t>(ref_lp.size()) == N,
+               "[case] ", cf.path(), ": response_mask/old_logprobs/ref_logprobs must have ", N, " entries");
+    GRPO_CHECK(static_cast<int64_t>(adv_seq.size()) == batch.S(), "[case] ", cf.path(), ": advantages must have ",
+               batch.S(), " entries (one per sequence)");
+    ops::PolicyLossConfig pc;
+    float clip = json_float(j, "clip_ratio", 0.2f);
+    pc.clip_ratio_low = json_float(j, "clip_ratio_low", clip);
+    pc.clip_ratio_high = json_float(j, "clip_ratio_high", clip);
+    pc.clip_ratio_c = json_float(j, "clip_ratio_c", 3.0f);
+    pc.kl_coef = json_float(j, "kl_loss_coef", 0.0f);
+    pc.kl_type = kl_type_of(j);
+    pc.entropy_coef = json_float(j, "entropy_coeff", 0.0f);
+    const float scale_factor = json_float(j, "loss_scale_factor", 1.0f);
+    const LossAggMode grad_mode = parse_loss_agg_mode(j.value("gradients_for", "token-mean"));
+
+    // Per-target-token advantages and per-sequence response counts.
+    std::vector<float> adv(N);
+    std::vector<int64_t> resp(batch.S(), 0);
+    std::vector<int64_t> seq_of(N);
+    for (int64_t i = 0, s = 0; i < N; ++i) {
+      while (tgt[i] >= batch.cu_seqlens[s + 1]) ++s;
+      seq_of[i] = s;
+      adv[i] = adv_seq[s];
+      resp[s] += mask[i] != 0.0f;
+    }
+    std::vector<float> dlp(N), dent(N), w(N);
+    for (LossAggMode mode : {LossAggMode::TokenMean, LossAggMode::SeqMeanTokenSum, LossAggMode::SeqMeanTokenMean,
+                             LossAggMode::SeqMeanTokenSumNorm}) {
+      std::vector<float> sw = sequence_loss_weights(resp, mode, scale_factor);
+      for (int64_t i = 0; i < N; ++i) w[i] = mask[i] * sw[seq_of[i]];
+      ops::PolicyLossStats st;
+      ops::policy_loss(dlp.data(), dent.data(), &st, lp.data(), old_lp.data(), ref_lp.data(), adv.data(),
+                       ent_t.data(), w.data(), nullptr, N, pc);
+      out["loss." + std::string(loss_agg_mode_name(mode))] = vec({static_cast<float>(st.loss)});
+      if (mode == grad_mode) {
+        out["pg_clipfrac"] = vec({static_cast<float>(st.tokens > 0 ? st.clipped / st.tokens : 0.0)});
+        for (int64_t i = 0; i < N; ++i) {
+          dlogprob[tgt[i]] = dlp[i];
+          dentropy[tgt[i]] = dent[i];
+        }
+      }
+    }
+  }
+
+  Arena grads(DType::F32);
+  declare_parameters(c, grads);
+  grads.allocate();
+  dec.backward(dlogprob.data(), dentropy.data(), resolve_tensors(c, grads));
+  for (const auto& [name, view] : grads.entries()) {
+    CaseTensor g;
+    g.shape.assign(view.shape.dims.begin(), view.shape.dims.begin() + view.shape.ndim);
+    g.data.assign(view.f32(), view.f32() + view.numel());
+    out["grad." + name] = std::move(g);
+  }
+  return out;
+}
+
+}  // namespace grpo::train
