@@ -1,0 +1,499 @@
+// Loading, validating and writing the run configuration (see config.h); the key table is in
+// config_table.cpp.
+#include "grpo/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "core/error.h"
+#include "grpo/config_table.h"
+
+namespace grpo {
+
+using namespace config_detail;
+
+namespace {
+
+// A value given for a key, and where it was given ("file.yaml:12" or "--set").
+struct Given {
+  YAML::Node node;
+  std::string where;
+  std::string spelled;  // the key as written (an alias, maybe)
+};
+
+std::string shown(const YAML::Node& node) {
+  std::string s = node.IsScalar() ? node.Scalar() : YAML::Dump(node);
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  if (s.size() > 80) s = s.substr(0, 77) + "...";
+  return "\"" + s + "\"";
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1] ? 1 : 0)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// "unknown key" message: the closest known key, and the keys of the nearest enclosing section.
+std::string unknown_key_message(const std::string& where, const std::string& key, const YAML::Node& value) {
+  std::string best;
+  size_t best_distance = std::max<size_t>(3, key.size() / 4) + 1;
+  for (const auto& k : key_specs()) {
+    size_t d = edit_distance(key, k.name);
+    const size_t dot = k.name.rfind('.');
+    if (dot != std::string::npos) d = std::min(d, edit_distance(key, k.name.substr(dot + 1)) + 1);
+    if (d < best_distance) best_distance = d, best = k.name;
+  }
+  std::string section = key;
+  while (!section.empty() && !is_section(section)) {
+    const size_t dot = section.rfind('.');
+    section = dot == std::string::npos ? "" : section.substr(0, dot);
+  }
+  std::vector<std::string> children;  // direct children of the section: keys or sub-sections
+  for (const auto& k : key_specs()) {
+    if (!section.empty() && k.name.rfind(section + ".", 0) != 0) continue;
+    std::string rest = section.empty() ? k.name : k.name.substr(section.size() + 1);
+    rest = rest.substr(0, rest.find('.'));
+    if (std::find(children.begin(), children.end(), rest) == children.end()) children.push_back(rest);
+  }
+  std::string listing;
+  for (const auto& c : children) listing += " " + c + ",";
+  if (!listing.empty()) listing.pop_back();
+  return cat("[config] ", where, ": unknown key \"", key, "\" (value ", shown(value), ")",
+             best.empty() ? "" : cat("; did you mean ", best, "?"), " Allowed ",
+             section.empty() ? "top-level keys" : cat("keys under ", section), ":", listing,
+             " (`grpo train --help-config` lists every key)");
+}
+
+void collect_file_keys(const YAML::Node& map, const std::string& prefix, const std::string& file,
+                       std::map<std::string, Given>& given, std::vector<std::string>& errors) {
+  for (const auto& item : map) {
+    const std::string where = cat(file, ":", item.first.Mark().line + 1);
+    const std::string spelled = prefix.empty() ? item.first.Scalar() : prefix + "." + item.first.Scalar();
+    const std::string key = resolve_alias(spelled);
+    if (find_key(key)) {
+      auto [it, fresh] = given.emplace(key, Given{item.second, where, spelled});
+      if (!fresh)
+        errors.push_back(cat("[config] ", where, ": key \"", key, "\" is given twice (also as \"",
+                             it->second.spelled, "\" at ", it->second.where, ")"));
+    } else if (is_section(key) && item.second.IsMap()) {
+      collect_file_keys(item.second, spelled, file, given, errors);
+    } else if (is_section(key) && item.second.IsNull()) {
+      continue;  // an empty section keeps its defaults
+    } else if (is_section(key)) {
+      errors.push_back(cat("[config] ", where, ": \"", key, "\" is a section and needs a mapping of keys, got ",
+                           shown(item.second)));
+    } else {
+      errors.push_back(unknown_key_message(where, spelled, item.second));
+    }
+  }
+}
+
+// Strict scalar parsers: the whole text must be the value.
+bool parse_int(const std::string& s, int64_t& out) {
+  auto res = std::from_chars(s.data(), s.data() + s.size(), out);
+  return !s.empty() && res.ec == std::errc() && res.ptr == s.data() + s.size();
+}
+
+bool parse_float(const std::string& s, double& out) {
+  const char* begin = s.data() + (!s.empty() && s[0] == '+' ? 1 : 0);
+  auto res = std::from_chars(begin, s.data() + s.size(), out);
+  return !s.empty() && res.ec == std::errc() && res.ptr == s.data() + s.size() && std::isfinite(out);
+}
+
+bool parse_bool(const std::string& s, bool& out) {
+  if (s == "true" || s == "True" || s == "TRUE") return out = true, true;
+  if (s == "false" || s == "False" || s == "FALSE") return out = false, true;
+  return false;
+}
+
+// Reads one reward function {name, weight, pattern, command, timeout_s, workers}; keys that the named
+// function does not use are errors.
+void read_reward_function(const YAML::Node& node, const std::string& where, RewardFunctionConfig& f,
+                          std::vector<std::string>& errors) {
+  const std::string here = cat("[config] ", where, ": reward.functions[", node.Mark().line + 1, "]: ");
+  if (!node.IsMap()) {
+    errors.push_back(here + cat("expected a mapping {name: ..., weight: ...}, got ", shown(node)));
+    return;
+  }
+  std::set<std::string> used = {"name", "weight"};
+  if (node["name"] && node["name"].IsScalar()) f.name = node["name"].Scalar();
+  if (f.name == "format") used.insert("pattern");
+  if (f.name == "external") used.insert({"command", "timeout_s", "workers"});
+  for (const auto& item : node) {
+    const std::string k = item.first.Scalar();
+    const YAML::Node& v = item.second;
+    if (!used.count(k)) {
+      errors.push_back(here + cat("key \"", k, "\" is not used by reward function \"", f.name,
+                                  "\" (math/exact: name, weight; format: + pattern; external: + command, "
+                                  "timeout_s, workers)"));
+    } else if (k == "weight" && !(v.IsScalar() && parse_float(v.Scalar(), f.weight))) {
+      errors.push_back(here + cat("weight: expected a number, got ", shown(v)));
+    } else if (k == "timeout_s" && !(v.IsScalar() && parse_float(v.Scalar(), f.timeout_s) && f.timeout_s > 0)) {
+      errors.push_back(here + cat("timeout_s: expected a number > 0, got ", shown(v)));
+    } else if (k == "workers" && !(v.IsScalar() && parse_int(v.Scalar(), f.workers) && f.workers >= 1)) {
+      errors.push_back(here + cat("workers: expected an integer >= 1, got ", shown(v)));
+    } else if ((k == "pattern" || k == "command" || k == "name") && !v.IsScalar()) {
+      errors.push_back(here + cat(k, ": expected text, got ", shown(v)));
+    } else if (k == "pattern") {
+      f.pattern = v.Scalar();
+    } else if (k == "command") {
+      f.command = v.Scalar();
+    }
+  }
+}
+
+// Converts `g.node` into the key's field; type and range errors go to `errors`.
+void assign(const KeySpec& spec, const Given& g, Config& config, std::vector<std::string>& errors) {
+  if (g.node.IsNull()) return;  // null keeps the default
+  const std::string where = cat("[config] ", g.where, ": ", spec.name, ": ");
+  auto bad = [&](const std::string& problem) {
+    errors.push_back(where + cat(problem, " ", shown(g.node), "; allowed: ", spec.allowed.describe(spec.type)));
+  };
+  void* p = spec.field(config);
+  const bool scalar = g.node.IsScalar();
+  switch (spec.type) {
+    case KeyType::Int: {
+      int64_t v;
+      if (!scalar || !parse_int(g.node.Scalar(), v)) return bad("expected an integer, got");
+      if (!spec.allowed.accepts(static_cast<double>(v))) return bad("out of range:");
+      *static_cast<int64_t*>(p) = v;
+      return;
+    }
+    case KeyType::Float: {
+      double v;
+      if (!scalar || !parse_float(g.node.Scalar(), v)) return bad("expected a number, got");
+      if (!spec.allowed.accepts(v)) return bad("out of range:");
+      *static_cast<double*>(p) = v;
+      return;
+    }
+    case KeyType::Bool: {
+      bool v;
+      if (!scalar || !parse_bool(g.node.Scalar(), v)) return bad("expected true or false, got");
+      *static_cast<bool*>(p) = v;
+      return;
+    }
+    case KeyType::String: {
+      if (!scalar) return bad("expected text, got");
+      if (!spec.allowed.accepts(g.node.Scalar())) return bad("not an allowed value:");
+      *static_cast<std::string*>(p) = g.node.Scalar();
+      return;
+    }
+    case KeyType::StringList: {
+      if (!g.node.IsSequence()) return bad("expected a list, got");
+      std::vector<std::string> v;
+      for (const auto& item : g.node) {
+        if (!item.IsScalar() || !spec.allowed.accepts(item.Scalar())) return bad("not an allowed list:");
+        v.push_back(item.Scalar());
+      }
+      *static_cast<std::vector<std::string>*>(p) = v;
+      return;
+    }
+    case KeyType::FloatList: {
+      if (!g.node.IsSequence()) return bad("expected a list, got");
+      std::vector<double> v;
+      for (const auto& item : g.node) {
+        double x;
+        if (!item.IsScalar() || !parse_float(item.Scalar(), x) || !spec.allowed.accepts(x))
+          return bad("not an allowed list:");
+        v.push_back(x);
+      }
+      if (spec.allowed.length >= 0 && static_cast<int64_t>(v.size()) != spec.allowed.length)
+        return bad("wrong number of items:");
+      *static_cast<std::vector<double>*>(p) = v;
+      return;
+    }
+    case KeyType::RewardFunctions: {
+      if (!g.node.IsSequence() || g.node.size() == 0) return bad("expected a non-empty list, got");
+      std::vector<RewardFunctionConfig> v;
+      for (const auto& item : g.node) read_reward_function(item, g.where, v.emplace_back(), errors);
+      *static_cast<std::vector<RewardFunctionConfig>*>(p) = v;
+      return;
+    }
+  }
+}
+
+// Derived values: clip_ratio_low/high default to clip_ratio, loss_scale_factor 0 means the maximum
+// response length, and scale_rewards / norm_adv_by_std_in_grpo agree.
+void resolve(Config& c, const std::map<std::string, Given>& given, std::vector<std::string>& errors) {
+  auto& actor = c.actor_rollout_ref.actor;
+  if (!given.count("actor_rollout_ref.actor.clip_ratio_low")) actor.clip_ratio_low = actor.clip_ratio;
+  if (!given.count("actor_rollout_ref.actor.clip_ratio_high")) actor.clip_ratio_high = actor.clip_ratio;
+  if (actor.loss_scale_factor == 0) actor.loss_scale_factor = static_cast<double>(c.data.max_response_length);
+
+  auto& alg = c.algorithm;
+  auto norm = given.find("algorithm.norm_adv_by_std_in_grpo");
+  auto scale = given.find("algorithm.scale_rewards");
+  const bool norm_set = norm != given.end() && !norm->second.node.IsNull();
+  const bool scale_set = scale != given.end() && !scale->second.node.IsNull();
+  if (norm_set && scale_set && alg.norm_adv_by_std_in_grpo != (alg.scale_rewards != "none")) {
+    errors.push_back(cat("[config] ", norm->second.where, ": algorithm.norm_adv_by_std_in_grpo = ",
+                         alg.norm_adv_by_std_in_grpo ? "true" : "false", " contradicts algorithm.scale_rewards = ",
+                         alg.scale_rewards, " (", scale->second.where,
+                         "); allowed: scale_rewards none with norm false, group or batch with norm true"));
+  } else if (norm_set && !scale_set) {
+    if (!alg.norm_adv_by_std_in_grpo) alg.scale_rewards = "none";
+  } else if (scale_set) {
+    alg.norm_adv_by_std_in_grpo = alg.scale_rewards != "none";
+  }
+}
+
+std::vector<std::string> cross_checks(const Config& c) {
+  std::vector<std::string> e;
+  const auto& actor = c.actor_rollout_ref.actor;
+  const int64_t n = c.actor_rollout_ref.rollout.n;
+  if (actor.ppo_mini_batch_size > c.data.train_batch_size || c.data.train_batch_size % actor.ppo_mini_batch_size)
+    e.push_back(cat("[config] actor_rollout_ref.actor.ppo_mini_batch_size = ", actor.ppo_mini_batch_size,
+                    " must divide data.train_batch_size = ", c.data.train_batch_size));
+  if (!actor.use_dynamic_bsz && (actor.ppo_mini_batch_size * n) % actor.ppo_micro_batch_size_per_gpu)
+    e.push_back(cat("[config] actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu = ",
+                    actor.ppo_micro_batch_size_per_gpu, " must divide ppo_mini_batch_size x rollout.n = ",
+                    actor.ppo_mini_batch_size * n));
+  const int64_t longest = c.data.max_prompt_length + c.data.max_response_length;
+  if (actor.use_dynamic_bsz && actor.ppo_max_token_len_per_gpu < longest)
+    e.push_back(cat("[config] actor_rollout_ref.actor.ppo_max_token_len_per_gpu = ", actor.ppo_max_token_len_per_gpu,
+                    " must be >= data.max_prompt_length + data.max_response_length = ", longest,
+                    " so that every sequence fits a micro-batch"));
+  const auto& ref = c.actor_rollout_ref.ref;
+  if (ref.log_prob_use_dynamic_bsz && ref.log_prob_max_token_len_per_gpu < longest)
+    e.push_back(cat("[config] actor_rollout_ref.ref.log_prob_max_token_len_per_gpu = ",
+                    ref.log_prob_max_token_len_per_gpu, " must be >= ", longest));
+  if (actor.clip_ratio_low >= 1)
+    e.push_back(cat("[config] actor_rollout_ref.actor.clip_ratio_low = ", actor.clip_ratio_low, " must be < 1"));
+  if (c.algorithm.norm_adv_by_std_in_grpo != (c.algorithm.scale_rewards != "none"))
+    e.push_back("[config] algorithm.norm_adv_by_std_in_grpo and algorithm.scale_rewards disagree");
+  const auto& ob = c.reward.overlong_buffer;
+  if (ob.enable && (ob.len < 1 || ob.len > c.data.max_response_length))
+    e.push_back(cat("[config] reward.overlong_buffer.len = ", ob.len,
+                    " must be in [1, data.max_response_length = ", c.data.max_response_length, "] when enabled"));
+  if (c.reward.functions.empty()) e.push_back("[config] reward.functions: at least one reward function is needed");
+  for (size_t i = 0; i < c.reward.functions.size(); ++i) {
+    const auto& f = c.reward.functions[i];
+    const std::string at = cat("[config] reward.functions[", i, "] (", f.name, "): ");
+    if (f.name != "math" && f.name != "exact" && f.name != "format" && f.name != "external")
+      e.push_back(at + "name must be one of: math, exact, format, external");
+    if (!std::isfinite(f.weight)) e.push_back(at + "weight must be a finite number");
+    if (f.name == "format" && f.pattern.empty()) e.push_back(at + "needs a pattern (a regular expression)");
+    if (f.name == "external" && f.command.empty()) e.push_back(at + "needs a command");
+    if (f.timeout_s <= 0 || f.workers < 1) e.push_back(at + "timeout_s must be > 0 and workers >= 1");
+  }
+  return e;
+}
+
+void throw_if_any(const std::vector<std::string>& errors) {
+  if (errors.empty()) return;
+  std::string msg;
+  for (const auto& e : errors) msg += (msg.empty() ? "" : "\n") + e;
+  throw Error(msg);
+}
+
+}  // namespace
+
+Config load_config(const std::string& yaml_path, const std::vector<std::string>& overrides) {
+  std::vector<std::string> errors;
+  std::map<std::string, Given> given;
+  if (!yaml_path.empty()) {
+    YAML::Node root;
+    try {
+      root = YAML::LoadFile(yaml_path);
+    } catch (const YAML::BadFile&) {
+      fail("[config] cannot open ", yaml_path);
+    } catch (const YAML::Exception& e) {
+      fail("[config] ", yaml_path, ":", e.mark.line + 1, ": YAML syntax error: ", e.msg);
+    }
+    if (root.IsMap()) {
+      collect_file_keys(root, "", yaml_path, given, errors);
+    } else if (!root.IsNull()) {
+      fail("[config] ", yaml_path, ": expected a mapping of keys at the top level, got ", shown(root));
+    }
+  }
+  for (const auto& o : overrides) {
+    const size_t eq = o.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      errors.push_back(cat("[config] --set ", o, ": expected key=value"));
+      continue;
+    }
+    const std::string spelled = o.substr(0, eq), key = resolve_alias(spelled);
+    YAML::Node value;
+    try {
+      value = YAML::Load(o.substr(eq + 1));
+    } catch (const YAML::Exception& e) {
+      errors.push_back(cat("[config] --set ", o, ": the value is not valid YAML: ", e.msg));
+      continue;
+    }
+    if (!find_key(key)) {
+      errors.push_back(unknown_key_message("--set", spelled, value));
+      continue;
+    }
+    given[key] = Given{value, "--set " + spelled, spelled};
+  }
+  Config config;
+  for (const auto& [key, g] : given) assign(*find_key(key), g, config, errors);
+  for (const auto& spec : key_specs()) {
+    auto it = given.find(spec.name);
+    if (spec.required && (it == given.end() || it->second.node.IsNull() ||
+                          (it->second.node.IsScalar() && it->second.node.Scalar().empty())))
+      errors.push_back(cat("[config] ", yaml_path.empty() ? "(no file)" : yaml_path, ": ", spec.name,
+                           " is required (", spec.doc, ")"));
+  }
+  throw_if_any(errors);
+  resolve(config, given, errors);
+  throw_if_any(errors);
+  validate_config(config);
+  return config;
+}
+
+void validate_config(const Config& config) {
+  Config c = config;  // the table's accessors take a mutable Config
+  std::vector<std::string> errors;
+  for (const auto& spec : key_specs()) {
+    void* p = spec.field(c);
+    bool ok = true;
+    switch (spec.type) {
+      case KeyType::Int: ok = spec.allowed.accepts(static_cast<double>(*static_cast<int64_t*>(p))); break;
+      case KeyType::Float: ok = spec.allowed.accepts(*static_cast<double*>(p)); break;
+      case KeyType::String: ok = spec.allowed.accepts(*static_cast<std::string*>(p)); break;
+      case KeyType::StringList:
+        for (const auto& s : *static_cast<std::vector<std::string>*>(p)) ok = ok && spec.allowed.accepts(s);
+        break;
+      case KeyType::FloatList: {
+        const auto& v = *static_cast<std::vector<double>*>(p);
+        ok = spec.allowed.length < 0 || static_cast<int64_t>(v.size()) == spec.allowed.length;
+        for (double x : v) ok = ok && spec.allowed.accepts(x);
+        break;
+      }
+      case KeyType::Bool:
+      case KeyType::RewardFunctions: break;
+    }
+    if (!ok)
+      errors.push_back(cat("[config] ", spec.name, " = ", value_text(spec, c), " is not allowed; allowed: ",
+                           spec.allowed.describe(spec.type)));
+    if (spec.required && spec.type == KeyType::String && static_cast<std::string*>(p)->empty())
+      errors.push_back(cat("[config] ", spec.name, " is required (", spec.doc, ")"));
+  }
+  auto more = cross_checks(c);
+  errors.insert(errors.end(), more.begin(), more.end());
+  throw_if_any(errors);
+}
+
+std::string config_to_yaml(const Config& config) {
+  Config c = config;
+  YAML::Emitter out;
+  out << YAML::Comment("grpo.cpp resolved configuration (every key, defaults included)") << YAML::Newline;
+  out << YAML::BeginMap;
+  std::vector<std::string> open;  // sections currently open
+  for (const auto& spec : key_specs()) {
+    std::vector<std::string> parts;
+    for (size_t begin = 0;;) {
+      const size_t dot = spec.name.find('.', begin);
+      parts.push_back(spec.name.substr(begin, dot - begin));
+      if (dot == std::string::npos) break;
+      begin = dot + 1;
+    }
+    const std::vector<std::string> sections(parts.begin(), parts.end() - 1);
+    size_t common = 0;
+    while (common < open.size() && common < sections.size() && open[common] == sections[common]) ++common;
+    for (size_t i = open.size(); i > common; --i) out << YAML::EndMap;
+    open.resize(common);
+    for (size_t i = common; i < sections.size(); ++i) {
+      out << YAML::Key << sections[i] << YAML::Value << YAML::BeginMap;
+      open.push_back(sections[i]);
+    }
+    out << YAML::Key << parts.back() << YAML::Value;
+    void* p = spec.field(c);
+    switch (spec.type) {
+      case KeyType::Int: out << *static_cast<int64_t*>(p); break;
+      case KeyType::Float: out << format_double(*static_cast<double*>(p)); break;
+      case KeyType::Bool: out << (*static_cast<bool*>(p) ? "true" : "false"); break;
+      case KeyType::String: out << YAML::DoubleQuoted << *static_cast<std::string*>(p); break;
+      case KeyType::StringList:
+        out << YAML::Flow << YAML::BeginSeq;
+        for (const auto& s : *static_cast<std::vector<std::string>*>(p)) out << s;
+        out << YAML::EndSeq;
+        break;
+      case KeyType::FloatList:
+        out << YAML::Flow << YAML::BeginSeq;
+        for (double v : *static_cast<std::vector<double>*>(p)) out << format_double(v);
+        out << YAML::EndSeq;
+        break;
+      case KeyType::RewardFunctions:
+        out << YAML::BeginSeq;
+        for (const auto& f : *static_cast<std::vector<RewardFunctionConfig>*>(p)) {
+          out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << f.name;
+          out << YAML::Key << "weight" << YAML::Value << format_double(f.weight);
+          if (f.name == "format") out << YAML::Key << "pattern" << YAML::Value << YAML::DoubleQuoted << f.pattern;
+          if (f.name == "external") {
+            out << YAML::Key << "command" << YAML::Value << YAML::DoubleQuoted << f.command;
+            out << YAML::Key << "timeout_s" << YAML::Value << format_double(f.timeout_s);
+            out << YAML::Key << "workers" << YAML::Value << f.workers;
+          }
+          out << YAML::EndMap;
+        }
+        out << YAML::EndSeq;
+        break;
+    }
+  }
+  for (size_t i = 0; i < open.size(); ++i) out << YAML::EndMap;
+  out << YAML::EndMap;
+  GRPO_CHECK(out.good(), "[config] cannot write the resolved configuration: ", out.GetLastError());
+  return std::string(out.c_str()) + "\n";
+}
+
+const std::vector<ConfigKeyInfo>& config_keys() {
+  static const std::vector<ConfigKeyInfo> keys = [] {
+    std::vector<ConfigKeyInfo> v;
+    Config defaults;
+    for (const auto& spec : key_specs())
+      v.push_back({spec.name, type_name(spec.type), spec.required ? "(required)" : value_text(spec, defaults),
+                   spec.allowed.describe(spec.type), spec.doc});
+    return v;
+  }();
+  return keys;
+}
+
+std::string config_help() {
+  std::string s = "Configuration keys (YAML file and --set key=value; null keeps the default):\n";
+  for (const auto& k : config_keys())
+    s += cat("  ", k.name, " (", k.type, ", default ", k.default_value, ")\n      ", k.doc, "; allowed: ", k.allowed,
+             "\n");
+  s += "Aliases: use_dynamic_bsz, max_tokens_per_gpu, actor_rollout_ref.actor.max_tokens_per_gpu, "
+       "actor_rollout_ref.actor.optim.lr_scheduler_type, reward_model.overlong_buffer.*\n";
+  return s;
+}
+
+ops::PolicyLossConfig policy_loss_config(const Config& config) {
+  const auto& a = config.actor_rollout_ref.actor;
+  ops::PolicyLossConfig p;
+  p.clip_ratio_low = static_cast<float>(a.clip_ratio_low);
+  p.clip_ratio_high = static_cast<float>(a.clip_ratio_high);
+  p.clip_ratio_c = static_cast<float>(a.clip_ratio_c);
+  p.kl_coef = a.use_kl_loss ? static_cast<float>(a.kl_loss_coef) : 0.0f;
+  const std::string& t = a.kl_loss_type;
+  p.kl_type = (t == "kl" || t == "k1") ? ops::KlType::K1 : (t == "mse" || t == "k2") ? ops::KlType::K2 : ops::KlType::K3;
+  p.entropy_coef = static_cast<float>(a.entropy_coeff);
+  return p;
+}
+
+train::LossAggMode loss_agg_mode(const Config& config) {
+  return train::parse_loss_agg_mode(config.actor_rollout_ref.actor.loss_agg_mode);
+}
+
+train::AdvantageScaling advantage_scaling(const Config& config) {
+  return train::parse_advantage_scaling(config.algorithm.scale_rewards);
+}
+
+}  // namespace grpo

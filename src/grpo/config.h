@@ -1,0 +1,199 @@
+// The run configuration: one YAML file plus `--set key=value` overrides, resolved into a typed tree.
+//
+// Key names follow verl (actor_rollout_ref.actor.ppo_mini_batch_size, algorithm.norm_adv_by_std_in_grpo,
+// trainer.total_epochs, ...) so that configs compare directly; the struct tree below mirrors the YAML
+// tree member for member. Every key is in one table (config_keys()) with its type, default, allowed
+// values and a line of documentation. Unknown keys, wrong types and out-of-range values are errors at
+// start-up naming the file and line (or --set), the key, the value and what is allowed. A YAML `null`
+// keeps the default. The resolved config (config_to_yaml) loads back to the same Config.
+//
+// Aliases accepted on input: use_dynamic_bsz, max_tokens_per_gpu (the mission's names),
+// actor_rollout_ref.actor.max_tokens_per_gpu, actor_rollout_ref.actor.optim.lr_scheduler_type (=
+// warmup_style) and reward_model.overlong_buffer.* (DAPO's section name).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/ops.h"
+#include "train/advantages.h"
+#include "train/aggregation.h"
+
+namespace grpo {
+
+struct DataConfig {
+  std::string train_files;         // JSONL (required)
+  std::string val_files;           // JSONL, "" = no validation
+  int64_t train_batch_size = 1024;  // prompts per step
+  int64_t max_prompt_length = 512;  // tokens
+  int64_t max_response_length = 512;
+  bool filter_overlong_prompts = true;  // drop (and count) prompts longer than max_prompt_length
+  std::string truncation = "error";     // when not filtering: error | left | right
+  bool shuffle = true;
+  bool apply_chat_template = true;  // false: the prompt text is tokenized as is
+};
+
+struct ModelSection {
+  std::string path;  // Hugging Face model folder (required)
+  bool enable_gradient_checkpointing = false;
+  bool use_remove_padding = true;  // padding-free (packed) forward; false pads fixed micro-batches
+};
+
+struct OptimConfig {
+  double lr = 1e-6;
+  double weight_decay = 0.01;
+  std::vector<double> betas = {0.9, 0.999};
+  double eps = 1e-8;
+  double lr_warmup_steps_ratio = 0.0;
+  int64_t lr_warmup_steps = -1;  // -1: use lr_warmup_steps_ratio
+  std::string warmup_style = "constant";  // constant | cosine
+  double min_lr_ratio = 0.0;              // cosine floor, as a fraction of lr
+};
+
+struct ActorConfig {
+  int64_t ppo_mini_batch_size = 256;  // prompts per optimizer step (x rollout.n responses)
+  int64_t ppo_micro_batch_size_per_gpu = 4;  // sequences per micro-batch (fixed, padded mode)
+  bool use_dynamic_bsz = false;              // micro-batches by token budget (FFD packing)
+  int64_t ppo_max_token_len_per_gpu = 16384;  // token budget per micro-batch
+  int64_t ppo_epochs = 1;
+  double clip_ratio = 0.2;
+  double clip_ratio_low = 0.2;   // defaults to clip_ratio
+  double clip_ratio_high = 0.2;  // defaults to clip_ratio; DAPO clip-higher: 0.28
+  double clip_ratio_c = 3.0;     // dual clip, > 1
+  std::string loss_agg_mode = "token-mean";
+  double loss_scale_factor = 0;  // seq-mean-token-sum-norm divisor; 0: data.max_response_length
+  bool use_kl_loss = false;
+  double kl_loss_coef = 0.001;
+  std::string kl_loss_type = "low_var_kl";  // kl | k1 | mse | k2 | low_var_kl | k3
+  double entropy_coeff = 0.0;
+  double grad_clip = 1.0;
+  double tis_imp_ratio_cap = -1;  // truncated importance sampling cap C; -1: off
+  OptimConfig optim;
+};
+
+struct ValKwargs {
+  double temperature = 0.0;  // 0: greedy
+  double top_p = 1.0;
+  int64_t top_k = -1;
+  int64_t n = 1;
+};
+
+struct RolloutConfig {
+  int64_t n = 1;  // responses per prompt (the group size)
+  double temperature = 1.0;
+  double top_p = 1.0;
+  int64_t top_k = -1;  // -1: off
+  double min_p = 0.0;
+  std::string kv_cache_dtype = "auto";  // auto | f32 | bf16 | int8
+  double gpu_memory_utilization = 0.5;  // fraction of free memory for the KV cache
+  int64_t max_num_batched_tokens = 8192;
+  int64_t max_num_seqs = 1024;
+  bool enable_prefix_caching = true;
+  ValKwargs val_kwargs;
+};
+
+struct RefConfig {
+  int64_t log_prob_micro_batch_size_per_gpu = 4;
+  bool log_prob_use_dynamic_bsz = false;
+  int64_t log_prob_max_token_len_per_gpu = 16384;
+};
+
+struct ActorRolloutRefConfig {
+  ModelSection model;
+  ActorConfig actor;
+  RolloutConfig rollout;
+  RefConfig ref;
+};
+
+struct FilterGroupsConfig {
+  bool enable = false;
+  int64_t max_num_gen_batches = 10;  // 0: unlimited
+};
+
+struct AlgorithmConfig {
+  std::string adv_estimator = "grpo";
+  bool norm_adv_by_std_in_grpo = true;
+  std::string scale_rewards = "group";  // group | batch | none (TRL); none <=> norm_adv_by_std_in_grpo false
+  FilterGroupsConfig filter_groups;
+  bool mask_truncated_completions = false;
+};
+
+struct TrainerConfig {
+  int64_t total_training_steps = 0;  // 0: total_epochs x steps per epoch
+  int64_t total_epochs = 1;
+  int64_t save_freq = -1;  // steps; -1: only at the end
+  int64_t test_freq = -1;  // steps; -1: only before/after training
+  std::string default_local_dir = "runs/grpo";  // run folder: checkpoints, metrics.jsonl, report
+  int64_t seed = 42;
+  std::vector<std::string> logger = {"console", "jsonl"};
+  std::string project_name = "grpo.cpp";
+  std::string experiment_name = "grpo";
+  bool val_before_train = true;
+};
+
+struct RewardFunctionConfig {
+  std::string name = "math";  // math | exact | format | external
+  double weight = 1.0;
+  std::string pattern;    // format: PCRE2 regex the response must match
+  std::string command;    // external: shell command speaking JSONL on stdin/stdout
+  double timeout_s = 10;  // external: per call
+  int64_t workers = 2;    // external: worker processes
+};
+
+struct OverlongBufferConfig {
+  bool enable = false;
+  int64_t len = 0;  // tokens before max_response_length where the penalty ramps up; >= 1 when enabled
+  double penalty_factor = 1.0;
+};
+
+struct RewardConfig {
+  std::vector<RewardFunctionConfig> functions = {RewardFunctionConfig{}};
+  OverlongBufferConfig overlong_buffer;
+};
+
+struct MixedPrecisionConfig {
+  bool enabled = false;                    // bf16 GEMM inputs
+  std::vector<std::string> op_blacklist;  // GEMMs kept in f32
+};
+
+struct SftConfig {
+  double lr = 1e-4;
+  int64_t epochs = 1;
+  int64_t batch_size = 32;  // sequences per optimizer step
+  int64_t max_length = 1024;  // prompt + response tokens; longer examples are filtered with a count
+  double lr_warmup_steps_ratio = 0.0;
+  double weight_decay = 0.01;
+  double grad_clip = 1.0;
+};
+
+struct Config {
+  DataConfig data;
+  ActorRolloutRefConfig actor_rollout_ref;
+  AlgorithmConfig algorithm;
+  TrainerConfig trainer;
+  RewardConfig reward;
+  MixedPrecisionConfig mixed_precision;
+  SftConfig sft;
+};
+
+// Reads `yaml_path` ("" = defaults only), applies overrides ("key=value", value in YAML syntax, e.g.
+// "actor_rollout_ref.actor.optim.betas=[0.9, 0.95]"), validates everything and resolves derived values
+// (clip_ratio_low/high from clip_ratio, loss_scale_factor, scale_rewards <-> norm_adv_by_std_in_grpo).
+Config load_config(const std::string& yaml_path, const std::vector<std::string>& overrides = {});
+// Validates a Config built in code (the same checks load_config makes after reading).
+void validate_config(const Config& config);
+std::string config_to_yaml(const Config& config);
+
+// One row of the key table, for help output and error messages.
+struct ConfigKeyInfo {
+  std::string name, type, default_value, allowed, doc;
+};
+const std::vector<ConfigKeyInfo>& config_keys();
+std::string config_help();  // the table as text, for `grpo train --help-config`
+
+// The pieces of the config in the types the training code uses.
+ops::PolicyLossConfig policy_loss_config(const Config& config);
+train::LossAggMode loss_agg_mode(const Config& config);
+train::AdvantageScaling advantage_scaling(const Config& config);
+
+}  // namespace grpo

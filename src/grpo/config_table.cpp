@@ -1,0 +1,330 @@
+// The table of configuration keys: one row per key with its type, allowed values and documentation,
+// bound to the Config member holding it (the key name is the member path, e.g. data.train_batch_size).
+#include <charconv>
+#include <cmath>
+#include <type_traits>
+
+#include "core/error.h"
+#include "grpo/config_table.h"
+
+namespace grpo::config_detail {
+
+bool Allowed::accepts(double v) const {
+  for (double a : also)
+    if (v == a) return true;
+  if (v < min || (min_open && v == min)) return false;
+  if (v > max || (max_open && v == max)) return false;
+  return true;
+}
+
+bool Allowed::accepts(const std::string& s) const {
+  if (choices.empty()) return true;
+  for (const auto& c : choices)
+    if (c == s) return true;
+  return false;
+}
+
+std::string Allowed::describe(KeyType type) const {
+  if (type == KeyType::String || type == KeyType::StringList) {
+    if (choices.empty()) return type == KeyType::String ? "any text" : "a list of text";
+    std::string s = type == KeyType::StringList ? "a list of: " : "one of: ";
+    for (size_t i = 0; i < choices.size(); ++i) s += (i ? ", " : "") + choices[i];
+    return s;
+  }
+  if (type == KeyType::Bool) return "true or false";
+  if (type == KeyType::RewardFunctions)
+    return "a non-empty list of {name: math|exact|format|external, weight, pattern, command, timeout_s, workers}";
+  auto num = [type](double v) {
+    return type == KeyType::Int ? std::to_string(static_cast<int64_t>(v)) : format_double(v);
+  };
+  std::string s;
+  const bool has_min = std::isfinite(min), has_max = std::isfinite(max);
+  if (has_min && has_max) {
+    s = cat(min_open ? "(" : "[", num(min), ", ", num(max), max_open ? ")" : "]");
+  } else if (has_min) {
+    s = cat(min_open ? "> " : ">= ", num(min));
+  } else if (has_max) {
+    s = cat(max_open ? "< " : "<= ", num(max));
+  } else {
+    s = "any number";
+  }
+  for (double a : also) s += cat(" or ", num(a));
+  if (type == KeyType::FloatList) s = cat("a list of ", length, " numbers, each ", s);
+  return s;
+}
+
+Allowed any() { return {}; }
+Allowed at_least(double v) {
+  Allowed a;
+  a.min = v;
+  return a;
+}
+Allowed greater_than(double v) {
+  Allowed a = at_least(v);
+  a.min_open = true;
+  return a;
+}
+Allowed between(double lo, double hi) {
+  Allowed a = at_least(lo);
+  a.max = hi;
+  return a;
+}
+Allowed open_closed(double lo, double hi) {
+  Allowed a = between(lo, hi);
+  a.min_open = true;
+  return a;
+}
+Allowed closed_open(double lo, double hi) {
+  Allowed a = between(lo, hi);
+  a.max_open = true;
+  return a;
+}
+Allowed one_of(std::vector<std::string> choices) {
+  Allowed a;
+  a.choices = std::move(choices);
+  return a;
+}
+
+namespace {
+
+template <typename T>
+constexpr KeyType key_type_of() {
+  if constexpr (std::is_same_v<T, int64_t>) return KeyType::Int;
+  else if constexpr (std::is_same_v<T, double>) return KeyType::Float;
+  else if constexpr (std::is_same_v<T, bool>) return KeyType::Bool;
+  else if constexpr (std::is_same_v<T, std::string>) return KeyType::String;
+  else if constexpr (std::is_same_v<T, std::vector<std::string>>) return KeyType::StringList;
+  else if constexpr (std::is_same_v<T, std::vector<double>>) return KeyType::FloatList;
+  else {
+    static_assert(std::is_same_v<T, std::vector<RewardFunctionConfig>>, "unsupported config field type");
+    return KeyType::RewardFunctions;
+  }
+}
+
+template <typename Field>
+KeySpec make_key(const char* name, Field field, Allowed allowed, const char* doc, bool required = false) {
+  using T = std::remove_reference_t<decltype(field(std::declval<Config&>()))>;
+  return KeySpec{name, key_type_of<T>(), std::move(allowed), doc, required,
+                 [field](Config& c) -> void* { return &field(c); }};
+}
+
+// KEY(data.train_batch_size, ...): the key name is the member path.
+#define KEY(path, ...) make_key(#path, [](Config& c) -> auto& { return c.path; }, __VA_ARGS__)
+
+const std::vector<std::string> kLossAggModes = {"token-mean", "seq-mean-token-sum", "seq-mean-token-mean",
+                                                "seq-mean-token-sum-norm"};
+const std::vector<std::string> kGemmSites = {"qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head"};
+
+std::vector<KeySpec> build_table() {
+  return {
+      KEY(data.train_files, any(), "training prompts (JSONL: prompt or messages, answer, optional id)", true),
+      KEY(data.val_files, any(), "held-out prompts (JSONL); empty: no validation"),
+      KEY(data.train_batch_size, at_least(1), "prompts per training step"),
+      KEY(data.max_prompt_length, at_least(1), "prompt tokens at most"),
+      KEY(data.max_response_length, at_least(1), "generated tokens at most per response"),
+      KEY(data.filter_overlong_prompts, any(), "drop (and count) prompts longer than max_prompt_length"),
+      KEY(data.truncation, one_of({"error", "left", "right"}),
+          "when not filtering, overlong prompts: error, or keep the last (left) / first (right) tokens"),
+      KEY(data.shuffle, any(), "shuffle the training prompts each epoch"),
+      KEY(data.apply_chat_template, any(), "render prompts with the tokenizer's chat template"),
+
+      KEY(actor_rollout_ref.model.path, any(), "Hugging Face model folder to train", true),
+      KEY(actor_rollout_ref.model.enable_gradient_checkpointing, any(),
+          "recompute layer activations in backward instead of storing them"),
+      KEY(actor_rollout_ref.model.use_remove_padding, any(),
+          "padding-free packed forward (false: fixed micro-batches are padded to their longest)"),
+
+      KEY(actor_rollout_ref.actor.ppo_mini_batch_size, at_least(1),
+          "prompts per optimizer step (each with rollout.n responses)"),
+      KEY(actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu, at_least(1),
+          "sequences per micro-batch when use_dynamic_bsz is false"),
+      KEY(actor_rollout_ref.actor.use_dynamic_bsz, any(),
+          "micro-batches by token budget (first-fit-decreasing packing) instead of a fixed size"),
+      KEY(actor_rollout_ref.actor.ppo_max_token_len_per_gpu, at_least(1), "token budget of a micro-batch"),
+      KEY(actor_rollout_ref.actor.ppo_epochs, at_least(1), "passes over each batch of rollouts"),
+      KEY(actor_rollout_ref.actor.clip_ratio, between(0, 1), "PPO clip epsilon (default of low and high)"),
+      KEY(actor_rollout_ref.actor.clip_ratio_low, between(0, 1), "lower clip epsilon"),
+      KEY(actor_rollout_ref.actor.clip_ratio_high, at_least(0), "upper clip epsilon (DAPO clip-higher: 0.28)"),
+      KEY(actor_rollout_ref.actor.clip_ratio_c, greater_than(1), "dual-clip constant for negative advantages"),
+      KEY(actor_rollout_ref.actor.loss_agg_mode, one_of(kLossAggModes), "how token losses are aggregated"),
+      KEY(actor_rollout_ref.actor.loss_scale_factor, at_least(0),
+          "divisor of seq-mean-token-sum-norm; 0: data.max_response_length"),
+      KEY(actor_rollout_ref.actor.use_kl_loss, any(), "add a KL penalty to a frozen reference model"),
+      KEY(actor_rollout_ref.actor.kl_loss_coef, at_least(0), "weight of the KL penalty"),
+      KEY(actor_rollout_ref.actor.kl_loss_type, one_of({"kl", "k1", "mse", "k2", "low_var_kl", "k3"}),
+          "KL estimator"),
+      KEY(actor_rollout_ref.actor.entropy_coeff, any(), "entropy bonus weight (loss -= coeff * entropy)"),
+      KEY(actor_rollout_ref.actor.grad_clip, greater_than(0).or_value(-1),
+          "clip the global gradient norm to this; -1: no clipping"),
+      KEY(actor_rollout_ref.actor.tis_imp_ratio_cap, greater_than(0).or_value(-1),
+          "truncated importance sampling cap C: weight min(exp(old - rollout logp), C); -1: off"),
+      KEY(actor_rollout_ref.actor.optim.lr, greater_than(0), "AdamW learning rate"),
+      KEY(actor_rollout_ref.actor.optim.weight_decay, at_least(0), "AdamW decoupled weight decay"),
+      KEY(actor_rollout_ref.actor.optim.betas, closed_open(0, 1).with_length(2), "AdamW betas"),
+      KEY(actor_rollout_ref.actor.optim.eps, greater_than(0), "AdamW epsilon"),
+      KEY(actor_rollout_ref.actor.optim.lr_warmup_steps_ratio, between(0, 1),
+          "linear warm-up over this fraction of the training steps"),
+      KEY(actor_rollout_ref.actor.optim.lr_warmup_steps, at_least(0).or_value(-1),
+          "warm-up steps; -1: use lr_warmup_steps_ratio"),
+      KEY(actor_rollout_ref.actor.optim.warmup_style, one_of({"constant", "cosine"}),
+          "learning-rate schedule after warm-up (alias lr_scheduler_type)"),
+      KEY(actor_rollout_ref.actor.optim.min_lr_ratio, between(0, 1), "cosine schedule floor, fraction of lr"),
+
+      KEY(actor_rollout_ref.rollout.n, at_least(1), "responses sampled per prompt (the group size)"),
+      KEY(actor_rollout_ref.rollout.temperature, at_least(0), "sampling temperature; 0: greedy"),
+      KEY(actor_rollout_ref.rollout.top_p, open_closed(0, 1), "nucleus sampling mass"),
+      KEY(actor_rollout_ref.rollout.top_k, at_least(1).or_value(-1), "top-k sampling; -1: off"),
+      KEY(actor_rollout_ref.rollout.min_p, between(0, 1), "min-p sampling; 0: off"),
+      KEY(actor_rollout_ref.rollout.kv_cache_dtype, one_of({"auto", "f32", "bf16", "int8"}),
+          "KV cache element type; auto: the compute type"),
+      KEY(actor_rollout_ref.rollout.gpu_memory_utilization, open_closed(0, 1),
+          "fraction of free memory given to the KV cache"),
+      KEY(actor_rollout_ref.rollout.max_num_batched_tokens, at_least(1), "tokens per engine step at most"),
+      KEY(actor_rollout_ref.rollout.max_num_seqs, at_least(1), "sequences running at once at most"),
+      KEY(actor_rollout_ref.rollout.enable_prefix_caching, any(), "reuse KV blocks of repeated prefixes"),
+      KEY(actor_rollout_ref.rollout.val_kwargs.temperature, at_least(0), "validation temperature; 0: greedy"),
+      KEY(actor_rollout_ref.rollout.val_kwargs.top_p, open_closed(0, 1), "validation nucleus mass"),
+      KEY(actor_rollout_ref.rollout.val_kwargs.top_k, at_least(1).or_value(-1), "validation top-k; -1: off"),
+      KEY(actor_rollout_ref.rollout.val_kwargs.n, at_least(1), "validation responses per prompt"),
+
+      KEY(actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu, at_least(1),
+          "sequences per reference/old log-prob micro-batch (fixed mode)"),
+      KEY(actor_rollout_ref.ref.log_prob_use_dynamic_bsz, any(), "log-prob micro-batches by token budget"),
+      KEY(actor_rollout_ref.ref.log_prob_max_token_len_per_gpu, at_least(1), "token budget of those micro-batches"),
+
+      KEY(algorithm.adv_estimator, one_of({"grpo"}), "advantage estimator"),
+      KEY(algorithm.norm_adv_by_std_in_grpo, any(), "divide advantages by the group std (false: Dr. GRPO)"),
+      KEY(algorithm.scale_rewards, one_of({"group", "batch", "none"}),
+          "std used to scale advantages (TRL); none is norm_adv_by_std_in_grpo: false"),
+      KEY(algorithm.filter_groups.enable, any(), "DAPO dynamic sampling: drop groups whose rewards are all equal"),
+      KEY(algorithm.filter_groups.max_num_gen_batches, at_least(0),
+          "generation rounds per step at most while filling the batch; 0: unlimited"),
+      KEY(algorithm.mask_truncated_completions, any(), "leave responses cut at max_response_length out of the loss"),
+
+      KEY(trainer.total_training_steps, at_least(0), "training steps; 0: total_epochs x steps per epoch"),
+      KEY(trainer.total_epochs, at_least(1), "passes over the training prompts"),
+      KEY(trainer.save_freq, at_least(1).or_value(-1), "checkpoint every this many steps; -1: only at the end"),
+      KEY(trainer.test_freq, at_least(1).or_value(-1), "validate every this many steps; -1: only at the end"),
+      KEY(trainer.default_local_dir, any(), "run folder: checkpoints, metrics.jsonl, config, report"),
+      KEY(trainer.seed, at_least(0), "seed of data order, sampling and initialisation"),
+      KEY(trainer.logger, one_of({"console", "jsonl"}), "where step metrics go"),
+      KEY(trainer.project_name, any(), "project name (in the report)"),
+      KEY(trainer.experiment_name, any(), "experiment name (in the report)"),
+      KEY(trainer.val_before_train, any(), "validate once before the first step"),
+
+      KEY(reward.functions, any(), "reward functions, summed with their weights"),
+      KEY(reward.overlong_buffer.enable, any(), "DAPO overlong shaping: linear penalty near max_response_length"),
+      KEY(reward.overlong_buffer.len, at_least(0), "tokens before max_response_length where the penalty starts"),
+      KEY(reward.overlong_buffer.penalty_factor, at_least(0), "penalty at max_response_length"),
+
+      KEY(mixed_precision.enabled, any(), "bf16 GEMM inputs with f32 accumulation and f32 master weights"),
+      KEY(mixed_precision.op_blacklist, one_of(kGemmSites), "GEMMs kept in f32 when mixed precision is on"),
+
+      KEY(sft.lr, greater_than(0), "SFT AdamW learning rate"),
+      KEY(sft.epochs, at_least(1), "SFT passes over the data"),
+      KEY(sft.batch_size, at_least(1), "SFT sequences per optimizer step"),
+      KEY(sft.max_length, at_least(2), "SFT prompt + response tokens at most (longer examples are dropped)"),
+      KEY(sft.lr_warmup_steps_ratio, between(0, 1), "SFT linear warm-up fraction"),
+      KEY(sft.weight_decay, at_least(0), "SFT AdamW weight decay"),
+      KEY(sft.grad_clip, greater_than(0).or_value(-1), "SFT gradient norm clip; -1: none"),
+  };
+}
+
+#undef KEY
+
+struct Alias {
+  const char* from;
+  const char* to;
+};
+const Alias kAliases[] = {
+    {"use_dynamic_bsz", "actor_rollout_ref.actor.use_dynamic_bsz"},
+    {"max_tokens_per_gpu", "actor_rollout_ref.actor.ppo_max_token_len_per_gpu"},
+    {"actor_rollout_ref.actor.max_tokens_per_gpu", "actor_rollout_ref.actor.ppo_max_token_len_per_gpu"},
+    {"actor_rollout_ref.actor.optim.lr_scheduler_type", "actor_rollout_ref.actor.optim.warmup_style"},
+    {"reward_model.overlong_buffer", "reward.overlong_buffer"},
+};
+
+bool starts_section(const std::string& name, const std::string& prefix) {
+  return name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 && name[prefix.size()] == '.';
+}
+
+}  // namespace
+
+const std::vector<KeySpec>& key_specs() {
+  static const std::vector<KeySpec> table = build_table();
+  return table;
+}
+
+const KeySpec* find_key(const std::string& name) {
+  for (const auto& k : key_specs())
+    if (k.name == name) return &k;
+  return nullptr;
+}
+
+std::string resolve_alias(const std::string& name) {
+  for (const auto& a : kAliases) {
+    const std::string from = a.from;
+    if (name == from) return a.to;
+    if (starts_section(name, from)) return a.to + name.substr(from.size());
+  }
+  return name;
+}
+
+bool is_section(const std::string& prefix) {
+  for (const auto& k : key_specs())
+    if (starts_section(k.name, prefix)) return true;
+  for (const auto& a : kAliases)
+    if (starts_section(a.from, prefix)) return true;
+  return false;
+}
+
+std::string type_name(KeyType type) {
+  switch (type) {
+    case KeyType::Int: return "integer";
+    case KeyType::Float: return "number";
+    case KeyType::Bool: return "boolean";
+    case KeyType::String: return "text";
+    case KeyType::StringList: return "list of text";
+    case KeyType::FloatList: return "list of numbers";
+    case KeyType::RewardFunctions: return "list of reward functions";
+  }
+  return "?";
+}
+
+std::string format_double(double v) {
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, v);
+  std::string s(buf, res.ptr);
+  // Keep a float looking like one when it is written back ("1" -> "1.0").
+  if (std::isfinite(v) && s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string value_text(const KeySpec& spec, Config& config) {
+  void* p = spec.field(config);
+  switch (spec.type) {
+    case KeyType::Int: return std::to_string(*static_cast<int64_t*>(p));
+    case KeyType::Float: return format_double(*static_cast<double*>(p));
+    case KeyType::Bool: return *static_cast<bool*>(p) ? "true" : "false";
+    case KeyType::String: return "\"" + *static_cast<std::string*>(p) + "\"";
+    case KeyType::StringList: {
+      std::string s = "[";
+      for (const auto& v : *static_cast<std::vector<std::string>*>(p)) s += (s.size() > 1 ? ", " : "") + v;
+      return s + "]";
+    }
+    case KeyType::FloatList: {
+      std::string s = "[";
+      for (double v : *static_cast<std::vector<double>*>(p)) s += (s.size() > 1 ? ", " : "") + format_double(v);
+      return s + "]";
+    }
+    case KeyType::RewardFunctions: {
+      std::string s = "[";
+      for (const auto& f : *static_cast<std::vector<RewardFunctionConfig>*>(p))
+        s += cat(s.size() > 1 ? ", " : "", "{name: ", f.name, ", weight: ", format_double(f.weight), "}");
+      return s + "]";
+    }
+  }
+  return "?";
+}
+
+}  // namespace grpo::config_detail

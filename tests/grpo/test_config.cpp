@@ -1,0 +1,237 @@
+// Tests of the run configuration: verl defaults, overrides, aliases, derived values, errors that name
+// the key / value / line / what is allowed, and the resolved YAML loading back to the same config.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "grpo/config.h"
+#include "temp_dir.h"
+
+using namespace grpo;
+
+namespace {
+
+const char* kMinimal =
+    "data:\n"
+    "  train_files: train.jsonl\n"
+    "actor_rollout_ref:\n"
+    "  model:\n"
+    "    path: models/tiny\n";
+
+// The message of the Error that `fn` throws ("" when it does not throw).
+template <typename Fn>
+std::string error_of(Fn fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST(Config, DefaultsAreVerls) {
+  test::TempDir dir;
+  Config c = load_config(dir.write("c.yaml", kMinimal));
+  EXPECT_EQ(c.data.train_files, "train.jsonl");
+  EXPECT_EQ(c.data.train_batch_size, 1024);
+  EXPECT_EQ(c.data.max_prompt_length, 512);
+  EXPECT_EQ(c.actor_rollout_ref.actor.ppo_mini_batch_size, 256);
+  EXPECT_DOUBLE_EQ(c.actor_rollout_ref.actor.clip_ratio_low, 0.2);
+  EXPECT_DOUBLE_EQ(c.actor_rollout_ref.actor.clip_ratio_c, 3.0);
+  EXPECT_EQ(c.actor_rollout_ref.actor.loss_agg_mode, "token-mean");
+  EXPECT_DOUBLE_EQ(c.actor_rollout_ref.actor.kl_loss_coef, 0.001);
+  EXPECT_DOUBLE_EQ(c.actor_rollout_ref.actor.optim.lr, 1e-6);
+  EXPECT_TRUE(c.algorithm.norm_adv_by_std_in_grpo);
+  EXPECT_EQ(c.algorithm.adv_estimator, "grpo");
+  EXPECT_EQ(c.trainer.save_freq, -1);
+  ASSERT_EQ(c.reward.functions.size(), 1u);
+  EXPECT_EQ(c.reward.functions[0].name, "math");
+  // derived: loss_scale_factor 0 -> max_response_length
+  EXPECT_DOUBLE_EQ(c.actor_rollout_ref.actor.loss_scale_factor, 512.0);
+}
+
+TEST(Config, OverridesWinOverTheFile) {
+  test::TempDir dir;
+  std::string path = dir.write("c.yaml", std::string(kMinimal) + "trainer:\n  seed: 1\n");
+  Config c = load_config(path, {"trainer.seed=7", "actor_rollout_ref.actor.optim.betas=[0.9, 0.95]",
+                                "actor_rollout_ref.rollout.n=8", "data.val_files=test.jsonl",
+                                "reward.functions=[{name: math, weight: 1}, {name: format, weight: 0.2, "
+                                "pattern: 'answer is'}]"});
+  EXPECT_EQ(c.trainer.seed, 7);
+  EXPECT_EQ(c.actor_rollout_ref.actor.optim.betas, (std::vector<double>{0.9, 0.95}));
+  EXPECT_EQ(c.actor_rollout_ref.rollout.n, 8);
+  EXPECT_EQ(c.data.val_files, "test.jsonl");
+  ASSERT_EQ(c.reward.functions.size(), 2u);
+  EXPECT_EQ(c.reward.functions[1].pattern, "answer is");
+  EXPECT_DOUBLE_EQ(c.reward.functions[1].weight, 0.2);
+}
+
+TEST(Config, MissionAliasesAndDerivedValues) {
+  test::TempDir dir;
+  std::string path = dir.write("c.yaml", std::string(kMinimal) +
+                                             "use_dynamic_bsz: true\n"
+                                             "max_tokens_per_gpu: 4096\n"
+                                             "actor_rollout_ref.actor.clip_ratio: 0.1\n"
+                                             "reward_model:\n  overlong_buffer:\n    enable: true\n    len: 64\n"
+                                             "mixed_precision:\n  enabled: true\n  op_blacklist: [lm_head]\n");
+  Config c = load_config(path, {"actor_rollout_ref.actor.clip_ratio_high=0.28", "algorithm.scale_rewards=none"});
+  EXPECT_TRUE(c.actor_rollout_ref.actor.use_dynamic_bsz);
+  EXPECT_EQ(c.actor_rollout_ref.actor.ppo_max_token_len_per_gpu, 4096);
+  EXPECT_DOUBLE_EQ(c.actor_rollout_ref.actor.clip_ratio_low, 0.1);  // from clip_ratio
+  EXPECT_DOUBLE_EQ(c.actor_rollout_ref.actor.clip_ratio_high, 0.28);
+  EXPECT_TRUE(c.reward.overlong_buffer.enable);
+  EXPECT_EQ(c.reward.overlong_buffer.len, 64);
+  EXPECT_TRUE(c.mixed_precision.enabled);
+  EXPECT_EQ(c.mixed_precision.op_blacklist, (std::vector<std::string>{"lm_head"}));
+  EXPECT_FALSE(c.algorithm.norm_adv_by_std_in_grpo);  // scale_rewards none
+  EXPECT_EQ(advantage_scaling(c), train::AdvantageScaling::None);
+  auto p = policy_loss_config(c);
+  EXPECT_FLOAT_EQ(p.clip_ratio_high, 0.28f);
+  EXPECT_EQ(p.kl_coef, 0.0f);  // use_kl_loss false
+}
+
+TEST(Config, NormAdvFalseMeansNoStd) {
+  test::TempDir dir;
+  Config c = load_config(dir.write("c.yaml", kMinimal), {"algorithm.norm_adv_by_std_in_grpo=false"});
+  EXPECT_EQ(c.algorithm.scale_rewards, "none");
+  std::string e = error_of([&] {
+    load_config(dir.write("c.yaml", kMinimal), {"algorithm.norm_adv_by_std_in_grpo=false",
+                                                "algorithm.scale_rewards=batch"});
+  });
+  EXPECT_TRUE(contains(e, "contradicts")) << e;
+}
+
+TEST(Config, UnknownKeyNamesKeyValueLineAndWhatIsAllowed) {
+  test::TempDir dir;
+  std::string path = dir.write("bad.yaml",
+                   "data:\n  train_files: t.jsonl\n  train_batch_sise: 8\n"
+                   "actor_rollout_ref:\n  model:\n    path: m\n");
+  std::string e = error_of([&] { load_config(path); });
+  EXPECT_TRUE(contains(e, "bad.yaml:3")) << e;
+  EXPECT_TRUE(contains(e, "unknown key \"data.train_batch_sise\"")) << e;
+  EXPECT_TRUE(contains(e, "\"8\"")) << e;
+  EXPECT_TRUE(contains(e, "did you mean data.train_batch_size?")) << e;
+  EXPECT_TRUE(contains(e, "max_prompt_length")) << e;  // lists the allowed keys of the section
+
+  e = error_of([&] { load_config(dir.write("c.yaml", kMinimal), {"trainer.sed=3"}); });
+  EXPECT_TRUE(contains(e, "--set")) << e;
+  EXPECT_TRUE(contains(e, "trainer.seed")) << e;
+  e = error_of([&] { load_config(dir.write("c.yaml", std::string(kMinimal) + "wandb: {}\n")); });
+  EXPECT_TRUE(contains(e, "unknown key \"wandb\"")) << e;
+}
+
+TEST(Config, WrongTypesAreErrors) {
+  test::TempDir dir;
+  const std::string path = dir.write("c.yaml", kMinimal);
+  struct Case {
+    std::string set, expect;
+  };
+  for (const Case& k : std::vector<Case>{
+           {"data.train_batch_size=abc", "expected an integer, got \"abc\""},
+           {"data.train_batch_size=1.5", "expected an integer"},
+           {"actor_rollout_ref.actor.optim.lr=fast", "expected a number"},
+           {"data.shuffle=maybe", "expected true or false"},
+           {"actor_rollout_ref.actor.optim.betas=0.9", "expected a list"},
+           {"actor_rollout_ref.actor.optim.betas=[0.9]", "wrong number of items"},
+           {"data.train_files=[a, b]", "expected text"},
+           {"reward.functions=[{name: math, pattern: x}]", "not used by reward function \"math\""},
+       }) {
+    std::string e = error_of([&] { load_config(path, {k.set}); });
+    EXPECT_TRUE(contains(e, k.expect)) << k.set << " -> " << e;
+    EXPECT_TRUE(contains(e, "--set")) << e;
+  }
+}
+
+TEST(Config, OutOfRangeValuesAreErrors) {
+  test::TempDir dir;
+  const std::string path = dir.write("c.yaml", kMinimal);
+  struct Case {
+    std::string set, expect;
+  };
+  for (const Case& k : std::vector<Case>{
+           {"actor_rollout_ref.rollout.n=0", "allowed: >= 1"},
+           {"actor_rollout_ref.rollout.top_p=0", "allowed: (0.0, 1.0]"},
+           {"actor_rollout_ref.rollout.top_k=0", "allowed: >= 1 or -1"},
+           {"actor_rollout_ref.actor.clip_ratio_c=1", "allowed: > 1"},
+           {"actor_rollout_ref.actor.loss_agg_mode=mean", "one of: token-mean"},
+           {"actor_rollout_ref.rollout.kv_cache_dtype=fp8", "one of: auto, f32, bf16, int8"},
+           {"trainer.save_freq=0", "out of range"},
+           {"mixed_precision.op_blacklist=[lm_head, softmax]", "a list of: qkv_proj"},
+       }) {
+    std::string e = error_of([&] { load_config(path, {k.set}); });
+    EXPECT_TRUE(contains(e, k.expect)) << k.set << " -> " << e;
+    EXPECT_TRUE(contains(e, k.set.substr(0, k.set.find('=')))) << e;
+  }
+}
+
+TEST(Config, CrossChecksAndRequiredKeys) {
+  test::TempDir dir;
+  const std::string path = dir.write("c.yaml", kMinimal);
+  std::string e = error_of([&] { load_config(path, {"data.train_batch_size=10", "actor_rollout_ref.actor.ppo_mini_batch_size=4"}); });
+  EXPECT_TRUE(contains(e, "must divide data.train_batch_size")) << e;
+  e = error_of([&] {
+    load_config(path, {"actor_rollout_ref.actor.use_dynamic_bsz=true",
+                       "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=100"});
+  });
+  EXPECT_TRUE(contains(e, "so that every sequence fits")) << e;
+  e = error_of([&] { load_config(path, {"reward.overlong_buffer.enable=true"}); });
+  EXPECT_TRUE(contains(e, "reward.overlong_buffer.len")) << e;
+  e = error_of([&] { load_config(path, {"reward.functions=[{name: external}]"}); });
+  EXPECT_TRUE(contains(e, "needs a command")) << e;
+  e = error_of([&] { load_config(dir.write("empty.yaml", "data:\n  train_batch_size: 8\n"), {}); });
+  EXPECT_TRUE(contains(e, "data.train_files is required")) << e;
+  EXPECT_TRUE(contains(e, "actor_rollout_ref.model.path is required")) << e;
+  e = error_of([&] { load_config(dir.write("syntax.yaml", "data: [1, 2\n")); });
+  EXPECT_TRUE(contains(e, "syntax.yaml:")) << e;
+  e = error_of([&] { load_config(dir.path() + "/missing.yaml"); });
+  EXPECT_TRUE(contains(e, "cannot open")) << e;
+}
+
+TEST(Config, ResolvedYamlRoundTrips) {
+  test::TempDir dir;
+  Config c = load_config(dir.write("c.yaml", kMinimal),
+                         {"trainer.experiment_name=null", "trainer.project_name='true'",
+                          "actor_rollout_ref.actor.optim.lr=3e-7", "actor_rollout_ref.actor.entropy_coeff=0.1",
+                          "reward.functions=[{name: format, weight: 0.5, pattern: '\\\\boxed\\{.*\\}: \"x\"'}, "
+                          "{name: external, command: 'python3 r.py --flag', timeout_s: 2.5, workers: 3}]",
+                          "trainer.logger=[console]"});
+  EXPECT_EQ(c.trainer.experiment_name, "grpo");  // null keeps the default
+  EXPECT_EQ(c.trainer.project_name, "true");
+  const std::string yaml = config_to_yaml(c);
+  Config back = load_config(dir.write("resolved.yaml", yaml));
+  EXPECT_EQ(config_to_yaml(back), yaml);
+  EXPECT_EQ(back.trainer.project_name, "true");
+  EXPECT_DOUBLE_EQ(back.actor_rollout_ref.actor.optim.lr, 3e-7);
+  EXPECT_DOUBLE_EQ(back.actor_rollout_ref.actor.entropy_coeff, 0.1);
+  ASSERT_EQ(back.reward.functions.size(), 2u);
+  EXPECT_EQ(back.reward.functions[0].pattern, c.reward.functions[0].pattern);
+  EXPECT_EQ(back.reward.functions[1].command, "python3 r.py --flag");
+  EXPECT_DOUBLE_EQ(back.reward.functions[1].timeout_s, 2.5);
+  EXPECT_EQ(back.reward.functions[1].workers, 3);
+  EXPECT_EQ(back.trainer.logger, (std::vector<std::string>{"console"}));
+}
+
+TEST(Config, KeyTableDocumentsEveryKey) {
+  const auto& keys = config_keys();
+  EXPECT_GT(keys.size(), 60u);
+  for (const auto& k : keys) {
+    EXPECT_FALSE(k.doc.empty()) << k.name;
+    EXPECT_FALSE(k.allowed.empty()) << k.name;
+  }
+  const std::string help = config_help();
+  EXPECT_TRUE(contains(help, "actor_rollout_ref.rollout.gpu_memory_utilization"));
+  EXPECT_TRUE(contains(help, "trainer.default_local_dir"));
+}
+
+TEST(Config, ValidateConfigChecksConfigsBuiltInCode) {
+  Config c;
+  c.data.train_files = "t.jsonl";
+  c.actor_rollout_ref.model.path = "m";
+  EXPECT_NO_THROW(validate_config(c));
+  c.actor_rollout_ref.rollout.temperature = -1;
+  std::string e = error_of([&] { validate_config(c); });
+  EXPECT_TRUE(contains(e, "actor_rollout_ref.rollout.temperature = -1.0 is not allowed")) << e;
+}
