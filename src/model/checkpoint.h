@@ -1,0 +1,61 @@
+// Hugging Face model folders: config.json + model.safetensors, or shards listed by
+// model.safetensors.index.json. Opening validates the whole checkpoint against the config; saving writes
+// a complete folder next to the destination and swaps it into place, so a crash never leaves a broken
+// checkpoint where a good one was.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "model/config.h"
+#include "model/safetensors.h"
+
+namespace grpo {
+
+class Checkpoint {
+ public:
+  // Validates: every expected tensor present with the right shape and dtype F32/BF16/F16, no unknown
+  // tensors, index consistent (missing shard, tensor listed in the index but absent from its shard, or
+  // present in a shard but not listed). Tolerates a duplicate lm_head.weight when tied, and a missing
+  // one when untied (the config is then treated as tied, see notes()).
+  static Checkpoint open(const std::string& dir);
+
+  const ModelConfig& config() const { return config_; }
+  const StTensor* find(const std::string& name) const;
+  // The file holding tensor `name` (for error messages), or "" if absent.
+  const std::string& file_of(const std::string& name) const;
+  // Parameter names in HF order (expected_tensors(config())).
+  std::vector<std::string> names() const;
+  const std::string& dir() const { return dir_; }
+  const std::vector<std::string>& files() const { return file_names_; }  // safetensors files, in order
+  // Things tolerated while opening (e.g. "lm_head.weight absent: tied to the embeddings").
+  const std::vector<std::string>& notes() const { return notes_; }
+
+ private:
+  std::string dir_;
+  ModelConfig config_;
+  std::vector<std::unique_ptr<SafetensorsFile>> files_;
+  std::vector<std::string> file_names_;
+  std::unordered_map<std::string, size_t> where_;  // tensor name -> index into files_
+  std::vector<std::string> notes_;
+};
+
+struct NamedF32 {
+  std::string name;
+  std::vector<int64_t> shape;
+  const float* data;
+};
+
+// Writes config.json + weights (one file, or shards of at most max_shard_bytes with the index) into dir,
+// atomically as a folder: written to the sibling "<dir>.partial" then swapped into place, so a crash
+// mid-save leaves a previous checkpoint at dir intact. The tensors must be exactly expected_tensors(c).
+// save_dtype F32 or BF16 (converted from the f32 inputs). extra_files_to_copy (e.g. tokenizer.json) are
+// copied into the folder under their file names. Refuses to replace an existing non-empty folder that
+// has no config.json (it is not a checkpoint).
+void save_checkpoint(const std::string& dir, const ModelConfig& c, const std::vector<NamedF32>& tensors,
+                     DType save_dtype, int64_t max_shard_bytes = 0 /*0: one file*/,
+                     const std::vector<std::string>& extra_files_to_copy = {});
+
+}  // namespace grpo
