@@ -1,0 +1,131 @@
+// The fused output layer: logits z = logit_scale * h W^T, log-softmax at the target, entropy and lse,
+// `chunk` rows at a time so that [T, V] never exists. Forward: one GEMM per chunk into the workspace,
+// then per row (OpenMP) a max pass and an exp pass. Backward: the same GEMM again, dz formed in place,
+// then dh[chunk] = dz W and dW += dz^T h. In bf16 mode dz is converted to bf16 (workspace tail) so both
+// backward GEMMs run on bf16 inputs like the forward one.
+
+// GCC 12's AVX-512 headers trip -W(maybe-)uninitialized on their own _mm512_undefined_*() (GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/profiler.h"
+#include "kernels/backend.h"
+#include "kernels/cpu/head_bf16.h"
+#include "kernels/cpu/head_rows.h"
+#include "kernels/ops.h"
+
+namespace grpo::ops {
+namespace {
+
+constexpr int64_t round_up16(int64_t n) { return (n + 15) / 16 * 16; }
+
+struct RowKernels {
+  float (*row_max)(const float*, int64_t);
+  detail::ExpSums (*shifted_exp_sums)(const float*, int64_t, float);
+  void (*write_softmax_grad)(float*, int64_t, float, float, float);
+};
+
+RowKernels row_kernels() {
+  if (cpu_has_avx512())
+    return {detail::row_max_avx512, detail::shifted_exp_sums_avx512, detail::write_softmax_grad_avx512};
+  return {detail::row_max_scalar, detail::shifted_exp_sums_scalar, detail::write_softmax_grad_scalar};
+}
+
+const void* row_ptr(const void* base, int64_t row, int64_t C, DType dt) {
+  return static_cast<const char*>(base) + row * C * dtype_size(dt);
+}
+
+void check_common(const char* op, const void* h, const void* W, DType dt, const int32_t* target, int64_t T,
+                  int64_t C, int64_t V, int64_t chunk, const float* ws) {
+  GRPO_CHECK(T >= 0 && C > 0 && V > 0, "[", op, "] need T >= 0, C > 0, V > 0, got T=", T, " C=", C, " V=", V);
+  GRPO_CHECK(chunk > 0, "[", op, "] chunk must be > 0, got ", chunk);
+  GRPO_CHECK(dt == DType::F32 || dt == DType::BF16, "[", op, "] h/W dtype must be f32 or bf16, got ",
+             dtype_name(dt));
+  GRPO_CHECK(T == 0 || (h && W && target && ws), "[", op, "] null h, W, target or workspace");
+  for (int64_t t = 0; t < T; ++t)
+    GRPO_CHECK(target[t] < V, "[", op, "] target[", t, "] = ", target[t], " >= V = ", V);
+}
+
+// z [rows, V] = logit_scale * h[r0 : r0 + rows] W^T
+void chunk_logits(float* z, const void* h, const void* W, DType dt, int64_t r0, int64_t rows, int64_t C,
+                  int64_t V, float logit_scale) {
+  gemm(Trans::N, Trans::T, rows, V, C, logit_scale, row_ptr(h, r0, C, dt), C, W, C, 0.0f, z, V, dt);
+}
+
+}  // namespace
+
+int64_t lm_head_ws_floats(int64_t chunk, int64_t V, int64_t C) {
+  GRPO_CHECK(chunk > 0 && V > 0 && C > 0, "[lm_head] need chunk, V, C > 0, got chunk=", chunk, " V=", V,
+             " C=", C);
+  // [chunk, V] f32 logits / dz, then [chunk, V] bf16 dz for the bf16 backward GEMMs.
+  return round_up16(chunk * V) + round_up16((chunk * V + 1) / 2);
+}
+
+void lm_head_forward(float* logprob, float* entropy, float* lse, const void* h, const void* W, DType ab_dtype,
+                     const int32_t* target, int64_t T, int64_t C, int64_t V, float logit_scale, int64_t chunk,
+                     float* ws) {
+  GRPO_PROFILE("lm_head_forward");
+  check_common("lm_head_forward", h, W, ab_dtype, target, T, C, V, chunk, ws);
+  GRPO_CHECK(T == 0 || (logprob && entropy && lse), "[lm_head_forward] null logprob, entropy or lse output");
+  const RowKernels k = row_kernels();
+  float* z = ws;  // [chunk, V]
+  for (int64_t r0 = 0; r0 < T; r0 += chunk) {
+    const int64_t rows = std::min(chunk, T - r0);
+    chunk_logits(z, h, W, ab_dtype, r0, rows, C, V, logit_scale);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < rows; ++i) {
+      const float* zi = z + i * V;
+      const int64_t t = r0 + i;
+      const float m = k.row_max(zi, V);
+      const detail::ExpSums s = k.shifted_exp_sums(zi, V, m);
+      const float log_sum = std::log(s.sum);
+      lse[t] = m + log_sum;
+      entropy[t] = log_sum - s.dot / s.sum;  // -sum p log p with log p = (z - m) - log_sum
+      logprob[t] = target[t] >= 0 ? zi[target[t]] - lse[t] : 0.0f;
+    }
+  }
+}
+
+void lm_head_backward(float* dh, float* dW, const float* dlogprob, const float* dentropy, const void* h,
+                      const void* W, DType ab_dtype, const int32_t* target, const float* lse, int64_t T,
+                      int64_t C, int64_t V, float logit_scale, int64_t chunk, float* ws) {
+  GRPO_PROFILE("lm_head_backward");
+  check_common("lm_head_backward", h, W, ab_dtype, target, T, C, V, chunk, ws);
+  GRPO_CHECK(T == 0 || (dh && dW && lse), "[lm_head_backward] null dh, dW or lse");
+  const RowKernels k = row_kernels();
+  const bool bf16 = ab_dtype == DType::BF16;
+  float* z = ws;                                                    // [chunk, V] logits, then dz
+  bf16_t* z16 = reinterpret_cast<bf16_t*>(ws + round_up16(chunk * V));  // [chunk, V] dz in bf16
+  for (int64_t r0 = 0; r0 < T; r0 += chunk) {
+    const int64_t rows = std::min(chunk, T - r0);
+    chunk_logits(z, h, W, ab_dtype, r0, rows, C, V, logit_scale);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < rows; ++i) {
+      float* zi = z + i * V;
+      const int64_t t = r0 + i;
+      const float g_lp = dlogprob && target[t] >= 0 ? dlogprob[t] : 0.0f;
+      const float g_ent = dentropy ? dentropy[t] : 0.0f;
+      if (g_lp == 0.0f && g_ent == 0.0f) {
+        std::fill(zi, zi + V, 0.0f);
+      } else {
+        float H = 0.0f;  // entropy of the row, recomputed from lse: -sum p log p
+        if (g_ent != 0.0f) {
+          const detail::ExpSums s = k.shifted_exp_sums(zi, V, lse[t]);
+          H = std::log(s.sum) - s.dot / s.sum;
+        }
+        // dL/dz_i = g_lp (onehot_i - p_i) - g_ent p_i (log p_i + H), times logit_scale for d/d(h W^T)
+        k.write_softmax_grad(zi, V, lse[t], -logit_scale * (g_lp + g_ent * H), -logit_scale * g_ent);
+        if (g_lp != 0.0f) zi[target[t]] += logit_scale * g_lp;
+      }
+      if (bf16) detail::f32_to_bf16_row(z16 + i * V, zi, V);
+    }
+    const void* dz = bf16 ? static_cast<const void*>(z16) : z;
+    gemm(Trans::N, Trans::N, rows, C, V, 1.0f, dz, V, W, C, 0.0f, dh + r0 * C, C, ab_dtype);
+    gemm(Trans::T, Trans::N, V, C, rows, 1.0f, dz, V, row_ptr(h, r0, C, ab_dtype), C, 1.0f, dW, C, ab_dtype);
+  }
+}
+
+}  // namespace grpo::ops
