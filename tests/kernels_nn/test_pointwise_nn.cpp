@@ -1,0 +1,224 @@
+// Tests of the pointwise decoder kernels (add_inplace, embedding, RoPE, SwiGLU) and of the vector exp/exp2
+// they rely on: CPU (both SIMD paths) vs the double reference on odd sizes, finite-difference gradients of
+// the backward passes, guard bytes after every output, thread-count independence, and bad-input errors.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/ops.h"
+#include "kernels/ref/ref_nn.h"
+#include "nn_test_util.h"
+
+using namespace grpo;
+using namespace nn_test;
+
+namespace {
+
+// exp/exp2 of nn_simd.h against libm over the range the kernels use.
+NN_BEGIN_AVX512
+void exp_avx512(float* y, const float* x, int64_t n, bool base2) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const auto v = cpu::Vec512::load_n(x + i, std::min<int64_t>(16, n - i));
+    cpu::Vec512::store_n(y + i, base2 ? cpu::Vec512::exp2(v) : cpu::Vec512::exp(v), std::min<int64_t>(16, n - i));
+  }
+}
+NN_END_TARGET
+NN_BEGIN_AVX2
+void exp_avx2(float* y, const float* x, int64_t n, bool base2) {
+  for (int64_t i = 0; i < n; i += 8) {
+    const auto v = cpu::Vec256::load_n(x + i, std::min<int64_t>(8, n - i));
+    cpu::Vec256::store_n(y + i, base2 ? cpu::Vec256::exp2(v) : cpu::Vec256::exp(v), std::min<int64_t>(8, n - i));
+  }
+}
+NN_END_TARGET
+
+TEST(NnSimd, ExpAndExp2MatchLibm) {
+  std::vector<float> x;
+  for (float v = -87.0f; v <= 88.0f; v += 0.0137f) x.push_back(v);
+  const int64_t n = static_cast<int64_t>(x.size());
+  for (auto isa : available_isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    for (bool base2 : {false, true}) {
+      std::vector<float> y(n);
+      (isa == cpu::NnIsa::Avx512 ? exp_avx512 : exp_avx2)(y.data(), x.data(), n, base2);
+      double worst = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        if (base2 && x[i] < -126.0f) continue;
+        const double want = base2 ? std::exp2(double{x[i]}) : std::exp(double{x[i]});
+        worst = std::max(worst, std::abs(y[i] - want) / want);
+      }
+      // Cephes polynomials: a few float ulps (1 ulp = 6e-8) on the reduced range.
+      EXPECT_LT(worst, 5e-7) << (base2 ? "exp2" : "exp");
+    }
+    // exp2 is exactly 0 below -126 (the masked scores of attention are -inf) and NaN stays NaN.
+    const float special[4] = {-INFINITY, -200.0f, NAN, 0.0f};
+    float out[4];
+    (isa == cpu::NnIsa::Avx512 ? exp_avx512 : exp_avx2)(out, special, 4, true);
+    EXPECT_EQ(out[0], 0.0f);
+    EXPECT_EQ(out[1], 0.0f);
+    EXPECT_TRUE(std::isnan(out[2]));
+    EXPECT_EQ(out[3], 1.0f);
+    (isa == cpu::NnIsa::Avx512 ? exp_avx512 : exp_avx2)(out, special, 4, false);
+    EXPECT_TRUE(std::isnan(out[2]));
+  }
+}
+
+TEST(NnAdd, MatchesReferenceWithGuards) {
+  for (auto isa : available_isas()) {
+    ForceIsa force(isa);
+    for (int64_t n : {int64_t{1}, int64_t{37}, int64_t{100003}}) {
+      SCOPED_TRACE(std::string(isa_name(isa)) + " n=" + std::to_string(n));
+      const auto x = randn(n, 1), y0 = randn(n, 2);
+      Guarded y(y0);
+      ops::add_inplace(y.data(), x.data(), n);
+      auto want = to_double(y0);
+      ref::add_inplace(want.data(), to_double(x).data(), n);
+      EXPECT_LT(max_rel_err(y.vec(), want), 1e-7);  // one float rounding per element
+      EXPECT_TRUE(y.guards_intact());
+    }
+  }
+}
+
+TEST(NnEmbedding, ForwardAndDeterministicBackward) {
+  const int64_t V = 11, T = 9;
+  const std::vector<int32_t> ids{3, 0, 10, 3, 3, 7, 0, 10, 1};  // repeats: the backward must sum them
+  for (auto isa : available_isas())
+    for (int64_t C : {int64_t{37}, int64_t{200}}) {
+      ForceIsa force(isa);
+      SCOPED_TRACE(std::string(isa_name(isa)) + " C=" + std::to_string(C));
+      const auto table = randn(V * C, 3), dout = randn(T * C, 4), dtable0 = randn(V * C, 5);
+      Guarded out(T * C);
+      ops::embedding_forward(out.data(), ids.data(), table.data(), T, C);
+      std::vector<double> want(T * C);
+      ref::embedding_forward(want.data(), ids.data(), to_double(table).data(), T, C);
+      EXPECT_EQ(max_rel_err(out.vec(), want), 0.0);  // a copy is exact
+      EXPECT_TRUE(out.guards_intact());
+
+      Guarded dtable(dtable0);
+      ops::embedding_backward(dtable.data(), dout.data(), ids.data(), T, C);
+      auto dwant = to_double(dtable0);
+      ref::embedding_backward(dwant.data(), to_double(dout).data(), ids.data(), T, C);
+      EXPECT_LT(max_rel_err(dtable.vec(), dwant), 1e-6);  // up to 4 float additions per entry
+      EXPECT_TRUE(dtable.guards_intact());
+
+      // Same bits with 1 and 2 threads.
+      const int saved = omp_get_max_threads();
+      std::vector<float> by_threads[2];
+      for (int threads : {1, 2}) {
+        omp_set_num_threads(threads);
+        by_threads[threads - 1] = dtable0;
+        ops::embedding_backward(by_threads[threads - 1].data(), dout.data(), ids.data(), T, C);
+      }
+      omp_set_num_threads(saved);
+      EXPECT_EQ(by_threads[0], by_threads[1]);
+    }
+}
+
+TEST(NnEmbedding, RejectsNegativeIds) {
+  const std::vector<int32_t> ids{0, -1};
+  std::vector<float> table(4, 1.0f), out(4);
+  EXPECT_THROW(ops::embedding_forward(out.data(), ids.data(), table.data(), 2, 2), Error);
+  EXPECT_THROW(ops::embedding_backward(table.data(), out.data(), ids.data(), 2, 2), Error);
+}
+
+// cos/sin tables [P, D/2] for theta 10000.
+void rope_tables(std::vector<float>& cos, std::vector<float>& sin, int64_t P, int64_t D) {
+  cos.resize(P * D / 2);
+  sin.resize(P * D / 2);
+  for (int64_t p = 0; p < P; ++p)
+    for (int64_t i = 0; i < D / 2; ++i) {
+      const double angle = p * std::pow(10000.0, -2.0 * i / D);
+      cos[p * D / 2 + i] = static_cast<float>(std::cos(angle));
+      sin[p * D / 2 + i] = static_cast<float>(std::sin(angle));
+    }
+}
+
+TEST(NnRope, ForwardBackwardMatchReferenceAndFiniteDifferences) {
+  const int64_t P = 40;
+  for (auto isa : available_isas())
+    for (auto [T, nh, D] : {std::tuple<int64_t, int64_t, int64_t>{5, 3, 24}, {1, 1, 2}, {7, 2, 130}}) {
+      ForceIsa force(isa);
+      SCOPED_TRACE(std::string(isa_name(isa)) + " T=" + std::to_string(T) + " nh=" + std::to_string(nh) +
+                   " D=" + std::to_string(D));
+      std::vector<float> cos, sin;
+      rope_tables(cos, sin, P, D);
+      std::vector<int32_t> pos(T);
+      for (int64_t t = 0; t < T; ++t) pos[t] = static_cast<int32_t>((t * 7 + 3) % P);
+      const auto x0 = randn(T * nh * D, 6), dy = randn(T * nh * D, 7);
+      const auto cos_d = to_double(cos), sin_d = to_double(sin);
+
+      Guarded x(x0);
+      ops::rope_forward(x.data(), pos.data(), cos.data(), sin.data(), T, nh, D);
+      auto want = to_double(x0);
+      ref::rope_forward(want.data(), pos.data(), cos_d.data(), sin_d.data(), T, nh, D);
+      EXPECT_LT(max_rel_err(x.vec(), want), 1e-6);  // two products and a sum per element
+      EXPECT_TRUE(x.guards_intact());
+
+      Guarded dx(dy);
+      ops::rope_backward(dx.data(), pos.data(), cos.data(), sin.data(), T, nh, D);
+      auto dwant = to_double(dy);
+      ref::rope_backward(dwant.data(), pos.data(), cos_d.data(), sin_d.data(), T, nh, D);
+      EXPECT_LT(max_rel_err(dx.vec(), dwant), 1e-6);
+      EXPECT_TRUE(dx.guards_intact());
+
+      // d/dx sum(dy * rope(x)) by central differences of the double reference; float backward: 1e-5.
+      auto xd = to_double(x0);
+      const auto dyd = to_double(dy);
+      auto loss = [&] {
+        auto y = xd;
+        ref::rope_forward(y.data(), pos.data(), cos_d.data(), sin_d.data(), T, nh, D);
+        double l = 0;
+        for (size_t i = 0; i < y.size(); ++i) l += dyd[i] * y[i];
+        return l;
+      };
+      expect_matches_finite_differences(loss, xd, dx.vec(), 200, 1e-5, "rope dx");
+    }
+}
+
+TEST(NnRope, RejectsOddHeadDimAndNegativePositions) {
+  std::vector<float> x(6), cs(3);
+  std::vector<int32_t> pos{0, -2};
+  EXPECT_THROW(ops::rope_forward(x.data(), pos.data(), cs.data(), cs.data(), 2, 1, 3), Error);
+  EXPECT_THROW(ops::rope_backward(x.data(), pos.data(), cs.data(), cs.data(), 2, 1, 2), Error);
+}
+
+TEST(NnSwiglu, ForwardBackwardMatchReferenceAndFiniteDifferences) {
+  for (auto isa : available_isas())
+    for (auto [T, F] : {std::pair<int64_t, int64_t>{3, 37}, {1, 1}, {4, 40}, {2, 1536}}) {
+      ForceIsa force(isa);
+      SCOPED_TRACE(std::string(isa_name(isa)) + " T=" + std::to_string(T) + " F=" + std::to_string(F));
+      auto gu = randn(T * 2 * F, 8, 3.0f);  // gates spread over [-10, 10]: both tails of the sigmoid
+      const auto dout = randn(T * F, 9);
+      Guarded out(T * F);
+      ops::swiglu_forward(out.data(), gu.data(), T, F);
+      std::vector<double> want(T * F);
+      const auto gud = to_double(gu);
+      ref::swiglu_forward(want.data(), gud.data(), T, F);
+      // Vector exp (~2e-7 relative) and a division, relative to the largest output: 2e-6.
+      EXPECT_LT(max_rel_err(out.vec(), want), 2e-6);
+      EXPECT_TRUE(out.guards_intact());
+
+      Guarded dgu(T * 2 * F);
+      ops::swiglu_backward(dgu.data(), dout.data(), gu.data(), T, F);
+      std::vector<double> dwant(T * 2 * F);
+      ref::swiglu_backward(dwant.data(), to_double(dout).data(), gud.data(), T, F);
+      EXPECT_LT(max_rel_err(dgu.vec(), dwant), 2e-6);
+      EXPECT_TRUE(dgu.guards_intact());
+
+      auto x = gud;
+      const auto dd = to_double(dout);
+      auto loss = [&] {
+        std::vector<double> y(T * F);
+        ref::swiglu_forward(y.data(), x.data(), T, F);
+        double l = 0;
+        for (int64_t i = 0; i < T * F; ++i) l += dd[i] * y[i];
+        return l;
+      };
+      expect_matches_finite_differences(loss, x, dgu.vec(), 300, 1e-5, "swiglu dgu");
+    }
+}
+
+}  // namespace
