@@ -23,6 +23,18 @@ void PackedBatch::add_sequence(const int32_t* tokens, int64_t n) {
   cu_seqlens.push_back(static_cast<int32_t>(ids.size()));
 }
 
+void PackedBatch::add_padded_sequence(const int32_t* tokens, int64_t n, int64_t padded_len, int32_t pad_id) {
+  GRPO_CHECK(padded_len >= n, "[batch] padded length ", padded_len, " < sequence length ", n);
+  add_sequence(tokens, n);
+  cu_seqlens.pop_back();
+  for (int64_t i = n; i < padded_len; ++i) {
+    ids.push_back(pad_id);
+    positions.push_back(static_cast<int32_t>(i));
+    targets.push_back(-1);
+  }
+  cu_seqlens.push_back(static_cast<int32_t>(ids.size()));
+}
+
 PackedBatch PackedBatch::from_sequences(const std::vector<std::vector<int32_t>>& seqs) {
   PackedBatch b;
   b.clear();

@@ -19,6 +19,9 @@ struct PackedBatch {
   void clear();
   void add_sequence(const int32_t* tokens, int64_t n);
   void add_sequence(const std::vector<int32_t>& tokens) { add_sequence(tokens.data(), tokens.size()); }
+  // Adds a sequence followed by padded_len - n copies of pad_id inside the same sequence (the fixed,
+  // padded baseline): causal attention keeps the real tokens exact; pads have no targets.
+  void add_padded_sequence(const int32_t* tokens, int64_t n, int64_t padded_len, int32_t pad_id);
   static PackedBatch from_sequences(const std::vector<std::vector<int32_t>>& seqs);
   // Builds from packed ids + per-sequence lengths; checks every id is in [0, vocab_size).
   static PackedBatch from_packed(const std::vector<int32_t>& ids, const std::vector<int64_t>& seq_lens,
