@@ -1,0 +1,60 @@
+// Prompt datasets: JSONL files, one example a line, with `prompt` (text) or `messages` (chat turns
+// [{role, content}]), `answer` (text or number), optional `id`, optional `response` (the target text of
+// supervised fine-tuning); any other fields are kept in `extra` (e.g. the arithmetic task's `level`).
+// A malformed line is an error naming the file and line. Prompts longer than max_prompt_length tokens
+// are filtered (and counted), truncated, or an error, as configured.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace grpo {
+
+struct Example {
+  std::string id;                 // `id`, or the line number when absent
+  std::string prompt;             // "" when `messages` is used
+  nlohmann::json messages;        // null when `prompt` is used
+  std::string answer;             // numbers are stored as their JSON text ("42", "0.5")
+  std::string response;           // "" when absent
+  nlohmann::json extra;           // other fields of the line (an object)
+  std::vector<int32_t> prompt_ids;  // filled when DatasetOptions::encode_prompt is given
+  int64_t line = 0;               // 1-based line in the file
+};
+
+enum class PromptOverflow {
+  Filter,         // drop the example and count it
+  TruncateLeft,   // keep the last max_prompt_length tokens
+  TruncateRight,  // keep the first max_prompt_length tokens
+  Error,          // an error naming the file and line
+};
+
+// data.filter_overlong_prompts / data.truncation -> PromptOverflow.
+PromptOverflow prompt_overflow_from_config(bool filter_overlong_prompts, const std::string& truncation);
+
+struct DatasetOptions {
+  // Tokenizes an example's prompt (chat template applied or not: the caller decides). When empty,
+  // prompt_ids stay empty and no length limit is applied.
+  std::function<std::vector<int32_t>(const Example&)> encode_prompt;
+  int64_t max_prompt_length = 0;  // tokens; 0: no limit
+  PromptOverflow overflow = PromptOverflow::Filter;
+  bool require_response = false;  // SFT data: every line needs `response`
+};
+
+struct Dataset {
+  std::string path;
+  std::vector<Example> examples;
+  int64_t lines = 0;      // non-blank lines read
+  int64_t filtered = 0;   // examples dropped for an overlong prompt
+  int64_t truncated = 0;  // examples whose prompt was truncated
+};
+
+// Throws grpo::Error "[dataset] FILE:LINE: ..." on the first malformed line, and when the file holds no
+// example at all.
+Dataset load_dataset(const std::string& path, const DatasetOptions& options = {});
+
+// Parses one line (exposed for tests and fuzzing); `where` prefixes error messages.
+Example parse_example(const std::string& line, const std::string& where, bool require_response);
+
+}  // namespace grpo

@@ -1,0 +1,217 @@
+// Tests of JSONL datasets (fields, errors naming file and line, overlong prompts filtered / truncated /
+// rejected) and of the arithmetic task (answers recomputed by an independent evaluator, determinism,
+// train/test disjointness, difficulty levels).
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "core/error.h"
+#include "core/files.h"
+#include "grpo/arith.h"
+#include "grpo/dataset.h"
+#include "temp_dir.h"
+
+using namespace grpo;
+
+namespace {
+
+template <typename Fn>
+std::string error_of(Fn fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Byte-level "tokenizer": one token per byte of the prompt.
+std::vector<int32_t> bytes_of(const Example& ex) {
+  return std::vector<int32_t>(ex.prompt.begin(), ex.prompt.end());
+}
+
+// Independent check of an arithmetic expression: shunting-yard to postfix, then a stack evaluation.
+int64_t evaluate_independently(const std::string& s) {
+  auto prec = [](char op) { return op == '*' ? 2 : 1; };
+  std::vector<std::string> postfix;
+  std::vector<char> ops;
+  for (size_t i = 0; i < s.size();) {
+    char c = s[i];
+    if (isdigit(static_cast<unsigned char>(c))) {
+      size_t j = i;
+      while (j < s.size() && isdigit(static_cast<unsigned char>(s[j]))) ++j;
+      postfix.push_back(s.substr(i, j - i));
+      i = j;
+      continue;
+    }
+    if (c == '(') {
+      ops.push_back(c);
+    } else if (c == ')') {
+      while (ops.back() != '(') postfix.push_back(std::string(1, ops.back())), ops.pop_back();
+      ops.pop_back();
+    } else {
+      while (!ops.empty() && ops.back() != '(' && prec(ops.back()) >= prec(c))
+        postfix.push_back(std::string(1, ops.back())), ops.pop_back();
+      ops.push_back(c);
+    }
+    ++i;
+  }
+  while (!ops.empty()) postfix.push_back(std::string(1, ops.back())), ops.pop_back();
+  std::vector<int64_t> st;
+  for (const auto& t : postfix) {
+    if (isdigit(static_cast<unsigned char>(t[0]))) {
+      st.push_back(std::stoll(t));
+      continue;
+    }
+    int64_t b = st.back();
+    st.pop_back();
+    int64_t a = st.back();
+    st.pop_back();
+    st.push_back(t[0] == '+' ? a + b : t[0] == '-' ? a - b : a * b);
+  }
+  return st.back();
+}
+
+}  // namespace
+
+TEST(Dataset, ReadsPromptsMessagesAnswersAndExtras) {
+  test::TempDir dir;
+  auto path = dir.write("d.jsonl",
+                        "{\"id\": \"a\", \"prompt\": \"1+1?\", \"answer\": \"2\", \"level\": 1}\n"
+                        "\n"
+                        "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"answer\": 0.5, "
+                        "\"response\": \"\\\\boxed{0.5}\"}\r\n"
+                        "{\"id\": 7, \"prompt\": \"x\", \"answer\": -3}\n");
+  Dataset ds = load_dataset(path);
+  ASSERT_EQ(ds.examples.size(), 3u);
+  EXPECT_EQ(ds.examples[0].id, "a");
+  EXPECT_EQ(ds.examples[0].prompt, "1+1?");
+  EXPECT_EQ(ds.examples[0].extra["level"], 1);
+  EXPECT_EQ(ds.examples[1].id, "3");  // the line number
+  EXPECT_EQ(ds.examples[1].line, 3);
+  EXPECT_EQ(ds.examples[1].messages[0]["content"], "hi");
+  EXPECT_EQ(ds.examples[1].answer, "0.5");
+  EXPECT_EQ(ds.examples[1].response, "\\boxed{0.5}");
+  EXPECT_EQ(ds.examples[2].id, "7");
+  EXPECT_EQ(ds.examples[2].answer, "-3");
+}
+
+TEST(Dataset, MalformedLinesNameFileAndLine) {
+  test::TempDir dir;
+  const std::string good = "{\"prompt\": \"p\", \"answer\": \"1\"}\n";
+  struct Case {
+    std::string line, expect;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"{\"prompt\": \"p\", \"answer\": \"1\"", "invalid JSON"},
+           {"[1, 2]", "expected a JSON object"},
+           {"{\"answer\": \"1\"}", "needs \"prompt\" or \"messages\""},
+           {"{\"prompt\": \"p\", \"messages\": [], \"answer\": 1}", "has both"},
+           {"{\"prompt\": \"p\"}", "needs \"answer\""},
+           {"{\"prompt\": 5, \"answer\": \"1\"}", "\"prompt\" must be a string"},
+           {"{\"prompt\": \"p\", \"answer\": [1]}", "\"answer\" must be a string or a number"},
+           {"{\"messages\": [{\"role\": \"user\"}], \"answer\": \"1\"}", "messages[0] needs a string \"content\""},
+           {"{\"prompt\": \"p\", \"answer\": \"1\", \"id\": 1.5}", "\"id\" must be a string or an integer"},
+       }) {
+    auto path = dir.write("bad.jsonl", good + good + c.line + "\n" + good);
+    std::string e = error_of([&] { load_dataset(path); });
+    EXPECT_NE(e.find(path + ":3"), std::string::npos) << c.line << " -> " << e;
+    EXPECT_NE(e.find(c.expect), std::string::npos) << c.line << " -> " << e;
+  }
+  auto path = dir.write("sft.jsonl", good);
+  DatasetOptions sft;
+  sft.require_response = true;
+  EXPECT_NE(error_of([&] { load_dataset(path, sft); }).find("sft.jsonl:1: needs a non-empty \"response\""),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { load_dataset(dir.write("empty.jsonl", "\n")); }).find("no examples"), std::string::npos);
+  EXPECT_NE(error_of([&] { load_dataset(dir.path() + "/none.jsonl"); }).find("cannot open"), std::string::npos);
+}
+
+TEST(Dataset, OverlongPromptsFilteredTruncatedOrRejected) {
+  test::TempDir dir;
+  auto path = dir.write("d.jsonl",
+                        "{\"prompt\": \"abc\", \"answer\": 1}\n"
+                        "{\"prompt\": \"abcdefgh\", \"answer\": 2}\n"
+                        "{\"prompt\": \"abcd\", \"answer\": 3}\n");
+  DatasetOptions opt;
+  opt.encode_prompt = bytes_of;
+  opt.max_prompt_length = 4;
+  Dataset filtered = load_dataset(path, opt);
+  EXPECT_EQ(filtered.examples.size(), 2u);
+  EXPECT_EQ(filtered.filtered, 1);
+  EXPECT_EQ(filtered.examples[1].prompt_ids.size(), 4u);
+
+  opt.overflow = PromptOverflow::TruncateLeft;
+  Dataset left = load_dataset(path, opt);
+  ASSERT_EQ(left.examples.size(), 3u);
+  EXPECT_EQ(left.truncated, 1);
+  EXPECT_EQ(left.examples[1].prompt_ids, (std::vector<int32_t>{'e', 'f', 'g', 'h'}));
+  opt.overflow = PromptOverflow::TruncateRight;
+  EXPECT_EQ(load_dataset(path, opt).examples[1].prompt_ids, (std::vector<int32_t>{'a', 'b', 'c', 'd'}));
+  opt.overflow = PromptOverflow::Error;
+  std::string e = error_of([&] { load_dataset(path, opt); });
+  EXPECT_NE(e.find("d.jsonl:2: the prompt has 8 tokens"), std::string::npos) << e;
+
+  EXPECT_EQ(prompt_overflow_from_config(true, "error"), PromptOverflow::Filter);
+  EXPECT_EQ(prompt_overflow_from_config(false, "left"), PromptOverflow::TruncateLeft);
+  EXPECT_THROW(prompt_overflow_from_config(false, "middle"), Error);
+}
+
+TEST(Arith, AnswersAreRightAndStepsEndAtTheAnswer) {
+  for (int level = 1; level <= kArithMaxLevel; ++level) {
+    Rng rng({11, static_cast<uint64_t>(level)});
+    for (int i = 0; i < 300; ++i) {
+      ArithProblem p = generate_arith_problem(rng, level);
+      EXPECT_EQ(p.answer, evaluate_independently(p.expression)) << p.expression;
+      ASSERT_FALSE(p.steps.empty());
+      const std::string& last = p.steps.back();
+      EXPECT_EQ(last.substr(last.rfind('=') + 1), std::to_string(p.answer)) << p.expression;
+      const std::string response = arith_response(p);
+      EXPECT_NE(response.find("\\boxed{" + std::to_string(p.answer) + "}"), std::string::npos);
+      EXPECT_LE(arith_prompt(p).size(), 32u) << "prompts stay short for byte-level models";
+      if (level == 1) {
+        EXPECT_EQ(p.expression.size(), 3u);  // d+d
+      }
+      if (level == 5) {
+        EXPECT_NE(p.expression.find('('), std::string::npos);
+      }
+    }
+  }
+}
+
+TEST(Arith, DeterministicDisjointAndWrittenAsJsonl) {
+  test::TempDir dir;
+  ArithSplit s = write_arith_dataset(dir.path() + "/arith", 300, 100, 5, "mixed");
+  DatasetOptions sft;
+  sft.require_response = true;
+  Dataset train = load_dataset(s.train_path, sft);
+  Dataset test = load_dataset(s.test_path);
+  ASSERT_EQ(train.examples.size(), 300u);
+  ASSERT_EQ(test.examples.size(), 100u);
+  std::set<std::string> test_prompts;
+  for (const auto& ex : test.examples) test_prompts.insert(ex.prompt);
+  std::set<int> levels;
+  for (const auto& ex : train.examples) {
+    EXPECT_EQ(test_prompts.count(ex.prompt), 0u) << ex.prompt;
+    const std::string expr = ex.prompt.substr(8, ex.prompt.size() - 9);  // "Compute " ... "."
+    EXPECT_EQ(ex.answer, std::to_string(evaluate_independently(expr)));
+    levels.insert(ex.extra["level"].get<int>());
+  }
+  EXPECT_EQ(levels.size(), 5u);
+  // Same seed: same files; another seed: different problems.
+  ArithSplit again = write_arith_dataset(dir.path() + "/again", 300, 100, 5, "mixed");
+  EXPECT_EQ(read_file(again.train_path), read_file(s.train_path));
+  ArithSplit other = write_arith_dataset(dir.path() + "/other", 300, 100, 6, "mixed");
+  EXPECT_NE(read_file(other.train_path), read_file(s.train_path));
+}
+
+TEST(Arith, DifficultiesAndLimits) {
+  EXPECT_EQ(arith_levels("easy"), (std::vector<int>{1, 2}));
+  EXPECT_EQ(arith_levels("4"), (std::vector<int>{4}));
+  EXPECT_THROW(arith_levels("impossible"), Error);
+  EXPECT_THROW(arith_levels("6"), Error);
+  // Level 1 has only 100 distinct problems.
+  EXPECT_EQ(generate_arith(100, 1, {1}).size(), 100u);
+  std::string e = error_of([] { generate_arith(101, 1, {1}); });
+  EXPECT_NE(e.find("distinct problems"), std::string::npos) << e;
+}
