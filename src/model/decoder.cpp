@@ -26,7 +26,7 @@ ComputeMode parse_compute_mode(const std::string& s) {
 }
 
 Decoder::Decoder(ModelWeights& weights, DecoderOptions opt)
-    : w_(weights), c_(weights.config()), opt_(opt) {
+    : w_(weights), c_(weights.config()), opt_(opt), k_(opt.kernels ? opt.kernels : &fused_kernels()) {
   GRPO_CHECK(opt_.lm_head_chunk > 0, "[decoder] lm_head_chunk must be positive");
   rope_ = make_rope_tables(c_, c_.max_position_embeddings);
   if (opt_.mode == ComputeMode::BF16) w_.bf16();
@@ -94,9 +94,9 @@ size_t Decoder::carve(int64_t T, bool dry_run) {
   s_.dv = f(T * KV);
   s_.dqkv = f(T * W);
   s_.dy_bf = bf ? h(T * std::max({2 * F, W, C, Q})) : nullptr;
-  s_.attn_ws = f(ops::attention_ws_floats(T, H, K, D));
-  s_.rms_ws = f(std::max(ops::rmsnorm_backward_ws_floats(T, C), ops::rmsnorm_backward_ws_floats(T * H, D)));
-  s_.head_ws = f(ops::lm_head_ws_floats(opt_.lm_head_chunk, c_.vocab_size, C));
+  s_.attn_ws = f(k_->attention_ws_floats(T, H, K, D));
+  s_.rms_ws = f(std::max(k_->rmsnorm_backward_ws_floats(T, C), k_->rmsnorm_backward_ws_floats(T * H, D)));
+  s_.head_ws = f(k_->lm_head_ws_floats(k_->full_logits ? T : opt_.lm_head_chunk, c_.vocab_size, C));
   s_.h_final = f(T * C);
   s_.rstd_final = f(T);
   s_.h_final_bf = bf ? h(T * C) : nullptr;
@@ -136,25 +136,25 @@ void Decoder::layer_forward(int64_t l, LayerActs& a, float* x_out) {
   auto w16 = [&](void* LayerTensors::*m) { return pb ? pb->*m : nullptr; };
   const PackedBatch& b = *batch_;
 
-  ops::rmsnorm_forward(a.h1, a.rstd1, a.x_in, static_cast<float*>(p.attn_norm), T, C, eps);
+  k_->rmsnorm_forward(a.h1, a.rstd1, a.x_in, static_cast<float*>(p.attn_norm), T, C, eps);
   linear(s_.qkv, a.h1, a.h1_bf, p.wqkv, w16(&LayerTensors::wqkv), T, Q + 2 * KV, C);
   if (p.bqkv) add_bias(s_.qkv, static_cast<float*>(p.bqkv), T, Q + 2 * KV);
   split_qkv(a.q_pre, a.k_pre, a.v, s_.qkv, T, Q, KV);
   if (c_.qk_norm) {
-    ops::rmsnorm_forward(a.q, a.q_rstd, a.q_pre, static_cast<float*>(p.q_norm), T * H, D, eps);
-    ops::rmsnorm_forward(a.k, a.k_rstd, a.k_pre, static_cast<float*>(p.k_norm), T * K, D, eps);
+    k_->rmsnorm_forward(a.q, a.q_rstd, a.q_pre, static_cast<float*>(p.q_norm), T * H, D, eps);
+    k_->rmsnorm_forward(a.k, a.k_rstd, a.k_pre, static_cast<float*>(p.k_norm), T * K, D, eps);
   }
-  ops::rope_forward(a.q, b.positions.data(), rope_.cos.data(), rope_.sin.data(), T, H, D);
-  ops::rope_forward(a.k, b.positions.data(), rope_.cos.data(), rope_.sin.data(), T, K, D);
-  ops::attention_forward(a.o, a.lse, a.q, a.k, a.v, b.cu_seqlens.data(), b.S(), T, H, K, D,
+  k_->rope_forward(a.q, b.positions.data(), rope_.cos.data(), rope_.sin.data(), T, H, D);
+  k_->rope_forward(a.k, b.positions.data(), rope_.cos.data(), rope_.sin.data(), T, K, D);
+  k_->attention_forward(a.o, a.lse, a.q, a.k, a.v, b.cu_seqlens.data(), b.S(), T, H, K, D,
                          1.0f / std::sqrt(static_cast<float>(D)), s_.attn_ws);
   linear(a.x_mid, a.o, a.o_bf, p.wo, w16(&LayerTensors::wo), T, C, Q);
-  ops::add_inplace(a.x_mid, a.x_in, T * C);
-  ops::rmsnorm_forward(a.h2, a.rstd2, a.x_mid, static_cast<float*>(p.mlp_norm), T, C, eps);
+  k_->add_inplace(a.x_mid, a.x_in, T * C);
+  k_->rmsnorm_forward(a.h2, a.rstd2, a.x_mid, static_cast<float*>(p.mlp_norm), T, C, eps);
   linear(a.gu, a.h2, a.h2_bf, p.wgu, w16(&LayerTensors::wgu), T, 2 * F, C);
-  ops::swiglu_forward(a.act, a.gu, T, F);
+  k_->swiglu_forward(a.act, a.gu, T, F);
   linear(x_out, a.act, a.act_bf, p.wdown, w16(&LayerTensors::wdown), T, C, F);
-  ops::add_inplace(x_out, a.x_mid, T * C);
+  k_->add_inplace(x_out, a.x_mid, T * C);
 }
 
 void Decoder::layer_backward(int64_t l, LayerActs& a, const ModelTensors& g) {
@@ -170,25 +170,25 @@ void Decoder::layer_backward(int64_t l, LayerActs& a, const ModelTensors& g) {
 
   // MLP: s_.dx holds dL/dx_out on entry.
   linear_backward(s_.dact, G(gl.wdown), s_.dx, a.act, a.act_bf, p.wdown, w16(&LayerTensors::wdown), T, C, F);
-  ops::swiglu_backward(s_.dgu, s_.dact, a.gu, T, F);
+  k_->swiglu_backward(s_.dgu, s_.dact, a.gu, T, F);
   linear_backward(s_.dtmp, G(gl.wgu), s_.dgu, a.h2, a.h2_bf, p.wgu, w16(&LayerTensors::wgu), T, 2 * F, C);
-  ops::rmsnorm_backward(s_.dtmp, G(gl.mlp_norm), s_.dtmp, a.x_mid, G(p.mlp_norm), a.rstd2, T, C, s_.rms_ws);
-  ops::add_inplace(s_.dx, s_.dtmp, T * C);  // dL/dx_mid
+  k_->rmsnorm_backward(s_.dtmp, G(gl.mlp_norm), s_.dtmp, a.x_mid, G(p.mlp_norm), a.rstd2, T, C, s_.rms_ws);
+  k_->add_inplace(s_.dx, s_.dtmp, T * C);  // dL/dx_mid
   // Attention.
   linear_backward(s_.dO, G(gl.wo), s_.dx, a.o, a.o_bf, p.wo, w16(&LayerTensors::wo), T, C, Q);
-  ops::attention_backward(s_.dq, s_.dk, s_.dv, s_.dO, a.q, a.k, a.v, a.o, a.lse, b.cu_seqlens.data(), b.S(), T, H,
+  k_->attention_backward(s_.dq, s_.dk, s_.dv, s_.dO, a.q, a.k, a.v, a.o, a.lse, b.cu_seqlens.data(), b.S(), T, H,
                           K, D, 1.0f / std::sqrt(static_cast<float>(D)), s_.attn_ws);
-  ops::rope_backward(s_.dq, b.positions.data(), rope_.cos.data(), rope_.sin.data(), T, H, D);
-  ops::rope_backward(s_.dk, b.positions.data(), rope_.cos.data(), rope_.sin.data(), T, K, D);
+  k_->rope_backward(s_.dq, b.positions.data(), rope_.cos.data(), rope_.sin.data(), T, H, D);
+  k_->rope_backward(s_.dk, b.positions.data(), rope_.cos.data(), rope_.sin.data(), T, K, D);
   if (c_.qk_norm) {
-    ops::rmsnorm_backward(s_.dq, G(gl.q_norm), s_.dq, a.q_pre, G(p.q_norm), a.q_rstd, T * H, D, s_.rms_ws);
-    ops::rmsnorm_backward(s_.dk, G(gl.k_norm), s_.dk, a.k_pre, G(p.k_norm), a.k_rstd, T * K, D, s_.rms_ws);
+    k_->rmsnorm_backward(s_.dq, G(gl.q_norm), s_.dq, a.q_pre, G(p.q_norm), a.q_rstd, T * H, D, s_.rms_ws);
+    k_->rmsnorm_backward(s_.dk, G(gl.k_norm), s_.dk, a.k_pre, G(p.k_norm), a.k_rstd, T * K, D, s_.rms_ws);
   }
   merge_qkv(s_.dqkv, s_.dq, s_.dk, s_.dv, T, Q, KV);
   if (gl.bqkv) bias_grad(G(gl.bqkv), s_.dqkv, T, Q + 2 * KV);
   linear_backward(s_.dtmp, G(gl.wqkv), s_.dqkv, a.h1, a.h1_bf, p.wqkv, w16(&LayerTensors::wqkv), T, Q + 2 * KV, C);
-  ops::rmsnorm_backward(s_.dtmp, G(gl.attn_norm), s_.dtmp, a.x_in, G(p.attn_norm), a.rstd1, T, C, s_.rms_ws);
-  ops::add_inplace(s_.dx, s_.dtmp, T * C);  // dL/dx_in
+  k_->rmsnorm_backward(s_.dtmp, G(gl.attn_norm), s_.dtmp, a.x_in, G(p.attn_norm), a.rstd1, T, C, s_.rms_ws);
+  k_->add_inplace(s_.dx, s_.dtmp, T * C);  // dL/dx_in
 }
 
 void Decoder::forward(const PackedBatch& batch, float* logprob, float* entropy) {
@@ -209,9 +209,9 @@ void Decoder::forward(const PackedBatch& batch, float* logprob, float* entropy) 
   carve(T, /*dry_run=*/false);
 
   const bool bf = opt_.mode == ComputeMode::BF16;
-  ops::embedding_forward(acts_[0].x_in, batch.ids.data(), static_cast<float*>(w_.f32().embed), T, C);
+  k_->embedding_forward(acts_[0].x_in, batch.ids.data(), static_cast<float*>(w_.f32().embed), T, C);
   for (int64_t l = 0; l < L; ++l) layer_forward(l, acts_[l], l + 1 < L ? acts_[l + 1].x_in : x_final_);
-  ops::rmsnorm_forward(s_.h_final, s_.rstd_final, x_final_, static_cast<float*>(w_.f32().final_norm), T, C,
+  k_->rmsnorm_forward(s_.h_final, s_.rstd_final, x_final_, static_cast<float*>(w_.f32().final_norm), T, C,
                        static_cast<float>(c_.rms_norm_eps));
   const void* h = s_.h_final;
   const void* W = w_.f32().lm_head;
@@ -220,7 +220,7 @@ void Decoder::forward(const PackedBatch& batch, float* logprob, float* entropy) 
     h = s_.h_final_bf;
     W = w_.bf16().lm_head;
   }
-  ops::lm_head_forward(logprob, entropy, s_.lse_head, h, W, bf ? DType::BF16 : DType::F32, batch.targets.data(), T,
+  k_->lm_head_forward(logprob, entropy, s_.lse_head, h, W, bf ? DType::BF16 : DType::F32, batch.targets.data(), T,
                        C, V, opt_.logit_scale, opt_.lm_head_chunk, s_.head_ws);
 }
 
@@ -230,11 +230,11 @@ void Decoder::backward(const float* dlogprob, const float* dentropy, const Model
   const int64_t T = T_, C = c_.hidden_size, V = c_.vocab_size, L = c_.num_hidden_layers;
   const bool bf = opt_.mode == ComputeMode::BF16;
   auto G = [](void* q) { return static_cast<float*>(q); };
-  ops::lm_head_backward(s_.dtmp, G(g.lm_head), dlogprob, dentropy, bf ? static_cast<void*>(s_.h_final_bf) : s_.h_final,
+  k_->lm_head_backward(s_.dtmp, G(g.lm_head), dlogprob, dentropy, bf ? static_cast<void*>(s_.h_final_bf) : s_.h_final,
                         bf ? w_.bf16().lm_head : w_.f32().lm_head, bf ? DType::BF16 : DType::F32,
                         batch_->targets.data(), s_.lse_head, T, C, V, opt_.logit_scale, opt_.lm_head_chunk,
                         s_.head_ws);
-  ops::rmsnorm_backward(s_.dx, G(g.final_norm), s_.dtmp, x_final_, G(w_.f32().final_norm), s_.rstd_final, T, C,
+  k_->rmsnorm_backward(s_.dx, G(g.final_norm), s_.dtmp, x_final_, G(w_.f32().final_norm), s_.rstd_final, T, C,
                         s_.rms_ws);
   for (int64_t l = L - 1; l >= 0; --l) {
     if (opt_.checkpoint_activations) {
@@ -243,7 +243,7 @@ void Decoder::backward(const float* dlogprob, const float* dentropy, const Model
     }
     layer_backward(l, acts_[l], g);
   }
-  ops::embedding_backward(G(g.embed), s_.dx, batch_->ids.data(), T, C);
+  k_->embedding_backward(G(g.embed), s_.dx, batch_->ids.data(), T, C);
 }
 
 void Decoder::full_logits(float* out) {

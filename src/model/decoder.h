@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/arena.h"
+#include "kernels/plain_ops.h"
 #include "model/batch.h"
 #include "model/rope_tables.h"
 #include "model/weights.h"
@@ -23,6 +24,8 @@ struct DecoderOptions {
   bool checkpoint_activations = false;
   int64_t lm_head_chunk = 256;  // rows of the output layer processed at a time
   float logit_scale = 1.0f;     // 1 / temperature
+  // Kernel set: null = the fused kernels (ops::); plain_kernels() = the unfused baseline of the benchmarks.
+  const DecoderKernels* kernels = nullptr;
 };
 
 class Decoder {
@@ -98,6 +101,7 @@ class Decoder {
   ModelWeights& w_;
   const ModelConfig& c_;
   DecoderOptions opt_;
+  const DecoderKernels* k_;
   RopeTables rope_;
   Workspace ws_;
   int64_t T_ = 0;

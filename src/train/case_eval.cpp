@@ -73,6 +73,7 @@ CaseOutputs evaluate_case(ModelWeights& weights, const SafetensorsFile& cf, cons
   dopt.mode = opt.mode;
   dopt.checkpoint_activations = opt.checkpoint_activations;
   dopt.lm_head_chunk = opt.lm_head_chunk;
+  dopt.kernels = opt.kernels;
   Decoder dec(weights, dopt);
   std::vector<float> logprob(T), entropy(T);
   dec.forward(batch, logprob.data(), entropy.data());

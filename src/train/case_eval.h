@@ -22,6 +22,7 @@ struct CaseOptions {
   ComputeMode mode = ComputeMode::F32;
   bool checkpoint_activations = false;
   int64_t lm_head_chunk = 256;
+  const DecoderKernels* kernels = nullptr;  // null: fused
 };
 
 // lm case (grpo == nullptr): `loss` = mean next-token cross-entropy and its gradients.

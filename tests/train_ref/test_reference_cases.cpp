@@ -66,6 +66,7 @@ struct Variant {
   std::string name;
   ComputeMode mode;
   bool ckpt;
+  bool plain = false;  // the unfused baseline kernel set (kernels/plain_ops.h)
 };
 
 class ReferenceCases : public ::testing::TestWithParam<Variant> {};
@@ -77,6 +78,7 @@ TEST_P(ReferenceCases, LmCase) {
   CaseOptions opt;
   opt.mode = v.mode;
   opt.checkpoint_activations = v.ckpt;
+  opt.kernels = v.plain ? &plain_kernels() : nullptr;
   opt.lm_head_chunk = 7;  // several chunks, one partial
   compare(evaluate_case(*w, ref, nullptr, opt), ref, v.mode == ComputeMode::F32 ? kF32 : kBF16, v.name + " lm");
 }
@@ -89,11 +91,13 @@ TEST_P(ReferenceCases, GrpoCase) {
   CaseOptions opt;
   opt.mode = v.mode;
   opt.checkpoint_activations = v.ckpt;
+  opt.kernels = v.plain ? &plain_kernels() : nullptr;
   compare(evaluate_case(*w, ref, &j, opt), ref, v.mode == ComputeMode::F32 ? kF32 : kBF16, v.name + " grpo");
 }
 
 std::string variant_name(const ::testing::TestParamInfo<Variant>& i) {
-  std::string s = i.param.name + (i.param.mode == ComputeMode::F32 ? "_f32" : "_bf16") + (i.param.ckpt ? "_ckpt" : "");
+  std::string s = i.param.name + (i.param.mode == ComputeMode::F32 ? "_f32" : "_bf16") + (i.param.ckpt ? "_ckpt" : "") +
+                  (i.param.plain ? "_plain" : "");
   for (char& ch : s)
     if (ch == '-') ch = '_';
   return s;
@@ -107,7 +111,10 @@ INSTANTIATE_TEST_SUITE_P(AllModels, ReferenceCases,
                                            Variant{"qwen2", ComputeMode::F32, true},
                                            Variant{"qwen3", ComputeMode::BF16, false},
                                            Variant{"qwen3-tied", ComputeMode::BF16, false},
-                                           Variant{"qwen2", ComputeMode::BF16, false}),
+                                           Variant{"qwen2", ComputeMode::BF16, false},
+                                           Variant{"qwen3", ComputeMode::F32, false, true},
+                                           Variant{"qwen3-tied", ComputeMode::F32, false, true},
+                                           Variant{"qwen2", ComputeMode::F32, true, true}),
                          variant_name);
 
 }  // namespace
