@@ -1,0 +1,114 @@
+// Built-in reward functions, the weighted sum, and batch scoring (see rewards.h).
+#include "grpo/rewards.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include "core/error.h"
+#include "grpo/external_reward.h"
+#include "grpo/math_answer.h"
+
+namespace grpo {
+
+namespace {
+
+class MathReward : public RewardFunction {
+ public:
+  std::string name() const override { return "math"; }
+  void score(std::span<const RewardInput> batch, std::span<float> out) override {
+    for (size_t i = 0; i < batch.size(); ++i) out[i] = math_reward(batch[i].response, batch[i].answer);
+  }
+};
+
+class ExactReward : public RewardFunction {
+ public:
+  std::string name() const override { return "exact"; }
+  void score(std::span<const RewardInput> batch, std::span<float> out) override {
+    for (size_t i = 0; i < batch.size(); ++i) out[i] = exact_reward(batch[i].response, batch[i].answer);
+  }
+};
+
+class FormatReward : public RewardFunction {
+ public:
+  explicit FormatReward(const std::string& pattern) : pattern_(pattern) {
+    int error = 0;
+    PCRE2_SIZE offset = 0;
+    code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), 0, &error, &offset, nullptr);
+    if (!code_) {
+      PCRE2_UCHAR message[256];
+      pcre2_get_error_message(error, message, sizeof message);
+      fail("[reward] format pattern \"", pattern, "\" is not a valid regular expression at offset ", offset, ": ",
+           reinterpret_cast<const char*>(message));
+    }
+    match_ = pcre2_match_data_create_from_pattern(code_, nullptr);
+  }
+  ~FormatReward() override {
+    pcre2_match_data_free(match_);
+    pcre2_code_free(code_);
+  }
+  FormatReward(const FormatReward&) = delete;
+  FormatReward& operator=(const FormatReward&) = delete;
+
+  std::string name() const override { return "format"; }
+  void score(std::span<const RewardInput> batch, std::span<float> out) override {
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const std::string& r = batch[i].response;
+      const int rc = pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(r.data()), r.size(), 0, 0, match_, nullptr);
+      out[i] = rc >= 0 ? 1.0f : 0.0f;  // no match and match errors (e.g. limits) both score 0
+    }
+  }
+
+ private:
+  std::string pattern_;
+  pcre2_code* code_ = nullptr;
+  pcre2_match_data* match_ = nullptr;
+};
+
+}  // namespace
+
+float math_reward(const std::string& response, const std::string& answer) {
+  const auto predicted = extract_answer(response);
+  return predicted && answers_match(*predicted, answer) ? 1.0f : 0.0f;
+}
+
+float exact_reward(const std::string& response, const std::string& answer) {
+  const auto boxed = last_boxed(response);
+  const std::string predicted = normalize_answer(boxed ? *boxed : response);
+  return !predicted.empty() && predicted == normalize_answer(answer) ? 1.0f : 0.0f;
+}
+
+std::unique_ptr<RewardFunction> make_math_reward() { return std::make_unique<MathReward>(); }
+std::unique_ptr<RewardFunction> make_exact_reward() { return std::make_unique<ExactReward>(); }
+std::unique_ptr<RewardFunction> make_format_reward(const std::string& pattern) {
+  return std::make_unique<FormatReward>(pattern);
+}
+
+std::vector<WeightedReward> make_rewards(const std::vector<RewardFunctionConfig>& configs) {
+  GRPO_CHECK(!configs.empty(), "[reward] reward.functions is empty");
+  std::vector<WeightedReward> out;
+  for (const auto& c : configs) {
+    WeightedReward w;
+    w.weight = c.weight;
+    if (c.name == "math") w.function = make_math_reward();
+    else if (c.name == "exact") w.function = make_exact_reward();
+    else if (c.name == "format") w.function = make_format_reward(c.pattern);
+    else if (c.name == "external") w.function = std::make_unique<ExternalReward>(c.command, c.workers, c.timeout_s);
+    else fail("[reward] unknown reward function \"", c.name, "\": expected math, exact, format or external");
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+RewardScores score_batch(std::span<WeightedReward> rewards, std::span<const RewardInput> batch) {
+  RewardScores s;
+  s.total.assign(batch.size(), 0.0f);
+  for (auto& r : rewards) {
+    s.names.push_back(r.function->name());
+    std::vector<float>& scores = s.per_function.emplace_back(batch.size(), 0.0f);
+    r.function->score(batch, scores);
+    for (size_t i = 0; i < batch.size(); ++i) s.total[i] += static_cast<float>(r.weight) * scores[i];
+  }
+  return s;
+}
+
+}  // namespace grpo

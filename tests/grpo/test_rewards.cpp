@@ -1,0 +1,173 @@
+// Tests of the built-in rewards (answer extraction, numeric equivalence, exact, format regex, weighted
+// sum) and of external reward workers that answer, crash, sleep past the timeout or reply garbage.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "core/error.h"
+#include "grpo/external_reward.h"
+#include "grpo/math_answer.h"
+#include "grpo/rewards.h"
+#include "temp_dir.h"
+
+using namespace grpo;
+
+TEST(MathReward, ExtractsBoxedOrLastNumber) {
+  EXPECT_EQ(last_boxed("so \\boxed{3/4}."), "3/4");
+  EXPECT_EQ(last_boxed("\\boxed{1} then \\boxed{\\frac{1}{2}}"), "\\frac{1}{2}");
+  EXPECT_EQ(last_boxed("\\boxed{2"), std::nullopt);
+  EXPECT_EQ(last_number("I got 12 apples and 1,000 pears"), "1,000");
+  EXPECT_EQ(last_number("x = -7"), "-7");
+  EXPECT_EQ(last_number("5-3=2"), "2");
+  EXPECT_EQ(last_number("10-3"), "3");  // subtraction, not a negative number
+  EXPECT_EQ(last_number("ratio 3/4"), "3/4");
+  EXPECT_EQ(last_number("pi is 3.14."), "3.14");
+  EXPECT_EQ(last_number("no digits here"), std::nullopt);
+  EXPECT_EQ(extract_answer("12+1=13. \\boxed{13}"), "13");
+}
+
+TEST(MathReward, NumericEquivalence) {
+  struct Case {
+    const char* response;
+    const char* answer;
+    float expected;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"\\boxed{3/4}", "0.75", 1},
+           {"\\boxed{\\frac{3}{4}}", "0.75", 1},
+           {"\\boxed{\\dfrac{3}{4}}", "3/4", 1},
+           {"\\boxed{0.75}", "3/4", 1},
+           {"The total is 1,000.", "1000", 1},
+           {"\\boxed{1,000}", "1000", 1},
+           {"\\boxed{1{,}000}", "1000", 1},
+           {"\\boxed{-5}", "-5", 1},
+           {"the answer is -5", "-5", 1},
+           {"the answer is 5", "-5", 0},
+           {"\\boxed{-5}", "5", 0},
+           {"\\boxed{2.0}", "2", 1},
+           {"\\boxed{$42$}", "42", 1},
+           {"\\boxed{x = 42}", "42", 1},
+           {"First 3, then 4, finally 7", "7", 1},
+           {"First 3, then 7, finally 4", "7", 0},
+           {"no number at all", "7", 0},
+           {"", "7", 0},
+           {"\\boxed{}", "7", 0},
+           {"\\boxed{1/0}", "7", 0},
+           {"\\boxed{0.3333}", "1/3", 0},
+           {"\\boxed{12,34}", "1234", 0},  // not a thousands separator
+           {"\\boxed{Paris}", "paris", 0},
+           {"\\boxed{Paris}", "Paris", 1},
+       }) {
+    EXPECT_EQ(math_reward(c.response, c.answer), c.expected) << c.response << " vs " << c.answer;
+  }
+  EXPECT_EQ(parse_number("1,234,567"), 1234567.0);
+  EXPECT_EQ(parse_number("-3/4"), -0.75);
+  EXPECT_EQ(parse_number("3/-4"), std::nullopt);
+  EXPECT_EQ(parse_number("abc"), std::nullopt);
+}
+
+TEST(ExactAndFormatRewards, TextAndRegex) {
+  EXPECT_EQ(exact_reward("\\boxed{ 42 }", "42"), 1.0f);
+  EXPECT_EQ(exact_reward("  yes \n", "yes"), 1.0f);
+  EXPECT_EQ(exact_reward("\\boxed{42.0}", "42"), 0.0f);  // text, not value
+  auto format = make_format_reward("\\\\boxed\\{-?\\d+\\}$");
+  std::vector<RewardInput> batch = {{"a", "", "1+1=2. \\boxed{2}", "2"}, {"b", "", "2", "2"}};
+  std::vector<float> out(2);
+  format->score(batch, out);
+  EXPECT_EQ(out, (std::vector<float>{1.0f, 0.0f}));
+  try {
+    make_format_reward("(unclosed");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("(unclosed"), std::string::npos) << e.what();
+  }
+}
+
+TEST(WeightedRewards, SumWithWeightsAndKeepParts) {
+  std::vector<RewardFunctionConfig> cfg(2);
+  cfg[0].name = "math";
+  cfg[0].weight = 1.0;
+  cfg[1].name = "format";
+  cfg[1].weight = 0.5;
+  cfg[1].pattern = "\\\\boxed\\{";
+  auto rewards = make_rewards(cfg);
+  std::vector<RewardInput> batch = {
+      {"1", "", "\\boxed{4}", "4"}, {"2", "", "4", "4"}, {"3", "", "\\boxed{5}", "4"}, {"4", "", "five", "4"}};
+  RewardScores s = score_batch(rewards, batch);
+  EXPECT_EQ(s.total, (std::vector<float>{1.5f, 1.0f, 0.5f, 0.0f}));
+  EXPECT_EQ(s.names, (std::vector<std::string>{"math", "format"}));
+  EXPECT_EQ(s.per_function[1], (std::vector<float>{1, 0, 1, 0}));
+  cfg[0].name = "llm-judge";
+  EXPECT_THROW(make_rewards(cfg), Error);
+}
+
+namespace {
+
+std::vector<RewardInput> requests(const std::vector<std::string>& responses) {
+  std::vector<RewardInput> v;
+  for (size_t i = 0; i < responses.size(); ++i) v.push_back({std::to_string(i), "p", responses[i], "a"});
+  return v;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+// A worker script in /bin/sh: one reply per request line, with misbehaviour triggered by the response.
+const char* kWorker =
+    "while IFS= read -r line; do\n"
+    "  case \"$line\" in\n"
+    "    *boom*) exit 3 ;;\n"
+    "    *slow*) sleep 30 ;;\n"
+    "    *garbage*) echo 'not json' ;;\n"
+    "    *nan*) echo '{\"reward\": \"high\"}' ;;\n"
+    "    *bare*) echo 0.5 ;;\n"
+    "    *good*) echo '{\"reward\": 1.0}' ;;\n"
+    "    *) echo '{\"reward\": 0.25}' ;;\n"
+    "  esac\n"
+    "done\n";
+
+TEST(ExternalReward, AnswersAreScored) {
+  test::TempDir dir;
+  const std::string script = dir.write("worker.sh", kWorker);
+  ExternalReward r("/bin/sh " + script, 3, 5.0);
+  auto batch = requests({"good", "meh", "bare", "good", "x", "good", "y"});
+  std::vector<float> out(batch.size());
+  r.score(batch, out);
+  EXPECT_EQ(out, (std::vector<float>{1.0f, 0.25f, 0.5f, 1.0f, 0.25f, 1.0f, 0.25f}));
+  EXPECT_EQ(r.stats().calls, 7);
+  EXPECT_EQ(r.stats().crashes + r.stats().timeouts + r.stats().invalid, 0);
+  r.score(batch, out);  // workers are reused
+  EXPECT_EQ(r.stats().calls, 14);
+}
+
+TEST(ExternalReward, CrashesTimeoutsAndGarbageScoreZeroAndAreCounted) {
+  test::TempDir dir;
+  const std::string script = dir.write("worker.sh", kWorker);
+  ExternalReward r("/bin/sh " + script, 2, 0.5);
+  auto batch = requests({"good", "boom", "good", "slow", "garbage", "nan", "good", "boom", "good"});
+  std::vector<float> out(batch.size(), -1.0f);
+  const auto t0 = std::chrono::steady_clock::now();
+  r.score(batch, out);
+  EXPECT_LT(seconds_since(t0), 10.0) << "a sleeping worker must not hold the batch";
+  EXPECT_EQ(out, (std::vector<float>{1, 0, 1, 0, 0, 0, 1, 0, 1}));
+  const auto s = r.stats();
+  EXPECT_EQ(s.calls, 9);
+  EXPECT_EQ(s.crashes, 2);
+  EXPECT_EQ(s.timeouts, 1);
+  EXPECT_EQ(s.invalid, 2);
+}
+
+TEST(ExternalReward, CommandThatCannotRunScoresZero) {
+  ExternalReward r("exec /nonexistent/reward-command", 1, 2.0);
+  auto batch = requests({"a", "b"});
+  std::vector<float> out(2, -1.0f);
+  r.score(batch, out);
+  EXPECT_EQ(out, (std::vector<float>{0, 0}));
+  EXPECT_EQ(r.stats().crashes, 2);
+  EXPECT_THROW(ExternalReward("", 1, 1.0), Error);
+  EXPECT_THROW(ExternalReward("cat", 0, 1.0), Error);
+  EXPECT_THROW(ExternalReward("cat", 1, 0.0), Error);
+}
