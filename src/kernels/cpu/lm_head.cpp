@@ -1,8 +1,11 @@
 // The fused output layer: logits z = logit_scale * h W^T, log-softmax at the target, entropy and lse,
 // `chunk` rows at a time so that [T, V] never exists. Forward: one GEMM per chunk into the workspace,
 // then per row (OpenMP) a max pass and an exp pass. Backward: the same GEMM again, dz formed in place,
-// then dh[chunk] = dz W and dW += dz^T h. In bf16 mode dz is converted to bf16 (workspace tail) so both
-// backward GEMMs run on bf16 inputs like the forward one.
+// then dh[chunk] = dz W and dW += dz^T h. In bf16 mode dz is converted to bf16 so both backward GEMMs run
+// on bf16 inputs like the forward one. Backward chunks hold only the rows with a non-zero upstream gradient
+// (prompt tokens of a GRPO batch have none): their dh rows are zeroed and cost no GEMM work. When the active
+// rows of a chunk are not contiguous, their h rows are gathered and their dh rows scattered.
+#include <cstring>
 
 // GCC 12's AVX-512 headers trip -W(maybe-)uninitialized on their own _mm512_undefined_*() (GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -49,10 +52,34 @@ void check_common(const char* op, const void* h, const void* W, DType dt, const 
     GRPO_CHECK(target[t] < V, "[", op, "] target[", t, "] = ", target[t], " >= V = ", V);
 }
 
-// z [rows, V] = logit_scale * h[r0 : r0 + rows] W^T
-void chunk_logits(float* z, const void* h, const void* W, DType dt, int64_t r0, int64_t rows, int64_t C,
-                  int64_t V, float logit_scale) {
-  gemm(Trans::N, Trans::T, rows, V, C, logit_scale, row_ptr(h, r0, C, dt), C, W, C, 0.0f, z, V, dt);
+// z [rows, V] = logit_scale * hc W^T for rows consecutive rows hc of h
+void chunk_logits(float* z, const void* hc, const void* W, DType dt, int64_t rows, int64_t C, int64_t V,
+                  float logit_scale) {
+  gemm(Trans::N, Trans::T, rows, V, C, logit_scale, hc, C, W, C, 0.0f, z, V, dt);
+}
+
+// The backward workspace, carved out of the caller's floats (each region 64-byte aligned).
+struct BackwardWs {
+  float* z;          // [chunk, V] logits, then dz (f32)
+  bf16_t* z16;       // [chunk, V] dz in bf16 (bf16 mode)
+  void* h_rows;      // [chunk, C] gathered h rows (f32 or bf16)
+  float* dh_rows;    // [chunk, C] dh of the gathered rows before the scatter
+  int32_t* rows;     // [chunk] token index of each row of the chunk
+};
+
+struct WsLayout {
+  int64_t z, z16, h_rows, dh_rows, rows, total;  // offsets in floats
+};
+
+WsLayout ws_layout(int64_t chunk, int64_t V, int64_t C) {
+  WsLayout l{};
+  l.z = 0;
+  l.z16 = l.z + round_up16(chunk * V);
+  l.h_rows = l.z16 + round_up16((chunk * V + 1) / 2);
+  l.dh_rows = l.h_rows + round_up16(chunk * C);
+  l.rows = l.dh_rows + round_up16(chunk * C);
+  l.total = l.rows + round_up16(chunk);
+  return l;
 }
 
 }  // namespace
@@ -60,8 +87,7 @@ void chunk_logits(float* z, const void* h, const void* W, DType dt, int64_t r0, 
 int64_t lm_head_ws_floats(int64_t chunk, int64_t V, int64_t C) {
   GRPO_CHECK(chunk > 0 && V > 0 && C > 0, "[lm_head] need chunk, V, C > 0, got chunk=", chunk, " V=", V,
              " C=", C);
-  // [chunk, V] f32 logits / dz, then [chunk, V] bf16 dz for the bf16 backward GEMMs.
-  return round_up16(chunk * V) + round_up16((chunk * V + 1) / 2);
+  return ws_layout(chunk, V, C).total;
 }
 
 void lm_head_forward(float* logprob, float* entropy, float* lse, const void* h, const void* W, DType ab_dtype,
@@ -74,7 +100,7 @@ void lm_head_forward(float* logprob, float* entropy, float* lse, const void* h, 
   float* z = ws;  // [chunk, V]
   for (int64_t r0 = 0; r0 < T; r0 += chunk) {
     const int64_t rows = std::min(chunk, T - r0);
-    chunk_logits(z, h, W, ab_dtype, r0, rows, C, V, logit_scale);
+    chunk_logits(z, row_ptr(h, r0, C, ab_dtype), W, ab_dtype, rows, C, V, logit_scale);
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < rows; ++i) {
       const float* zi = z + i * V;
@@ -97,34 +123,49 @@ void lm_head_backward(float* dh, float* dW, const float* dlogprob, const float* 
   GRPO_CHECK(T == 0 || (dh && dW && lse), "[lm_head_backward] null dh, dW or lse");
   const RowKernels k = row_kernels();
   const bool bf16 = ab_dtype == DType::BF16;
-  float* z = ws;                                                    // [chunk, V] logits, then dz
-  bf16_t* z16 = reinterpret_cast<bf16_t*>(ws + round_up16(chunk * V));  // [chunk, V] dz in bf16
-  for (int64_t r0 = 0; r0 < T; r0 += chunk) {
-    const int64_t rows = std::min(chunk, T - r0);
-    chunk_logits(z, h, W, ab_dtype, r0, rows, C, V, logit_scale);
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < rows; ++i) {
-      float* zi = z + i * V;
-      const int64_t t = r0 + i;
-      const float g_lp = dlogprob && target[t] >= 0 ? dlogprob[t] : 0.0f;
-      const float g_ent = dentropy ? dentropy[t] : 0.0f;
-      if (g_lp == 0.0f && g_ent == 0.0f) {
-        std::fill(zi, zi + V, 0.0f);
-      } else {
-        float H = 0.0f;  // entropy of the row, recomputed from lse: -sum p log p
-        if (g_ent != 0.0f) {
-          const detail::ExpSums s = k.shifted_exp_sums(zi, V, lse[t]);
-          H = std::log(s.sum) - s.dot / s.sum;
-        }
-        // dL/dz_i = g_lp (onehot_i - p_i) - g_ent p_i (log p_i + H), times logit_scale for d/d(h W^T)
-        k.write_softmax_grad(zi, V, lse[t], -logit_scale * (g_lp + g_ent * H), -logit_scale * g_ent);
-        if (g_lp != 0.0f) zi[target[t]] += logit_scale * g_lp;
-      }
-      if (bf16) detail::f32_to_bf16_row(z16 + i * V, zi, V);
+  const int64_t row_bytes = C * dtype_size(ab_dtype);
+  const WsLayout l = ws_layout(chunk, V, C);
+  const BackwardWs w{ws + l.z, reinterpret_cast<bf16_t*>(ws + l.z16), ws + l.h_rows, ws + l.dh_rows,
+                     reinterpret_cast<int32_t*>(ws + l.rows)};
+  auto grad_lp = [&](int64_t t) { return dlogprob && target[t] >= 0 ? dlogprob[t] : 0.0f; };
+  auto grad_ent = [&](int64_t t) { return dentropy ? dentropy[t] : 0.0f; };
+
+  for (int64_t next = 0; next < T;) {
+    int64_t n = 0;  // collect up to `chunk` rows with a gradient; the others get dh = 0
+    for (; next < T && n < chunk; ++next) {
+      if (grad_lp(next) != 0.0f || grad_ent(next) != 0.0f)
+        w.rows[n++] = static_cast<int32_t>(next);
+      else
+        std::fill(dh + next * C, dh + (next + 1) * C, 0.0f);
     }
-    const void* dz = bf16 ? static_cast<const void*>(z16) : z;
-    gemm(Trans::N, Trans::N, rows, C, V, 1.0f, dz, V, W, C, 0.0f, dh + r0 * C, C, ab_dtype);
-    gemm(Trans::T, Trans::N, V, C, rows, 1.0f, dz, V, row_ptr(h, r0, C, ab_dtype), C, 1.0f, dW, C, ab_dtype);
+    if (n == 0) continue;
+    const bool contiguous = w.rows[n - 1] - w.rows[0] == n - 1;
+    if (!contiguous)
+      for (int64_t i = 0; i < n; ++i)
+        std::memcpy(static_cast<char*>(w.h_rows) + i * row_bytes, row_ptr(h, w.rows[i], C, ab_dtype), row_bytes);
+    const void* hc = contiguous ? row_ptr(h, w.rows[0], C, ab_dtype) : w.h_rows;   // [n, C]
+    float* dhc = contiguous ? dh + int64_t{w.rows[0]} * C : w.dh_rows;               // [n, C]
+    chunk_logits(w.z, hc, W, ab_dtype, n, C, V, logit_scale);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i) {
+      float* zi = w.z + i * V;
+      const int64_t t = w.rows[i];
+      const float g_lp = grad_lp(t), g_ent = grad_ent(t);
+      float H = 0.0f;  // entropy of the row, recomputed from lse: -sum p log p
+      if (g_ent != 0.0f) {
+        const detail::ExpSums s = k.shifted_exp_sums(zi, V, lse[t]);
+        H = std::log(s.sum) - s.dot / s.sum;
+      }
+      // dL/dz_i = g_lp (onehot_i - p_i) - g_ent p_i (log p_i + H), times logit_scale for d/d(h W^T)
+      k.write_softmax_grad(zi, V, lse[t], -logit_scale * (g_lp + g_ent * H), -logit_scale * g_ent);
+      if (g_lp != 0.0f) zi[target[t]] += logit_scale * g_lp;
+      if (bf16) detail::f32_to_bf16_row(w.z16 + i * V, zi, V);
+    }
+    const void* dz = bf16 ? static_cast<const void*>(w.z16) : w.z;  // [n, V]
+    gemm(Trans::N, Trans::N, n, C, V, 1.0f, dz, V, W, C, 0.0f, dhc, C, ab_dtype);
+    gemm(Trans::T, Trans::N, V, C, n, 1.0f, dz, V, hc, C, 1.0f, dW, C, ab_dtype);
+    if (!contiguous)
+      for (int64_t i = 0; i < n; ++i) std::copy(dhc + i * C, dhc + (i + 1) * C, dh + int64_t{w.rows[i]} * C);
   }
 }
 
