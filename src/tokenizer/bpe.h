@@ -66,6 +66,7 @@ class BpeModel {
   // Byte-level token string of id ("" for ids without a token).
   const std::string& id_to_token(int32_t id) const;
   int32_t max_id() const { return static_cast<int32_t>(tokens_.size()) - 1; }
+  size_t vocab_entries() const { return vocab_.size(); }
   const MergeTable& merges() const { return merges_; }
 
  private:

@@ -44,6 +44,50 @@ ThreadMatchState& thread_match_state() {
   return state;
 }
 
+// Oniguruma's \s (what Hugging Face tokenizers uses) is Unicode White_Space; PCRE2's also matches U+180E.
+// These spell Oniguruma's classes out for PCRE2.
+constexpr const char* kSpaceRanges = "\\t-\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}";
+
+// Rewrites \s and \S of an Oniguruma pattern into PCRE2 classes with Oniguruma's meaning.
+std::string translate_oniguruma(const std::string& pattern) {
+  std::string out;
+  bool in_class = false;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '\\' && i + 1 < pattern.size()) {
+      const char e = pattern[++i];
+      if (e == 's') {
+        out += in_class ? cat(kSpaceRanges) : cat("[", kSpaceRanges, "]");
+      } else if (e == 'S') {
+        out += in_class ? std::string("\\S\\x{180E}") : cat("[^", kSpaceRanges, "]");
+      } else {
+        out += c;
+        out += e;
+      }
+      continue;
+    }
+    if (!in_class && c == '[') {
+      in_class = true;
+      out += c;
+      // A ']' right after '[' or '[^' is a literal.
+      if (i + 1 < pattern.size() && pattern[i + 1] == '^') out += pattern[++i];
+      if (i + 1 < pattern.size() && pattern[i + 1] == ']') out += pattern[++i];
+      continue;
+    }
+    if (in_class && c == '[' && i + 1 < pattern.size() && pattern[i + 1] == ':') {
+      const size_t end = pattern.find(":]", i + 2);  // POSIX class like [:alpha:]
+      if (end != std::string::npos) {
+        out.append(pattern, i, end + 2 - i);
+        i = end + 1;
+        continue;
+      }
+    }
+    if (in_class && c == ']') in_class = false;
+    out += c;
+  }
+  return out;
+}
+
 }  // namespace
 
 struct Regex::Code {
@@ -56,7 +100,8 @@ Regex::Regex(const std::string& pattern, const std::string& where)
     : pattern_(pattern), where_(where), code_(std::make_shared<Code>()) {
   int error_code = 0;
   PCRE2_SIZE error_offset = 0;
-  code_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), PCRE2_UTF | PCRE2_UCP,
+  const std::string translated = translate_oniguruma(pattern);
+  code_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(translated.data()), translated.size(), PCRE2_UTF | PCRE2_UCP,
                               &error_code, &error_offset, nullptr);
   if (!code_->code)
     fail("[regex] ", where, ": cannot compile pattern \"", pattern, "\" at offset ", error_offset, ": ",

@@ -158,9 +158,21 @@ Tokenizer Tokenizer::from_json_text(const std::string& tokenizer_json, const std
   int32_t max_id = impl->model.max_id();
   const json added = j.value("added_tokens", json::array());
   if (!added.is_array()) fail("[tokenizer] ", source, ": added_tokens: expected an array");
+  // Hugging Face numbers added tokens itself: the vocabulary id when the content is in the vocabulary,
+  // else the next id after the vocabulary and the added tokens before it. The listed ids must agree.
+  const auto model_size = static_cast<int32_t>(impl->model.vocab_entries());
+  int32_t max_added = -1;
   for (size_t k = 0; k < added.size(); ++k) {
-    impl->added.push_back(parse_added_token(added[k], cat(source, ": added_tokens[", k, "]")));
-    max_id = std::max(max_id, impl->added.back().id);
+    const std::string where = cat(source, ": added_tokens[", k, "]");
+    AddedToken t = parse_added_token(added[k], where);
+    int32_t expected = impl->model.token_to_id(t.content);
+    if (expected < 0) expected = max_added >= model_size ? max_added + 1 : model_size;
+    if (t.id != expected)
+      fail("[tokenizer] ", where, ": \"", t.content, "\" has id ", t.id, " but Hugging Face tokenizers assigns ",
+           expected, " (added tokens follow the vocabulary without gaps)");
+    max_added = std::max(max_added, t.id);
+    max_id = std::max(max_id, t.id);
+    impl->added.push_back(std::move(t));
   }
   const size_t vocab = static_cast<size_t>(max_id) + 1;
   impl->id_to_added.assign(vocab, "");
