@@ -2,6 +2,8 @@
 // the key / value / line / what is allowed, and the resolved YAML loading back to the same config.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "core/error.h"
 #include "grpo/config.h"
 #include "temp_dir.h"
@@ -234,4 +236,20 @@ TEST(Config, ValidateConfigChecksConfigsBuiltInCode) {
   c.actor_rollout_ref.rollout.temperature = -1;
   std::string e = error_of([&] { validate_config(c); });
   EXPECT_TRUE(contains(e, "actor_rollout_ref.rollout.temperature = -1.0 is not allowed")) << e;
+}
+
+TEST(Config, ExampleConfigsLoad) {
+  int loaded = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(GRPO_SOURCE_DIR) + "/examples")) {
+    if (entry.path().extension() != ".yaml") continue;
+    EXPECT_NO_THROW(load_config(entry.path().string())) << entry.path();
+    ++loaded;
+  }
+  EXPECT_GE(loaded, 2);
+  Config grpo = load_config(std::string(GRPO_SOURCE_DIR) + "/examples/arith-grpo.yaml");
+  EXPECT_EQ(grpo.actor_rollout_ref.rollout.n, 8);
+  EXPECT_TRUE(grpo.actor_rollout_ref.actor.use_dynamic_bsz);
+  EXPECT_DOUBLE_EQ(grpo.actor_rollout_ref.actor.clip_ratio_high, 0.28);
+  Config sft = load_config(std::string(GRPO_SOURCE_DIR) + "/examples/arith-sft.yaml");
+  EXPECT_DOUBLE_EQ(sft.sft.lr, 1e-3);
 }
