@@ -102,8 +102,9 @@ TEST_P(LmHeadVsRef, F32) {
   EXPECT_LT(test::max_rel_err(c.lse, r.lse), 2e-6);
   EXPECT_LT(test::max_rel_err(c.dh, r.dh), 2e-6);
   EXPECT_LT(test::max_rel_err(c.dW, r.dW), 2e-6);
-  for (int64_t t = 0; t < T; ++t)
+  for (int64_t t = 0; t < T; ++t) {
     if (p.target[t] < 0) EXPECT_EQ(c.logprob[t], 0.0f);
+  }
 }
 
 TEST_P(LmHeadVsRef, Bf16) {
@@ -196,10 +197,15 @@ TEST(LmHead, NullUpstreamGradientsAndIgnoredRows) {
   EXPECT_EQ(none.dW, dW0);
   // Only dlogprob: rows with target < 0 get no gradient at all.
   const LmResult lp_only = run_cpu(p, DType::F32, 4, dW0, true, false);
-  for (int64_t t = 0; t < p.T; ++t)
-    for (int64_t c = 0; c < p.C; ++c)
-      if (p.target[t] < 0) EXPECT_EQ(lp_only.dh[t * p.C + c], 0.0f);
-      else EXPECT_NE(lp_only.dh[t * p.C + c], 0.0f);
+  for (int64_t t = 0; t < p.T; ++t) {
+    for (int64_t c = 0; c < p.C; ++c) {
+      if (p.target[t] < 0) {
+        EXPECT_EQ(lp_only.dh[t * p.C + c], 0.0f);
+      } else {
+        EXPECT_NE(lp_only.dh[t * p.C + c], 0.0f);
+      }
+    }
+  }
 }
 
 // Rows without upstream gradient (prompt tokens) are left out of the backward chunks: dh = 0 there, and the

@@ -5,13 +5,13 @@
 // on bf16 inputs like the forward one. Backward chunks hold only the rows with a non-zero upstream gradient
 // (prompt tokens of a GRPO batch have none): their dh rows are zeroed and cost no GEMM work. When the active
 // rows of a chunk are not contiguous, their h rows are gathered and their dh rows scattered.
-#include <cstring>
 
 // GCC 12's AVX-512 headers trip -W(maybe-)uninitialized on their own _mm512_undefined_*() (GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "core/error.h"
 #include "core/profiler.h"
@@ -58,7 +58,7 @@ void chunk_logits(float* z, const void* hc, const void* W, DType dt, int64_t row
   gemm(Trans::N, Trans::T, rows, V, C, logit_scale, hc, C, W, C, 0.0f, z, V, dt);
 }
 
-// The backward workspace, carved out of the caller's floats (each region 64-byte aligned).
+// The backward workspace, carved out of the caller's floats (regions start at multiples of 16 floats).
 struct BackwardWs {
   float* z;          // [chunk, V] logits, then dz (f32)
   bf16_t* z16;       // [chunk, V] dz in bf16 (bf16 mode)
