@@ -103,7 +103,9 @@ TEST_P(LmHeadVsRef, F32) {
   EXPECT_LT(test::max_rel_err(c.dh, r.dh), 2e-6);
   EXPECT_LT(test::max_rel_err(c.dW, r.dW), 2e-6);
   for (int64_t t = 0; t < T; ++t) {
-    if (p.target[t] < 0) EXPECT_EQ(c.logprob[t], 0.0f);
+    if (p.target[t] < 0) {
+      EXPECT_EQ(c.logprob[t], 0.0f);
+    }
   }
 }
 

@@ -7,6 +7,10 @@
 // Differences z_i - shift below kMinExpArg are raised to it (exp is 0 there either way), so that a logit of
 // -inf contributes 0 instead of 0 * -inf = NaN. NaN logits propagate.
 #pragma once
+// GCC 12's AVX-512 headers trip -W(maybe-)uninitialized on their own _mm512_undefined_*() (GCC bug 105593);
+// the warnings surface in the files that inline these functions, so they stay off for the includer too.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
 #include <algorithm>

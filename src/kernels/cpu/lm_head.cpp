@@ -6,9 +6,6 @@
 // (prompt tokens of a GRPO batch have none): their dh rows are zeroed and cost no GEMM work. When the active
 // rows of a chunk are not contiguous, their h rows are gathered and their dh rows scattered.
 
-// GCC 12's AVX-512 headers trip -W(maybe-)uninitialized on their own _mm512_undefined_*() (GCC bug 105593).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <algorithm>
 #include <cmath>
 #include <cstring>
