@@ -57,7 +57,8 @@ struct AttentionCase {
   std::vector<float> q;
   int64_t T = 0;
 
-  explicit AttentionCase(uint64_t seed) {
+  explicit AttentionCase(uint64_t seed, std::vector<int32_t> lens = {1, 7, 23, 5}, int64_t nblocks = 40)
+      : blocks(nblocks), seq_lens(std::move(lens)) {
     Rng rng(seed);
     std::vector<int32_t> perm(blocks);
     std::iota(perm.begin(), perm.end(), 0);
@@ -212,7 +213,7 @@ TEST(PagedAttention, QuantisedCacheErrorVsF32IsSmall) {
 }
 
 TEST(PagedAttention, TokenResultIndependentOfBatchAndThreads) {
-  AttentionCase ac(31);
+  AttentionCase ac(31, {1, 7, 23, 5, 200}, 60);  // enough work for the threaded path
   TestCache c(KvDType::BF16, ac.L, ac.blocks, ac.K, ac.bs, ac.D);
   ac.fill(c.view, 0, 300);
   const float scale = 0.2f;
@@ -271,7 +272,7 @@ TEST(Gemv, MatchesReferenceOnOddSizesWithGuards) {
 }
 
 TEST(Gemv, RowResultIndependentOfBatchSize) {
-  const int64_t B = 11, N = 37, K = 333;
+  const int64_t B = 11, N = 301, K = 333;  // enough work for the threaded path
   auto x = randn(B * K, 5), w = randn(N * K, 6);
   std::vector<float> all(B * N), one(N);
   ops::gemv(all.data(), x.data(), w.data(), DType::F32, B, N, K);

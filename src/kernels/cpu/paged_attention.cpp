@@ -108,25 +108,25 @@ template <typename E>
 }
 
 template <typename E>
-[[gnu::always_inline]] inline void run_items(const Args& a) {
+[[gnu::always_inline]] inline void run_items(const Args& a, bool parallel) {
   const int64_t K = a.kv.num_kv_heads;
-#pragma omp parallel for schedule(dynamic, 1) if (a.T * K > 1)
+#pragma omp parallel for schedule(dynamic, 1) if (parallel)
   for (int64_t i = 0; i < a.T * K; ++i) attend_item<E>(a, i / K, i % K);
 }
 
-[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq")]] void run_avx512(const Args& a) {
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq")]] void run_avx512(const Args& a, bool parallel) {
   switch (a.kv.dtype) {
-    case KvDType::F32: return run_items<float>(a);
-    case KvDType::BF16: return run_items<bf16_t>(a);
-    case KvDType::I8: return run_items<int8_t>(a);
+    case KvDType::F32: return run_items<float>(a, parallel);
+    case KvDType::BF16: return run_items<bf16_t>(a, parallel);
+    case KvDType::I8: return run_items<int8_t>(a, parallel);
   }
 }
 
-void run_baseline(const Args& a) {
+void run_baseline(const Args& a, bool parallel) {
   switch (a.kv.dtype) {
-    case KvDType::F32: return run_items<float>(a);
-    case KvDType::BF16: return run_items<bf16_t>(a);
-    case KvDType::I8: return run_items<int8_t>(a);
+    case KvDType::F32: return run_items<float>(a, parallel);
+    case KvDType::BF16: return run_items<bf16_t>(a, parallel);
+    case KvDType::I8: return run_items<int8_t>(a, parallel);
   }
 }
 
@@ -145,18 +145,21 @@ void paged_attention(float* o, const float* q, const PagedKvView& kv, int64_t la
   for (int64_t i = block_table_indptr[0]; i < block_table_indptr[S]; ++i)
     GRPO_CHECK(block_table[i] >= 0 && block_table[i] < kv.num_blocks, "[paged_attention] block_table[", i, "] = ",
                block_table[i], " not in [0, ", kv.num_blocks, ")");
+  int64_t keys = 0;  // k/v rows read in total, for the threading decision
   for (int64_t t = 0; t < T; ++t) {
     const int32_t s = seq_index[t];
+    keys += positions[t] + 1;
     GRPO_CHECK(s >= 0 && s < S, "[paged_attention] seq_index[", t, "] = ", s, " not in [0, ", S, ")");
     const int64_t nblocks = block_table_indptr[s + 1] - block_table_indptr[s];
     GRPO_CHECK(positions[t] >= 0 && positions[t] < nblocks * kv.block_size, "[paged_attention] positions[", t,
                "] = ", positions[t], " outside the ", nblocks, " blocks of sequence ", s);
   }
   const Args a{o, q, kv, layer, block_table_indptr, block_table, seq_index, positions, T, H, scale, ws};
+  const bool parallel = T * kv.num_kv_heads > 1 && keys * H * kv.head_dim > (1 << 16);  // else threads cost more
   if (cpu_has_avx512())
-    run_avx512(a);
+    run_avx512(a, parallel);
   else
-    run_baseline(a);
+    run_baseline(a, parallel);
 }
 
 }  // namespace grpo::ops

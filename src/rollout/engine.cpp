@@ -1,0 +1,266 @@
+// The rollout engine's generate loop (see engine.h): schedule, pack the step, run the model, sample, check
+// stops, fork prompts into their samples, finish sequences.
+#include "rollout/engine.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/error.h"
+#include "core/profiler.h"
+#include "core/threads.h"
+#include "rollout/scheduler.h"
+#include "rollout/sequence.h"
+
+namespace grpo::rollout {
+
+namespace {
+struct SampleJob {
+  int64_t row;     // logits row
+  Sequence* seq;   // the sample that draws
+  SampledToken out;
+};
+}  // namespace
+
+struct Engine::Run {
+  Run(const std::vector<Request>& requests, KvCache& kv, const EngineConfig& cfg, size_t total_seqs)
+      : requests(requests), scheduler(kv, cfg.token_budget, cfg.max_seqs, total_seqs) {}
+  const std::vector<Request>& requests;
+  std::vector<Sequence> seqs;         // per request: its prompt sequence, then its n samples
+  std::vector<size_t> first;          // [requests] index of the prompt sequence in seqs
+  std::vector<int32_t> group_size;    // [requests] n
+  std::vector<int32_t> samples_left;  // [requests]
+  std::vector<SampleJob> jobs;
+  std::vector<Sequence*> fork_buf;
+  Scheduler scheduler;
+  int64_t requests_done = 0;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  bool aborted = false;
+};
+
+Engine::Engine(RolloutModel& model, const EngineConfig& config, DecodeFn decode)
+    : model_(model), config_(config), decode_(std::move(decode)) {
+  GRPO_CHECK(config.block_size > 0, "[rollout] block_size must be > 0, got ", config.block_size);
+  GRPO_CHECK(config.token_budget >= 1, "[rollout] token_budget must be >= 1, got ", config.token_budget);
+  GRPO_CHECK(config.max_seqs >= 1, "[rollout] max_seqs must be >= 1, got ", config.max_seqs);
+  GRPO_CHECK(config.kv_memory_bytes >= 0, "[rollout] kv_memory_bytes must be >= 0, got ", config.kv_memory_bytes);
+  GRPO_CHECK(config.kv_memory_bytes > 0 || (config.kv_memory_fraction > 0 && config.kv_memory_fraction <= 1),
+             "[rollout] kv_memory_fraction must be in (0, 1], got ", config.kv_memory_fraction);
+  const KvCacheShape shape{model.num_layers(), model.num_kv_heads(), model.head_dim(), config.block_size,
+                           config.kv_dtype};
+  const int64_t bytes = config.kv_memory_bytes > 0
+                            ? config.kv_memory_bytes
+                            : static_cast<int64_t>(config.kv_memory_fraction * available_memory_bytes());
+  const int64_t blocks = KvCache::blocks_for_bytes(shape, bytes);
+  GRPO_CHECK(blocks >= 1, "[rollout] a KV memory budget of ", bytes, " bytes holds no block of ", config.block_size,
+             " tokens");
+  kv_ = std::make_unique<KvCache>(shape, blocks, config.prefix_cache);
+  const int nt = std::max(1, num_threads());
+  samplers_.reserve(nt);
+  for (int i = 0; i < nt; ++i) samplers_.emplace_back(model.vocab_size());
+}
+
+Engine::~Engine() = default;
+
+void Engine::clear_prefix_cache() { kv_->clear_prefix_cache(); }
+
+void Engine::ensure_workspaces(int64_t tokens) {
+  int64_t bucket = 16;
+  while (bucket < tokens) bucket *= 2;
+  bucket = std::min(bucket, config_.token_budget);
+  if (bucket <= ws_bucket_) return;
+  const int64_t S = std::min(bucket, config_.max_seqs), V = model_.vocab_size();
+  const int64_t max_blocks = (model_.max_positions() + config_.block_size - 1) / config_.block_size;
+  const int64_t ints = 4 * bucket + (S + 1) + S * max_blocks + S;
+  step_ws_.reserve(static_cast<size_t>(ints * 4 + S * V * 4 + 8 * 64));
+  model_ws_.reserve(model_.workspace_bytes(bucket, S));
+  ws_bucket_ = bucket;
+}
+
+std::vector<RequestResult> Engine::generate(const std::vector<Request>& requests, const ProgressFn& progress) {
+  const int64_t V = model_.vocab_size(), max_pos = model_.max_positions(), bs = config_.block_size;
+  size_t total = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const Request& r = requests[i];
+    validate_request(r, i, V, max_pos, static_cast<bool>(decode_));
+    const int64_t max_tokens = std::min<int64_t>(static_cast<int64_t>(r.prompt.size()) + r.max_new_tokens, max_pos);
+    const int64_t need = (max_tokens + bs - 1) / bs;
+    GRPO_CHECK(need <= kv_->num_blocks(), "[rollout] request ", i, ": ", r.prompt.size(), " prompt tokens + ",
+               r.max_new_tokens, " new tokens need up to ", need, " KV blocks of ", bs, " tokens, the cache has ",
+               kv_->num_blocks(), " (", kv_->view().bytes_per_block() * kv_->num_blocks(),
+               " bytes): give it more memory or lower max_new_tokens");
+    total += 1 + static_cast<size_t>(r.n);
+  }
+  stats_ = {};
+  const KvCache::Stats kv_before = kv_->stats();
+  Run run(requests, *kv_, config_, total);
+  run.seqs.reserve(total);
+  const int64_t max_blocks = (max_pos + bs - 1) / bs;
+  int32_t max_n = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const Request& r = requests[i];
+    run.first.push_back(run.seqs.size());
+    run.group_size.push_back(r.n);
+    run.samples_left.push_back(r.n);
+    max_n = std::max(max_n, r.n);
+    for (int32_t k = -1; k < r.n; ++k) run.seqs.emplace_back(static_cast<int32_t>(i), k, r, &decode_, max_blocks);
+    Sequence& prompt = run.seqs[run.first.back()];
+    prompt.tokens.assign(r.prompt.begin(), r.prompt.end());
+    run.scheduler.add(&prompt);
+  }
+  run.scheduler.set_group_size(run.group_size);
+  run.jobs.reserve(total);
+  run.fork_buf.reserve(max_n);
+
+  while (!run.scheduler.idle() && !run.aborted) {
+    const uint64_t allocs = Buffer::alloc_count();
+    step(run);
+    const int64_t made = static_cast<int64_t>(Buffer::alloc_count() - allocs);
+    stats_.step_allocs += made;
+    stats_.steps_with_allocs += made > 0;
+    stats_.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run.start).count();
+    if (progress) {
+      const Progress p{run.requests_done, static_cast<int64_t>(requests.size()), stats_.generated_tokens,
+                       stats_.elapsed_s, stats_.elapsed_s > 0 ? stats_.generated_tokens / stats_.elapsed_s : 0};
+      run.aborted = !progress(p);
+    }
+  }
+  stats_.preemptions = run.scheduler.preemptions();
+  stats_.prefix_lookups = kv_->stats().lookups - kv_before.lookups;
+  stats_.prefix_hits = kv_->stats().hits - kv_before.hits;
+
+  std::vector<RequestResult> results(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    Sequence& prompt = run.seqs[run.first[i]];
+    if (prompt.running || !prompt.finished) run.scheduler.finish(&prompt);  // aborted before its fork
+    results[i].samples.resize(requests[i].n);
+    for (int32_t k = 0; k < requests[i].n; ++k) {
+      Sequence& s = run.seqs[run.first[i] + 1 + k];
+      SampleResult& out = results[i].samples[k];
+      if (!s.finished) {  // aborted
+        run.scheduler.finish(&s);
+        if (s.generated() > 0) s.text.flush(std::span(s.tokens).subspan(s.prompt_len));
+      }
+      if (s.generated() > 0) out.tokens.assign(s.tokens.begin() + s.prompt_len, s.tokens.end());
+      out.logprobs = std::move(s.logprobs);
+      out.text = s.text.take_text();
+      out.finish_reason = s.finished ? s.finish_reason : FinishReason::Abort;
+    }
+  }
+  return results;
+}
+
+void Engine::step(Run& run) {
+  GRPO_PROFILE("rollout_step");
+  const std::span<const ScheduledSeq> plan = run.scheduler.schedule();
+  GRPO_CHECK(!plan.empty(), "[rollout] the scheduler could not place any sequence (", kv_->available_blocks(),
+             " of ", kv_->num_blocks(), " blocks available)");
+  const int64_t bs = config_.block_size, V = model_.vocab_size();
+  int64_t T = 0, R = 0, nblocks = 0;
+  for (const ScheduledSeq& p : plan) {
+    T += p.num_tokens;
+    R += p.wants_logits;
+    nblocks += static_cast<int64_t>(p.seq->blocks.size());
+  }
+  const int64_t S = static_cast<int64_t>(plan.size());
+  ensure_workspaces(T);
+  step_ws_.reset();
+  int32_t* tokens = step_ws_.take<int32_t>(T, "step tokens");        // [T]
+  int32_t* positions = step_ws_.take<int32_t>(T, "step positions");  // [T]
+  int32_t* seq_index = step_ws_.take<int32_t>(T, "step seq_index");  // [T]
+  int32_t* slots = step_ws_.take<int32_t>(T, "step slots");          // [T]
+  int32_t* indptr = step_ws_.take<int32_t>(S + 1, "step block_table_indptr");  // [S+1]
+  int32_t* table = step_ws_.take<int32_t>(nblocks, "step block_table");       // [sum blocks]
+  int32_t* rows = step_ws_.take<int32_t>(R, "step logits_rows");              // [R]
+  float* logits = step_ws_.take<float>(R * V, "step logits");                 // [R, V]
+  int64_t t = 0, r = 0;
+  indptr[0] = 0;
+  for (int64_t s = 0; s < S; ++s) {
+    const Sequence& seq = *plan[s].seq;
+    for (int64_t j = 0; j < plan[s].num_tokens; ++j, ++t) {
+      const int64_t pos = seq.num_computed + j;
+      tokens[t] = seq.tokens[pos];
+      positions[t] = static_cast<int32_t>(pos);
+      seq_index[t] = static_cast<int32_t>(s);
+      slots[t] = static_cast<int32_t>(seq.blocks[pos / bs] * bs + pos % bs);
+    }
+    std::copy(seq.blocks.begin(), seq.blocks.end(), table + indptr[s]);
+    indptr[s + 1] = indptr[s] + static_cast<int32_t>(seq.blocks.size());
+    if (plan[s].wants_logits) rows[r++] = static_cast<int32_t>(t - 1);
+    const bool decode = plan[s].num_tokens == 1 && !seq.is_prompt() && seq.generated() > 0;
+    (decode ? stats_.decode_tokens : stats_.prefill_tokens) += plan[s].num_tokens;
+  }
+  const StepBatch batch{tokens, positions, seq_index, slots, T, S, indptr, table, rows, R};
+  model_ws_.reset();
+  {
+    GRPO_PROFILE("rollout_forward");
+    model_.forward(batch, kv_->view(), logits, model_ws_);
+  }
+  run.scheduler.commit();
+  ++stats_.steps;
+
+  // Draws: a prompt's row serves its n samples, each with its own RNG.
+  run.jobs.clear();
+  r = 0;
+  for (const ScheduledSeq& p : plan) {
+    if (!p.wants_logits) continue;
+    Sequence* seq = p.seq;
+    if (seq->is_prompt()) {
+      for (int32_t k = 0; k < run.group_size[seq->request]; ++k) run.jobs.push_back({r, seq + 1 + k, {}});
+    } else {
+      run.jobs.push_back({r, seq, {}});
+    }
+    ++r;
+  }
+  {
+    GRPO_PROFILE("rollout_sample");
+    const int nt = std::max(1, std::min(num_threads(), static_cast<int>(samplers_.size())));
+    const int64_t njobs = static_cast<int64_t>(run.jobs.size());
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (njobs > 1 && njobs * V > (1 << 16))
+    for (int64_t j = 0; j < njobs; ++j) {
+      SampleJob& job = run.jobs[j];
+      const Request& req = run.requests[job.seq->request];
+      job.out = samplers_[omp_get_thread_num()].sample(logits + job.row * V, req.sampling, job.seq->rng);
+    }
+  }
+
+  // Forks first (plan order), then every draw is appended and checked for a stop.
+  for (const ScheduledSeq& p : plan) {
+    Sequence* seq = p.seq;
+    if (!p.wants_logits || !seq->is_prompt()) continue;
+    run.fork_buf.clear();
+    for (int32_t k = 0; k < run.group_size[seq->request]; ++k) {
+      Sequence* sample = seq + 1 + k;
+      sample->tokens.assign(seq->tokens.begin(), seq->tokens.end());
+      run.fork_buf.push_back(sample);
+    }
+    run.scheduler.fork(seq, run.fork_buf);
+    seq->finished = true;
+  }
+  for (SampleJob& job : run.jobs) {
+    Sequence& s = *job.seq;
+    const Request& req = run.requests[s.request];
+    s.tokens.push_back(job.out.token);
+    s.logprobs.push_back(job.out.logprob);
+    ++stats_.generated_tokens;
+    const std::span<const int32_t> gen = std::span<const int32_t>(s.tokens).subspan(s.prompt_len);
+    const bool stop_id = std::find(req.stop_token_ids.begin(), req.stop_token_ids.end(), job.out.token) !=
+                         req.stop_token_ids.end();
+    if (stop_id) {
+      s.text.flush(gen.first(gen.size() - 1));
+      s.finish_reason = FinishReason::Stop;
+    } else if (s.text.push(gen)) {
+      s.finish_reason = FinishReason::Stop;
+    } else if (s.generated() >= req.max_new_tokens || static_cast<int64_t>(s.tokens.size()) >= model_.max_positions()) {
+      s.finish_reason = s.text.flush(gen) ? FinishReason::Stop : FinishReason::Length;
+    } else {
+      continue;
+    }
+    s.finished = true;
+    run.scheduler.finish(&s);
+    if (--run.samples_left[s.request] == 0) ++run.requests_done;
+  }
+}
+
+}  // namespace grpo::rollout

@@ -1,0 +1,78 @@
+// The rollout engine: generates n samples for each request with a RolloutModel over a paged KV cache, with
+// continuous batching, group sharing (a prompt is prefilled once for its n samples), a cross-request prefix
+// cache and preemption by recompute. Results do not depend on batch composition, scheduling or thread count
+// (given a model whose per-token results do not depend on the rest of the batch).
+//
+//   Engine engine(model, EngineConfig{.kv_memory_bytes = 1 << 30}, detokenize);
+//   std::vector<RequestResult> out = engine.generate(requests);
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "core/arena.h"
+#include "rollout/incremental_text.h"
+#include "rollout/kv_cache.h"
+#include "rollout/model_interface.h"
+#include "rollout/request.h"
+#include "rollout/sampler.h"
+
+namespace grpo::rollout {
+
+struct EngineConfig {
+  int64_t block_size = 16;
+  ops::KvDType kv_dtype = ops::KvDType::F32;
+  int64_t kv_memory_bytes = 0;      // > 0: the KV cache's budget in bytes
+  double kv_memory_fraction = 0.3;  // used when kv_memory_bytes == 0: fraction of the available memory
+  int64_t token_budget = 512;       // tokens processed per step (decodes + prefill chunks)
+  int64_t max_seqs = 64;            // sequences per step
+  bool prefix_cache = true;
+};
+
+struct Progress {
+  int64_t requests_done = 0, requests_total = 0;
+  int64_t tokens_generated = 0;
+  double elapsed_s = 0, tokens_per_second = 0;
+};
+// Called after every step; returning false aborts the samples not finished yet (finish_reason abort).
+using ProgressFn = std::function<bool(const Progress&)>;
+
+struct EngineStats {
+  int64_t steps = 0, prefill_tokens = 0, decode_tokens = 0, generated_tokens = 0;
+  int64_t preemptions = 0, prefix_lookups = 0, prefix_hits = 0;
+  // Buffer allocations made inside steps (workspace growth to a new batch-size bucket), and the steps that
+  // made any: after warm-up both stay constant (the decode loop allocates nothing).
+  int64_t step_allocs = 0, steps_with_allocs = 0;
+  double elapsed_s = 0;
+};
+
+class Engine {
+ public:
+  // decode (optional): token ids -> text, for result texts and stop strings.
+  Engine(RolloutModel& model, const EngineConfig& config, DecodeFn decode = {});
+  ~Engine();
+
+  std::vector<RequestResult> generate(const std::vector<Request>& requests, const ProgressFn& progress = {});
+
+  // Drops every prefix-cache entry (the model's weights changed: cached k/v are stale).
+  void clear_prefix_cache();
+  const EngineStats& stats() const { return stats_; }  // of the last generate()
+  const KvCache& kv_cache() const { return *kv_; }
+
+ private:
+  struct Run;
+  void ensure_workspaces(int64_t tokens);
+  void step(Run& run);
+
+  RolloutModel& model_;
+  EngineConfig config_;
+  DecodeFn decode_;
+  std::unique_ptr<KvCache> kv_;
+  std::vector<Sampler> samplers_;  // one per thread
+  Workspace step_ws_, model_ws_;
+  int64_t ws_bucket_ = 0;  // tokens the workspaces are sized for
+  EngineStats stats_;
+};
+
+}  // namespace grpo::rollout

@@ -1,0 +1,44 @@
+// The interface between the rollout engine and a decoder model. The engine packs each step's tokens
+// (decodes and prefill chunks of many sequences) into a StepBatch; the model runs them over the paged KV
+// cache and returns next-token logits for the requested rows. The real decoder (src/model) implements it.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "core/arena.h"
+#include "kernels/paged_ops.h"
+
+namespace grpo::rollout {
+
+// One forward step of the engine over a packed set of tokens.
+struct StepBatch {
+  const int32_t* tokens = nullptr;     // [T] token ids to process
+  const int32_t* positions = nullptr;  // [T] absolute positions within their sequence
+  const int32_t* seq_index = nullptr;  // [T] index into the step's sequences (0..S-1), a sequence's tokens contiguous
+  const int32_t* slots = nullptr;      // [T] KV cache slot of each token (where its k/v are written)
+  int64_t T = 0, S = 0;
+  const int32_t* block_table_indptr = nullptr;  // [S+1]
+  const int32_t* block_table = nullptr;         // block ids of each sequence, in order
+  const int32_t* logits_rows = nullptr;         // [R] token rows whose next-token logits are needed
+  int64_t R = 0;
+};
+
+class RolloutModel {
+ public:
+  virtual ~RolloutModel() = default;
+  virtual int64_t vocab_size() const = 0;
+  virtual int64_t num_layers() const = 0;
+  virtual int64_t num_kv_heads() const = 0;
+  virtual int64_t head_dim() const = 0;
+  virtual int64_t max_positions() const = 0;
+  // Runs the model on batch.tokens, writing each layer's k/v into `kv` at batch.slots (then attending over
+  // positions 0..positions[t] of each token's sequence), and writes logits [R, V] for batch.logits_rows.
+  // Must be deterministic, and a token's results must not depend on the other tokens of the batch for the
+  // engine's results to be independent of scheduling.
+  virtual void forward(const StepBatch& batch, const ops::PagedKvView& kv, float* logits, Workspace& ws) = 0;
+  // Bytes of workspace forward() needs for up to max_tokens tokens of up to max_seqs sequences (paged
+  // attention's scratch also depends on the cache's block size, which the model is built with).
+  virtual size_t workspace_bytes(int64_t max_tokens, int64_t max_seqs) const = 0;
+};
+
+}  // namespace grpo::rollout

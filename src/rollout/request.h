@@ -1,0 +1,53 @@
+// What the rollout engine is asked for (a Request: prompt, n samples, sampling parameters, stops, limits,
+// seed) and what it returns (per sample: tokens, log-probs, text, finish reason).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace grpo::rollout {
+
+// Applied in this order: temperature, top-k, top-p, min-p, then one draw from the per-sample RNG.
+struct SamplingParams {
+  float temperature = 1.0f;  // 0: greedy (argmax, ties to the lowest id)
+  int32_t top_k = 0;         // 0: off; else keep the k most likely tokens
+  float top_p = 1.0f;        // (0, 1]: keep the smallest set of most likely tokens with mass >= top_p
+  float min_p = 0.0f;        // [0, 1]: drop tokens with p < min_p * p_max
+};
+
+struct Request {
+  std::vector<int32_t> prompt;  // token ids, at least one
+  int32_t n = 1;                // samples (the group size G of GRPO), >= 1
+  SamplingParams sampling;
+  std::vector<int32_t> stop_token_ids;   // the stop token is kept in tokens, its text is not
+  std::vector<std::string> stop_strings;  // matched on the decoded text; excluded from the text
+  int32_t max_new_tokens = 256;           // >= 1
+  uint64_t seed = 0;
+  // Identifies the request in the RNG key (seed, id, sample index): give each request of a batch its own
+  // id so that results do not depend on which other requests run alongside it.
+  uint64_t id = 0;
+};
+
+enum class FinishReason { Stop, Length, Abort };
+std::string_view finish_reason_name(FinishReason r);
+
+struct SampleResult {
+  std::vector<int32_t> tokens;  // generated tokens
+  // log p(token) under softmax(logits / temperature) over the full vocabulary (temperature 0: under
+  // softmax(logits)), before top-k/top-p/min-p truncation: the quantity the trainer recomputes.
+  std::vector<float> logprobs;
+  std::string text;  // decoded generated text, stop string / stop token text excluded
+  FinishReason finish_reason = FinishReason::Abort;
+};
+
+struct RequestResult {
+  std::vector<SampleResult> samples;  // [n]
+};
+
+// Throws grpo::Error naming the request index and the field when a request is invalid.
+void validate_request(const Request& r, size_t index, int64_t vocab_size, int64_t max_positions,
+                      bool has_detokenizer);
+void validate_sampling(const SamplingParams& p, const std::string& where);
+
+}  // namespace grpo::rollout

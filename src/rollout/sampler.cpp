@@ -1,0 +1,106 @@
+// Sampler implementation (see sampler.h). Truncation works on a partially sorted candidate list: top-k
+// selects with nth_element, top-p sorts a growing prefix only as far as the mass requires, min-p filters
+// in place; the draw walks the kept candidates in their (deterministic) order.
+#include "rollout/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "core/error.h"
+
+namespace grpo::rollout {
+
+Sampler::Sampler(int64_t vocab_size) : V_(vocab_size), prob_(vocab_size), order_(vocab_size) {
+  GRPO_CHECK(vocab_size > 0, "[sampler] vocab_size must be > 0, got ", vocab_size);
+}
+
+int64_t Sampler::sort_prefix(int64_t m, int64_t sorted) {
+  if (m <= sorted) return sorted;
+  const float* p = prob_.data();
+  auto better = [p](int32_t a, int32_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); };
+  std::nth_element(order_.begin() + sorted, order_.begin() + m - 1, order_.end(), better);
+  std::sort(order_.begin() + sorted, order_.begin() + m, better);
+  return m;
+}
+
+SampledToken Sampler::sample(const float* logits, const SamplingParams& sp, Rng& rng) {
+  float mx = -INFINITY;
+  int32_t argmax = 0;
+  for (int64_t i = 0; i < V_; ++i) {
+    GRPO_CHECK(!std::isnan(logits[i]), "[sampler] logits[", i, "] is NaN");
+    if (logits[i] > mx) {
+      mx = logits[i];
+      argmax = static_cast<int32_t>(i);
+    }
+  }
+  GRPO_CHECK(std::isfinite(mx), "[sampler] the largest logit is ", mx, " (expected a finite value)");
+  const bool greedy = sp.temperature == 0;
+  const float inv_t = greedy ? 1.0f : 1.0f / sp.temperature;
+  double sum = 0;
+  for (int64_t i = 0; i < V_; ++i) sum += (prob_[i] = std::exp((logits[i] - mx) * inv_t));
+  const double log_z = std::log(sum);
+  auto logprob_of = [&](int32_t tok) {
+    return static_cast<float>(static_cast<double>((logits[tok] - mx) * inv_t) - log_z);
+  };
+  if (greedy) return {argmax, logprob_of(argmax)};
+
+  const bool truncate = (sp.top_k > 0 && sp.top_k < V_) || sp.top_p < 1.0f || sp.min_p > 0.0f;
+  if (!truncate) {  // draw over the whole vocabulary in id order
+    const double r = rng.uniform() * sum;
+    double cum = 0;
+    int32_t pick = argmax;
+    for (int64_t i = 0; i < V_; ++i) {
+      cum += prob_[i];
+      if (r < cum) {
+        pick = static_cast<int32_t>(i);
+        break;
+      }
+    }
+    return {pick, logprob_of(pick)};
+  }
+
+  std::iota(order_.begin(), order_.end(), 0);
+  int64_t end = V_, sorted = 0;  // candidates: order_[0..end); order_[0..sorted) sorted best first
+  if (sp.top_k > 0 && sp.top_k < V_) {
+    sorted = sort_prefix(sp.top_k, 0);
+    end = sp.top_k;
+  }
+  if (sp.top_p < 1.0f) {
+    double mass = 0;
+    for (int64_t i = 0; i < end; ++i) mass += prob_[order_[i]];
+    const double target = static_cast<double>(sp.top_p) * mass;
+    double cum = 0;
+    int64_t i = 0;
+    for (int64_t m = std::min<int64_t>(64, end);; m = std::min(end, m * 4)) {
+      sorted = sort_prefix(m, sorted);
+      for (; i < sorted && cum < target; ++i) cum += prob_[order_[i]];
+      if (cum >= target || sorted == end) break;
+    }
+    end = i;
+  }
+  if (sp.min_p > 0.0f) {
+    float pmax = 0;
+    for (int64_t i = 0; i < end; ++i) pmax = std::max(pmax, prob_[order_[i]]);
+    const float threshold = sp.min_p * pmax;
+    int64_t kept = 0;
+    for (int64_t i = 0; i < end; ++i)
+      if (prob_[order_[i]] >= threshold) order_[kept++] = order_[i];
+    end = kept;
+  }
+  double total = 0;
+  for (int64_t i = 0; i < end; ++i) total += prob_[order_[i]];
+  const double r = rng.uniform() * total;
+  double cum = 0;
+  int32_t pick = order_[0];
+  for (int64_t i = 0; i < end; ++i) {
+    cum += prob_[order_[i]];
+    if (r < cum) {
+      pick = order_[i];
+      break;
+    }
+  }
+  return {pick, logprob_of(pick)};
+}
+
+}  // namespace grpo::rollout

@@ -1,0 +1,33 @@
+// Token sampling from one row of logits: temperature, top-k, top-p, min-p, then one uniform draw from
+// the sample's own RNG. Returns the token and its log-prob under softmax(logits / temperature) over the
+// full vocabulary. Scratch is owned by the Sampler and sized once (no allocation per call).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/rng.h"
+#include "rollout/request.h"
+
+namespace grpo::rollout {
+
+struct SampledToken {
+  int32_t token = -1;
+  float logprob = 0;
+};
+
+class Sampler {
+ public:
+  explicit Sampler(int64_t vocab_size);
+  // logits [V]. Candidates tie-break by lower token id. Throws grpo::Error on NaN logits.
+  SampledToken sample(const float* logits, const SamplingParams& p, Rng& rng);
+  int64_t vocab_size() const { return V_; }
+
+ private:
+  // Makes order_[0..m) the m most likely tokens, sorted (prob desc, id asc); returns the new sorted count.
+  int64_t sort_prefix(int64_t m, int64_t sorted);
+  int64_t V_;
+  std::vector<float> prob_;      // [V] softmax(logits / temperature)
+  std::vector<int32_t> order_;   // [V] token ids, a sorted prefix of them once truncation needs it
+};
+
+}  // namespace grpo::rollout

@@ -1,0 +1,45 @@
+// The state of one sequence in the rollout engine: a group's prompt (which forks into the n samples once
+// its prefill yields the first logits) or one sample. Tokens are the prompt followed by the generated
+// tokens; num_computed of them have k/v in the cache, in the blocks of the block table.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/rng.h"
+#include "rollout/incremental_text.h"
+#include "rollout/request.h"
+
+namespace grpo::rollout {
+
+struct Sequence {
+  Sequence(int32_t request, int32_t sample, const Request& r, const DecodeFn* decode, int64_t max_blocks)
+      : request(request), sample(sample), rng({r.seed, r.id, static_cast<uint64_t>(sample < 0 ? 0 : sample)}),
+        text(decode, &r.stop_strings) {
+    const size_t max_tokens = r.prompt.size() + static_cast<size_t>(r.max_new_tokens);
+    tokens.reserve(max_tokens);
+    logprobs.reserve(r.max_new_tokens);
+    blocks.reserve(max_blocks);
+    block_hashes.reserve(max_blocks);
+    prompt_len = static_cast<int64_t>(r.prompt.size());
+  }
+  bool is_prompt() const { return sample < 0; }
+  int64_t remaining() const { return static_cast<int64_t>(tokens.size()) - num_computed; }
+  int64_t generated() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }
+
+  int32_t request;  // index into the requests of generate()
+  int32_t sample;   // sample index, -1 for a group's prompt sequence
+  Rng rng;          // per-sample stream from (seed, request id, sample index)
+  std::vector<int32_t> tokens;          // prompt + generated
+  std::vector<float> logprobs;          // [generated]
+  int64_t prompt_len = 0;
+  int64_t num_computed = 0;             // tokens whose k/v are in the cache
+  std::vector<int32_t> blocks;          // block table
+  std::vector<uint64_t> block_hashes;   // prefix-cache hashes of the first full, computed blocks
+  int64_t start_order = -1;             // admission order (-1: never admitted); shared by a group's samples
+  bool running = false, finished = false;
+  int64_t preemptions = 0;
+  IncrementalText text;
+  FinishReason finish_reason = FinishReason::Abort;
+};
+
+}  // namespace grpo::rollout

@@ -1,0 +1,356 @@
+// Engine tests with the fake model: results are bit-identical with and without group sharing / the prefix
+// cache, under preemption, across batch compositions, chunk sizes and thread counts; log-probs match a
+// fresh recompute; stops, limits and aborts; int8/bf16 KV error; no allocation in warm steps; clear errors.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "core/error.h"
+#include "core/threads.h"
+#include "rollout/engine.h"
+#include "rollout/fake_model.h"
+#include "rollout/kv_cache.h"
+
+using namespace grpo;
+using namespace grpo::rollout;
+using fake::FakeModel;
+
+namespace {
+
+constexpr int64_t kBigCache = 4 << 20;  // 4096 blocks
+
+EngineConfig config(int64_t kv_bytes = kBigCache, bool prefix_cache = true) {
+  EngineConfig c;
+  c.block_size = 4;
+  c.kv_memory_bytes = kv_bytes;
+  c.prefix_cache = prefix_cache;
+  c.token_budget = 64;
+  c.max_seqs = 16;
+  return c;
+}
+
+// Bytes of `blocks` KV blocks of the fake model with 4-token f32 blocks.
+int64_t cache_bytes(int64_t blocks) { return blocks * 2 * FakeModel::L * FakeModel::K * 4 * FakeModel::D * 4; }
+
+std::vector<Request> workload(int n_requests = 5, int n = 4, int max_new = 12) {
+  std::vector<Request> reqs;
+  const std::vector<int32_t> shared = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3};  // a common system prompt
+  for (int i = 0; i < n_requests; ++i) {
+    Request r;
+    r.prompt = shared;
+    for (int j = 0; j <= i * 3; ++j) r.prompt.push_back((i * 7 + j * 3) % 36);
+    r.n = n;
+    r.max_new_tokens = max_new + i;
+    r.seed = 42;
+    r.id = static_cast<uint64_t>(i);
+    r.sampling.temperature = 0.9f;
+    r.sampling.top_p = i % 2 ? 0.95f : 1.0f;
+    reqs.push_back(r);
+  }
+  return reqs;
+}
+
+void expect_identical(const std::vector<RequestResult>& a, const std::vector<RequestResult>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].samples.size(), b[i].samples.size());
+    for (size_t k = 0; k < a[i].samples.size(); ++k) {
+      const SampleResult &x = a[i].samples[k], &y = b[i].samples[k];
+      EXPECT_EQ(x.tokens, y.tokens) << "request " << i << " sample " << k;
+      ASSERT_EQ(x.logprobs.size(), y.logprobs.size());
+      for (size_t t = 0; t < x.logprobs.size(); ++t) EXPECT_EQ(x.logprobs[t], y.logprobs[t]);
+      EXPECT_EQ(x.text, y.text);
+      EXPECT_EQ(x.finish_reason, y.finish_reason);
+    }
+  }
+}
+
+// Logits of the last position of `tokens`, computed by one fresh prefill in a private f32 cache.
+std::vector<float> fresh_logits(FakeModel& model, const std::vector<int32_t>& tokens,
+                                ops::KvDType dt = ops::KvDType::F32) {
+  const int64_t T = static_cast<int64_t>(tokens.size()), bs = 4;
+  KvCache kv({FakeModel::L, FakeModel::K, FakeModel::D, bs, dt}, (T + bs - 1) / bs, false);
+  std::vector<int32_t> blocks, pos(T), seq(T, 0), slots(T);
+  for (int64_t b = 0; b < kv.num_blocks(); ++b) blocks.push_back(kv.allocate());
+  for (int64_t t = 0; t < T; ++t) {
+    pos[t] = static_cast<int32_t>(t);
+    slots[t] = static_cast<int32_t>(blocks[t / bs] * bs + t % bs);
+  }
+  const int32_t indptr[2] = {0, static_cast<int32_t>(blocks.size())};
+  const int32_t row = static_cast<int32_t>(T - 1);
+  const StepBatch b{tokens.data(), pos.data(), seq.data(), slots.data(), T, 1, indptr, blocks.data(), &row, 1};
+  Workspace ws(model.workspace_bytes(T, 1));
+  std::vector<float> logits(FakeModel::V);
+  model.forward(b, kv.view(), logits.data(), ws);
+  return logits;
+}
+
+}  // namespace
+
+TEST(Engine, GeneratesNSamplesWithLogprobsMatchingARecompute) {
+  FakeModel model(4);
+  Engine engine(model, config(), fake::fake_decode);
+  auto reqs = workload(3, 3, 8);
+  auto out = engine.generate(reqs);
+  ASSERT_EQ(out.size(), 3u);
+  for (size_t i = 0; i < out.size(); ++i) {
+    ASSERT_EQ(out[i].samples.size(), 3u);
+    for (const SampleResult& s : out[i].samples) {
+      EXPECT_EQ(s.finish_reason, FinishReason::Length);
+      ASSERT_EQ(static_cast<int>(s.tokens.size()), reqs[i].max_new_tokens);
+      ASSERT_EQ(s.logprobs.size(), s.tokens.size());
+      EXPECT_EQ(s.text, fake::fake_decode(s.tokens));
+      // each log-prob is log softmax(logits / T) of a fresh full recompute of the prefix
+      std::vector<int32_t> prefix = reqs[i].prompt;
+      for (size_t t = 0; t < s.tokens.size(); ++t) {
+        auto logits = fresh_logits(model, prefix);
+        double mx = -INFINITY, z = 0;
+        for (float l : logits) mx = std::max(mx, static_cast<double>(l) / 0.9);
+        for (float l : logits) z += std::exp(l / 0.9 - mx);
+        EXPECT_NEAR(s.logprobs[t], logits[s.tokens[t]] / 0.9 - mx - std::log(z), 1e-5);
+        prefix.push_back(s.tokens[t]);
+      }
+    }
+    // samples of a group differ (independent RNG streams)
+    EXPECT_NE(out[i].samples[0].tokens, out[i].samples[1].tokens);
+  }
+  EXPECT_GT(engine.stats().decode_tokens, 0);
+}
+
+TEST(Engine, SharingAndPrefixCacheGiveIdenticalResults) {
+  FakeModel model(4);
+  auto reqs = workload();
+  reqs.push_back(reqs[2]);  // an identical prompt later in the batch
+  reqs.back().id = 99;
+  Engine plain(model, config(kBigCache, false));
+  auto a = plain.generate(reqs);
+  EXPECT_EQ(plain.stats().prefix_hits, 0);
+  Engine cached(model, config(kBigCache, true));
+  auto b = cached.generate(reqs);
+  expect_identical(a, b);
+  auto c = cached.generate(reqs);  // second call: every prompt's full blocks come from the cache
+  expect_identical(a, c);
+  EXPECT_GT(cached.stats().prefix_hits, 0);
+  EXPECT_LT(cached.stats().prefill_tokens, plain.stats().prefill_tokens);
+  // one request at a time without any sharing: n requests of n = 1 with the same seeds and ids
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    for (int k = 0; k < reqs[i].n; ++k) {
+      // sample k of a group uses the stream (seed, id, k): reproduce it with a group of k+1
+      Request single = reqs[i];
+      single.n = k + 1;
+      auto one = plain.generate({single});
+      EXPECT_EQ(one[0].samples[k].tokens, a[i].samples[k].tokens);
+    }
+  }
+}
+
+TEST(Engine, PreemptionAndRecomputeGiveIdenticalResults) {
+  FakeModel model(4);
+  auto reqs = workload(6, 4, 16);
+  Engine big(model, config());
+  auto a = big.generate(reqs);
+  EXPECT_EQ(big.stats().preemptions, 0);
+  for (bool prefix : {false, true}) {
+    // just enough blocks for the longest single sequence (+ spare): samples must take turns
+    int64_t longest = 0;
+    for (const Request& r : reqs) longest = std::max<int64_t>(longest, r.prompt.size() + r.max_new_tokens);
+    Engine small(model, config(cache_bytes((longest + 3) / 4 + 2), prefix));
+    auto b = small.generate(reqs);
+    EXPECT_GT(small.stats().preemptions, 0);
+    expect_identical(a, b);
+  }
+}
+
+TEST(Engine, IdenticalAcrossBatchCompositionChunkingAndThreads) {
+  FakeModel model(4);
+  auto reqs = workload();
+  Engine base(model, config());
+  auto a = base.generate(reqs);
+  // one request per call
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    auto one = base.generate({reqs[i]});
+    expect_identical({a[i]}, one);
+  }
+  // reversed order, tiny token budget (chunked prefill), few sequences per step
+  std::vector<Request> rev(reqs.rbegin(), reqs.rend());
+  EngineConfig tight = config();
+  tight.token_budget = 5;
+  tight.max_seqs = 3;
+  Engine chunked(model, tight);
+  auto b = chunked.generate(rev);
+  std::reverse(b.begin(), b.end());
+  expect_identical(a, b);
+  const int threads = num_threads();
+  set_num_threads(1);
+  Engine single_thread(model, config());
+  auto c = single_thread.generate(reqs);
+  set_num_threads(threads);
+  expect_identical(a, c);
+}
+
+TEST(Engine, WarmStepsAllocateNothing) {
+  FakeModel model(4);
+  Engine engine(model, config());
+  auto reqs = workload();
+  engine.generate(reqs);
+  EXPECT_GT(engine.stats().steps, engine.stats().steps_with_allocs);
+  EXPECT_LE(engine.stats().steps_with_allocs, 3);  // one per batch-size bucket: 16, 32, 64 tokens
+  engine.generate(reqs);
+  EXPECT_EQ(engine.stats().step_allocs, 0);
+}
+
+TEST(Engine, StopTokenAndStopStrings) {
+  FakeModel model(4);
+  Engine engine(model, config(), fake::fake_decode);
+  Request r = workload(1, 8, 40)[0];
+  auto free_run = engine.generate({r})[0];
+  // stop on the token that sample 0 generates at step 5 (first occurrence)
+  const int32_t stop = free_run.samples[0].tokens[5];
+  r.stop_token_ids = {stop};
+  auto out = engine.generate({r})[0];
+  for (size_t k = 0; k < out.samples.size(); ++k) {
+    const SampleResult& s = out.samples[k];
+    const auto& full = free_run.samples[k].tokens;
+    const auto at = std::find(full.begin(), full.end(), stop);
+    if (at == full.end()) {
+      EXPECT_EQ(s.finish_reason, FinishReason::Length);
+      continue;
+    }
+    EXPECT_EQ(s.finish_reason, FinishReason::Stop);
+    EXPECT_EQ(s.tokens, std::vector<int32_t>(full.begin(), at + 1));  // the stop token is kept
+    EXPECT_EQ(s.text, fake::fake_decode(std::vector<int32_t>(full.begin(), at)));  // its text is not
+  }
+  // stop string: the two letters at text offset 6..7 of sample 1
+  Request rs = workload(1, 8, 40)[0];
+  const std::string text1 = free_run.samples[1].text;
+  rs.stop_strings = {text1.substr(6, 2)};
+  auto out2 = engine.generate({rs})[0];
+  for (size_t k = 0; k < out2.samples.size(); ++k) {
+    const std::string& full = free_run.samples[k].text;
+    const size_t at = full.find(rs.stop_strings[0]);
+    const SampleResult& s = out2.samples[k];
+    if (at == std::string::npos) {
+      EXPECT_EQ(s.text, full);
+      continue;
+    }
+    EXPECT_EQ(s.finish_reason, FinishReason::Stop);
+    EXPECT_EQ(s.text, full.substr(0, at));
+    EXPECT_EQ(fake::fake_decode(s.tokens).substr(0, at), s.text);
+  }
+}
+
+TEST(Engine, MaxPositionsEndsWithLength) {
+  FakeModel model(4, /*max_positions=*/20);
+  Engine engine(model, config());
+  Request r = workload(1, 2, 100)[0];
+  auto out = engine.generate({r})[0];
+  for (const SampleResult& s : out.samples) {
+    EXPECT_EQ(s.finish_reason, FinishReason::Length);
+    EXPECT_EQ(r.prompt.size() + s.tokens.size(), 20u);
+  }
+}
+
+TEST(Engine, ProgressCallbackCanAbort) {
+  FakeModel model(4);
+  Engine engine(model, config());
+  int calls = 0;
+  auto out = engine.generate(workload(3, 2, 30), [&](const Progress& p) {
+    EXPECT_EQ(p.requests_total, 3);
+    return ++calls < 5;
+  });
+  EXPECT_EQ(calls, 5);
+  for (const RequestResult& r : out)
+    for (const SampleResult& s : r.samples) {
+      EXPECT_EQ(s.finish_reason, FinishReason::Abort);
+      EXPECT_LT(s.tokens.size(), 30u);
+      EXPECT_EQ(s.tokens.size(), s.logprobs.size());
+    }
+  // the cache is whole again: a new call runs to completion
+  auto again = engine.generate(workload(1, 2, 3));
+  EXPECT_EQ(again[0].samples[0].finish_reason, FinishReason::Length);
+  EXPECT_EQ(engine.kv_cache().available_blocks(), engine.kv_cache().num_blocks());
+}
+
+TEST(Engine, QuantisedKvErrorVsF32) {
+  FakeModel model(4);
+  auto reqs = workload(1, 1, 1);
+  std::vector<int32_t> tokens = reqs[0].prompt;
+  for (int i = 0; i < 30; ++i) tokens.push_back((i * 11) % 36);
+  const auto ref = fresh_logits(model, tokens);
+  for (ops::KvDType dt : {ops::KvDType::BF16, ops::KvDType::I8}) {
+    const auto got = fresh_logits(model, tokens, dt);
+    double max_err = 0, scale = 0;
+    for (int64_t v = 0; v < FakeModel::V; ++v) {
+      max_err = std::max(max_err, static_cast<double>(std::fabs(got[v] - ref[v])));
+      scale = std::max(scale, static_cast<double>(std::fabs(ref[v])));
+    }
+    std::printf("[measured] fake model logits, %s KV vs f32: max abs err %.2e (max |logit| %.2f)\n",
+                std::string(ops::kv_dtype_name(dt)).c_str(), max_err, scale);
+    EXPECT_LT(max_err, dt == ops::KvDType::BF16 ? 0.05 : 0.1);
+  }
+  // the engine runs with either dtype
+  for (ops::KvDType dt : {ops::KvDType::BF16, ops::KvDType::I8}) {
+    EngineConfig c = config();
+    c.kv_dtype = dt;
+    Engine engine(model, c);
+    auto out = engine.generate(workload(2, 2, 6));
+    EXPECT_EQ(out[1].samples[1].tokens.size(), out[1].samples[1].logprobs.size());
+  }
+}
+
+TEST(Engine, BadRequestsAndConfigsNameTheField) {
+  FakeModel model(4);
+  Engine engine(model, config());
+  auto error_of = [&](const Request& r) -> std::string {
+    try {
+      engine.generate({workload(1)[0], r});
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  Request good = workload(1)[0];
+  Request r = good;
+  r.n = 0;
+  EXPECT_NE(error_of(r).find("request 1: n must be >= 1"), std::string::npos);
+  r = good;
+  r.max_new_tokens = -2;
+  EXPECT_NE(error_of(r).find("max_new_tokens"), std::string::npos);
+  r = good;
+  r.sampling.temperature = NAN;
+  EXPECT_NE(error_of(r).find("temperature"), std::string::npos);
+  r = good;
+  r.prompt.clear();
+  EXPECT_NE(error_of(r).find("prompt is empty"), std::string::npos);
+  r = good;
+  r.prompt[2] = FakeModel::V;
+  EXPECT_NE(error_of(r).find("prompt[2]"), std::string::npos);
+  r = good;
+  r.stop_token_ids = {-1};
+  EXPECT_NE(error_of(r).find("stop_token_ids[0]"), std::string::npos);
+  r = good;
+  r.stop_strings = {"x"};  // engine without detokenizer
+  EXPECT_NE(error_of(r).find("detokenizer"), std::string::npos);
+  // a request that can never fit in the cache
+  Engine tiny(model, config(cache_bytes(3)));
+  r = good;
+  r.max_new_tokens = 50;
+  try {
+    tiny.generate({r});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("KV blocks"), std::string::npos) << e.what();
+  }
+  EngineConfig c = config();
+  c.max_seqs = 0;
+  EXPECT_THROW(Engine(model, c), Error);
+  c = config();
+  c.kv_memory_bytes = 0;
+  c.kv_memory_fraction = 1.5;
+  EXPECT_THROW(Engine(model, c), Error);
+  c = config(16);
+  EXPECT_THROW(Engine(model, c), Error);  // not one block
+}
