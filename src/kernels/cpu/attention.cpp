@@ -27,35 +27,73 @@ int64_t padded_head_dim(int64_t D) { return (D + 63) / 64 * 64; }
 int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }  // keeps every scratch array 64-byte apart
 
 struct AttnArgs {
-  float *o, *lse;                    // forward outputs
-  float *dq, *dk, *dv;               // backward outputs
-  const float *o_in, *lse_in, *dout;  // backward inputs
-  const float *q, *k, *v;
-  int64_t H, K, D, Dp;
-  float scale;
+  float *o = nullptr, *lse = nullptr;                                // forward outputs
+  float *dq = nullptr, *dk = nullptr, *dv = nullptr;                 // backward outputs
+  const float *o_in = nullptr, *lse_in = nullptr, *dout = nullptr;  // backward inputs
+  const float *q = nullptr, *k = nullptr, *v = nullptr;
+  const float *kt = nullptr, *vt = nullptr;  // [K, D, Tp] transposed keys and values (vt: backward only)
+  const float* di = nullptr;                 // [T, H] rowsum(dO * O) (backward only)
+  int64_t H = 0, K = 0, D = 0, Dp = 0, Tp = 0;
+  float scale = 0.0f;
 };
 
 // One thread's scratch, all tiles of kBlock rows (Dp-padded head dims).
 struct AttnScratch {
-  float* qs;    // [kBlock, Dp] scaled queries
-  float* dos;   // [kBlock, Dp] output gradient rows
-  float* kt;    // [D, kBlock] keys, transposed
-  float* vt;    // [D, kBlock] values, transposed
-  float* kp;    // [kBlock, Dp] keys (backward) or values (forward), padded
-  float* s;     // [kBlock, kBlock] scores, then probabilities
-  float* dp;    // [kBlock, kBlock] dO V^T, then dS
-  float* acc;   // [kBlock, Dp] forward output accumulator
-  float* dk;    // [kBlock, Dp]
-  float* dv;    // [kBlock, Dp]
-  float* m;     // [kBlock] running max (log2 domain)
-  float* l;     // [kBlock] running sum
-  float* lse2;  // [kBlock] lse * log2(e)
-  float* di;    // [kBlock] rowsum(dO * O)
+  float* qs;   // [kBlock, Dp] scaled queries
+  float* dos;  // [kBlock, Dp] output gradient rows
+  float* kp;   // [kBlock, Dp] keys (backward) or values (forward), padded when D < Dp
+  float* s;    // [kBlock, kBlock] scores, then probabilities
+  float* dp;   // [kBlock, kBlock] dO V^T, then dS
+  float* acc;  // [kBlock, Dp] forward output accumulator
+  float* dk;   // [kBlock, Dp]
+  float* dv;   // [kBlock, Dp]
+  float* m;    // [kBlock] running max (log2 domain)
+  float* l;    // [kBlock] running sum
 };
 
 int64_t scratch_floats(int64_t D) {
   const int64_t Dp = padded_head_dim(D), tile = round16(kBlock * Dp), row = round16(kBlock);
-  return 5 * tile + 2 * round16(D * kBlock) + 2 * round16(kBlock * kBlock) + 4 * row;
+  return 5 * tile + 2 * round16(kBlock * kBlock) + 2 * row;
+}
+
+// Keys past T of the transposed copies: a tile that starts near the end reads kBlock columns.
+int64_t transposed_len(int64_t T) { return round16(T + kBlock); }
+
+// Workspace layout: [threads x scratch] [kt: K, D, Tp] [vt: K, D, Tp] [di: T, H] [dq buffer: T, H, Dp if D < Dp]
+struct WsLayout {
+  int64_t kt, vt, di, dq, total;  // offsets in floats; per-thread scratch starts at 0
+  WsLayout(int64_t threads, int64_t T, int64_t H, int64_t K, int64_t D) {
+    const int64_t Dp = padded_head_dim(D), transposed = round16(K * D * transposed_len(T));
+    kt = threads * scratch_floats(D);
+    vt = kt + transposed;
+    di = vt + transposed;
+    dq = di + round16(T * H);
+    total = dq + (D == Dp ? 0 : T * H * Dp);
+  }
+};
+
+// dst [K, D, Tp] = src [T, K, D] transposed, columns T..Tp zeroed; work split over (kv head, row block).
+void transpose_kv(float* dst, const float* src, int64_t T, int64_t K, int64_t D) {
+  const int64_t Tp = transposed_len(T), blocks = (Tp + kBlock - 1) / kBlock;
+#pragma omp for schedule(static)
+  for (int64_t item = 0; item < K * blocks; ++item) {
+    const int64_t kvh = item / blocks, t0 = item % blocks * kBlock, t1 = std::min(Tp, t0 + kBlock);
+    for (int64_t d = 0; d < D; ++d) {
+      float* out = dst + (kvh * D + d) * Tp;
+      for (int64_t t = t0; t < t1; ++t) out[t] = t < T ? src[(t * K + kvh) * D + d] : 0.0f;
+    }
+  }
+}
+
+// di [T, H] = rowsum(dout * o) per query row and head.
+void output_dot(float* di, const float* dout, const float* o, int64_t T, int64_t H, int64_t D) {
+#pragma omp for schedule(static)
+  for (int64_t row = 0; row < T * H; ++row) {
+    float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+    for (int64_t d = 0; d < D; ++d) acc += dout[row * D + d] * o[row * D + d];
+    di[row] = acc;
+  }
 }
 
 AttnScratch carve_scratch(float* base, int64_t D) {
@@ -73,14 +111,10 @@ AttnScratch carve_scratch(float* base, int64_t D) {
   w.dk = take(tile);
   w.dv = take(tile);
   w.acc = w.dk;  // the forward never touches dk
-  w.kt = take(round16(D * kBlock));
-  w.vt = take(round16(D * kBlock));
   w.s = take(round16(kBlock * kBlock));
   w.dp = take(round16(kBlock * kBlock));
   w.m = take(row);
   w.l = take(row);
-  w.lse2 = take(row);
-  w.di = take(row);
   return w;
 }
 
@@ -128,9 +162,7 @@ int64_t check_attention_args(const int32_t* cu_seqlens, int64_t S, int64_t T, in
 namespace grpo::ops {
 
 int64_t attention_ws_floats(int64_t T, int64_t H, int64_t K, int64_t D) {
-  const int64_t Dp = cpu::padded_head_dim(D);
-  const int64_t dq_buffer = D == Dp ? 0 : T * H * Dp;  // dq accumulates in place unless D needs padding
-  return omp_get_max_threads() * cpu::scratch_floats(D) + dq_buffer;
+  return cpu::WsLayout(omp_get_max_threads(), T, H, K, D).total;
 }
 
 void attention_forward(float* o, float* lse, const float* q, const float* k, const float* v,
@@ -138,13 +170,16 @@ void attention_forward(float* o, float* lse, const float* q, const float* k, con
                        float scale, float* ws) {
   GRPO_PROFILE("attention_forward");
   const int64_t max_blocks = cpu::check_attention_args(cu_seqlens, S, T, H, K, D, scale, "attention_forward");
-  const cpu::AttnArgs a{o,       lse,     nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-                        q,       k,       v,       H,       K,       D,       cpu::padded_head_dim(D), scale};
+  const cpu::WsLayout layout(omp_get_max_threads(), T, H, K, D);
+  float* kt = ws + layout.kt;
+  const cpu::AttnArgs a{.o = o, .lse = lse, .q = q, .k = k, .v = v, .kt = kt, .H = H, .K = K, .D = D,
+                        .Dp = cpu::padded_head_dim(D), .Tp = cpu::transposed_len(T), .scale = scale};
   const bool avx512 = cpu::nn_isa() == cpu::NnIsa::Avx512;
   const int64_t per_block = S * H, tasks = max_blocks * per_block;
 #pragma omp parallel if (tasks > 1)
   {
     const cpu::AttnScratch w = cpu::carve_scratch(ws + omp_get_thread_num() * cpu::scratch_floats(D), D);
+    cpu::transpose_kv(kt, k, T, K, D);
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < tasks; ++task) {
       const int64_t qb = max_blocks - 1 - task / per_block;  // the longest rows first
@@ -165,16 +200,22 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
   GRPO_PROFILE("attention_backward");
   cpu::check_attention_args(cu_seqlens, S, T, H, K, D, scale, "attention_backward");
   const int64_t Dp = cpu::padded_head_dim(D), G = H / K;
-  const cpu::AttnArgs a{nullptr, nullptr, dq, dk, dv, o, lse, dout, q, k, v, H, K, D, Dp, scale};
+  const cpu::WsLayout layout(omp_get_max_threads(), T, H, K, D);
+  float *kt = ws + layout.kt, *vt = ws + layout.vt, *di = ws + layout.di;
+  const cpu::AttnArgs a{.dq = dq, .dk = dk, .dv = dv, .o_in = o, .lse_in = lse, .dout = dout, .q = q, .k = k,
+                        .v = v, .kt = kt, .vt = vt, .di = di, .H = H, .K = K, .D = D, .Dp = Dp,
+                        .Tp = cpu::transposed_len(T), .scale = scale};
   const bool avx512 = cpu::nn_isa() == cpu::NnIsa::Avx512;
-  const int threads = omp_get_max_threads();
   // dq accumulator: dq itself ([T, H, D]) or, when D is not a multiple of 64, a padded [T, H, Dp] buffer.
-  float* dq_acc = D == Dp ? dq : ws + threads * cpu::scratch_floats(D);
+  float* dq_acc = D == Dp ? dq : ws + layout.dq;
   const int64_t ld_dq = D == Dp ? D : Dp;
   const int64_t tasks = S * K;
 #pragma omp parallel if (tasks > 1)
   {
     const cpu::AttnScratch w = cpu::carve_scratch(ws + omp_get_thread_num() * cpu::scratch_floats(D), D);
+    cpu::transpose_kv(kt, k, T, K, D);
+    cpu::transpose_kv(vt, v, T, K, D);
+    cpu::output_dot(di, dout, o, T, H, D);
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < tasks; ++task) {
       const int64_t s = task / K, kvh = task % K;

@@ -3,7 +3,8 @@
 //
 // Scores are kept in the log2 domain: queries are pre-scaled by scale * log2(e), so p = exp2(s - m).
 // Tiles are kBlock queries x kBlock keys, both aligned to the start of the sequence, so only the diagonal
-// tile needs the causal mask. Head dims are padded to Dp (a multiple of 64 = 4 vectors of either width).
+// tile needs the causal mask. Head dims are padded to Dp (a multiple of 64 = 4 vectors of either width);
+// keys (and values, for the backward) are read from the transposed copies a.kt / a.vt [K, D, Tp].
 
 using Reg = V::reg;
 
@@ -62,15 +63,6 @@ inline void load_rows_padded(float* dst, const float* src, int64_t ld, int64_t r
   }
 }
 
-// dst [D, kBlock] = transpose of src rows [rows, D] (stride ld), key columns rows..kBlock zeroed.
-inline void load_transposed(float* dst, const float* src, int64_t ld, int64_t rows, int64_t D) {
-  for (int64_t d = 0; d < D; ++d) {
-    float* out = dst + d * kBlock;
-    for (int64_t j = 0; j < rows; ++j) out[j] = src[j * ld + d];
-    for (int64_t j = rows; j < kBlock; ++j) out[j] = 0.0f;
-  }
-}
-
 // One row of scores s [kBlock] (masked entries already -inf, at least one finite) folded into the running
 // max m and sum l: p [kBlock] (may alias s) = exp2(s - m_new); returns alpha = exp2(m_old - m_new).
 inline float softmax_row_update(float* p, const float* s, float* m, float* l) {
@@ -106,11 +98,16 @@ inline void forward_tile(const AttnArgs& a, const AttnScratch& w, int64_t start,
   std::fill(w.acc, w.acc + nq * Dp, 0.0f);  // [nq, Dp] unnormalised output
   for (int64_t kb = 0; kb <= qb; ++kb) {
     const int64_t k0 = start + kb * kBlock, nk = std::min(kBlock, start + len - k0);
-    const float* krows = a.k + (k0 * K + kvh) * D;  // [nk, D] with stride K*D
-    const float* vrows = a.v + (k0 * K + kvh) * D;
-    load_transposed(w.kt, krows, K * D, nk, D);                 // [D, kBlock]
-    load_rows_padded(w.kp, vrows, K * D, nk, D, Dp, 1.0f);      // [nk, Dp]
-    gemm_tile<false>(w.s, kBlock, w.qs, Dp, 1, w.kt, kBlock, nq, kBlock, D);  // [nq, kBlock] scores
+    const float* kt = a.kt + kvh * D * a.Tp + k0;  // [D, kBlock] with row stride Tp
+    const float* vrows = a.v + (k0 * K + kvh) * D;  // [nk, D] with stride K*D
+    const float* vp = vrows;                        // values with a Dp-wide row: in place or padded copy
+    int64_t ldv = K * D;
+    if (D != Dp) {
+      load_rows_padded(w.kp, vrows, K * D, nk, D, Dp, 1.0f);  // [nk, Dp]
+      vp = w.kp;
+      ldv = Dp;
+    }
+    gemm_tile<false>(w.s, kBlock, w.qs, Dp, 1, kt, a.Tp, nq, kBlock, D);  // [nq, kBlock] scores
     for (int64_t r = 0; r < nq; ++r) {
       float* srow = w.s + r * kBlock;
       for (int64_t j = visible_keys(qb, kb, r, nk); j < kBlock; ++j) srow[j] = -INFINITY;
@@ -118,7 +115,7 @@ inline void forward_tile(const AttnArgs& a, const AttnScratch& w, int64_t start,
       float* orow = w.acc + r * Dp;
       for (int64_t c = 0; c < Dp; c += V::W) V::store(orow + c, V::mul(V::load(orow + c), alpha));
     }
-    gemm_tile<true>(w.acc, Dp, w.s, kBlock, 1, w.kp, Dp, nq, Dp, nk);  // acc += P V
+    gemm_tile<true>(w.acc, Dp, w.s, kBlock, 1, vp, ldv, nq, Dp, nk);  // acc += P V
   }
   for (int64_t r = 0; r < nq; ++r) {
     const int64_t row = (q0 + r) * H + h;
@@ -137,11 +134,16 @@ inline void backward_sequence(const AttnArgs& a, const AttnScratch& w, int64_t s
   const int64_t blocks = (len + kBlock - 1) / kBlock;
   for (int64_t kb = 0; kb < blocks; ++kb) {
     const int64_t k0 = start + kb * kBlock, nk = std::min(kBlock, start + len - k0);
+    const float* kt = a.kt + kvh * D * a.Tp + k0;  // [D, kBlock] with row stride Tp
+    const float* vt = a.vt + kvh * D * a.Tp + k0;
     const float* krows = a.k + (k0 * K + kvh) * D;  // [nk, D] with stride K*D
-    const float* vrows = a.v + (k0 * K + kvh) * D;
-    load_transposed(w.kt, krows, K * D, nk, D);             // [D, kBlock]
-    load_transposed(w.vt, vrows, K * D, nk, D);             // [D, kBlock]
-    load_rows_padded(w.kp, krows, K * D, nk, D, Dp, 1.0f);  // [nk, Dp]
+    const float* kp = krows;                        // keys with a Dp-wide row: in place or padded copy
+    int64_t ldk = K * D;
+    if (D != Dp) {
+      load_rows_padded(w.kp, krows, K * D, nk, D, Dp, 1.0f);  // [nk, Dp]
+      kp = w.kp;
+      ldk = Dp;
+    }
     std::fill(w.dk, w.dk + kBlock * Dp, 0.0f);              // [kBlock, Dp]
     std::fill(w.dv, w.dv + kBlock * Dp, 0.0f);              // [kBlock, Dp]
     for (int64_t qb = kb; qb < blocks; ++qb) {
@@ -150,19 +152,13 @@ inline void backward_sequence(const AttnArgs& a, const AttnScratch& w, int64_t s
         const int64_t h = kvh * G + g;
         load_rows_padded(w.qs, a.q + (q0 * H + h) * D, H * D, nq, D, Dp, a.scale * kNnLog2e);  // [nq, Dp]
         load_rows_padded(w.dos, a.dout + (q0 * H + h) * D, H * D, nq, D, Dp, 1.0f);            // [nq, Dp]
+        gemm_tile<false>(w.s, kBlock, w.qs, Dp, 1, kt, a.Tp, nq, kBlock, D);    // [nq, kBlock] scores
+        gemm_tile<false>(w.dp, kBlock, w.dos, Dp, 1, vt, a.Tp, nq, kBlock, D);  // [nq, kBlock] dO V^T
         for (int64_t r = 0; r < nq; ++r) {
           const int64_t row = (q0 + r) * H + h;
-          float di = 0.0f;  // rowsum(dO * O)
-          for (int64_t d = 0; d < D; ++d) di += a.dout[row * D + d] * a.o_in[row * D + d];
-          w.di[r] = di;
-          w.lse2[r] = a.lse_in[row] * kNnLog2e;
-        }
-        gemm_tile<false>(w.s, kBlock, w.qs, Dp, 1, w.kt, kBlock, nq, kBlock, D);    // [nq, kBlock] scores
-        gemm_tile<false>(w.dp, kBlock, w.dos, Dp, 1, w.vt, kBlock, nq, kBlock, D);  // [nq, kBlock] dO V^T
-        for (int64_t r = 0; r < nq; ++r) {
           float* p = w.s + r * kBlock;
           float* ds = w.dp + r * kBlock;
-          const Reg lse2 = V::set1(w.lse2[r]), di = V::set1(w.di[r]);
+          const Reg lse2 = V::set1(a.lse_in[row] * kNnLog2e), di = V::set1(a.di[row]);
           for (int64_t j = 0; j < kBlock; j += V::W) {
             const Reg pv = V::exp2(V::sub(V::load(p + j), lse2));
             V::store(p + j, pv);
@@ -172,7 +168,7 @@ inline void backward_sequence(const AttnArgs& a, const AttnScratch& w, int64_t s
         }
         gemm_tile<true>(w.dv, Dp, w.s, 1, kBlock, w.dos, Dp, nk, Dp, nq);   // dV += P^T dO
         gemm_tile<true>(w.dk, Dp, w.dp, 1, kBlock, w.qs, Dp, nk, Dp, nq);   // dK += dS^T Qs
-        gemm_tile<true>(dq_rows + ((q0 - start) * H + h) * ld_dq, H * ld_dq, w.dp, kBlock, 1, w.kp, Dp, nq, Dp,
+        gemm_tile<true>(dq_rows + ((q0 - start) * H + h) * ld_dq, H * ld_dq, w.dp, kBlock, 1, kp, ldk, nq, Dp,
                         nk);                                                 // dQ += dS K
       }
     }
