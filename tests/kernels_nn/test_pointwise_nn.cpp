@@ -104,6 +104,20 @@ TEST(NnEmbedding, ForwardAndDeterministicBackward) {
       EXPECT_LT(max_rel_err(dtable.vec(), dwant), 1e-6);  // up to 4 float additions per entry
       EXPECT_TRUE(dtable.guards_intact());
 
+      // d/dtable sum(dout * embedding(table)) by central differences (the backward accumulates: +=).
+      auto td = to_double(table);
+      const auto doutd = to_double(dout);
+      auto loss = [&] {
+        std::vector<double> y(T * C);
+        ref::embedding_forward(y.data(), ids.data(), td.data(), T, C);
+        double l = 0;
+        for (int64_t i = 0; i < T * C; ++i) l += doutd[i] * y[i];
+        return l;
+      };
+      std::vector<float> grad(V * C);
+      for (int64_t i = 0; i < V * C; ++i) grad[i] = dtable.data()[i] - dtable0[i];
+      expect_matches_finite_differences(loss, td, grad, 300, 1e-6, "embedding dtable");
+
       // Same bits with 1 and 2 threads.
       const int saved = omp_get_max_threads();
       std::vector<float> by_threads[2];

@@ -175,15 +175,17 @@ void attention_forward(float* o, float* lse, const float* q, const float* k, con
   const cpu::AttnArgs a{.o = o, .lse = lse, .q = q, .k = k, .v = v, .kt = kt, .H = H, .K = K, .D = D,
                         .Dp = cpu::padded_head_dim(D), .Tp = cpu::transposed_len(T), .scale = scale};
   const bool avx512 = cpu::nn_isa() == cpu::NnIsa::Avx512;
-  const int64_t per_block = S * H, tasks = max_blocks * per_block;
+  // Tasks ordered (sequence, kv head, query tile from the last, head of the group): consecutive tasks reuse
+  // the same keys and values from cache, and each group starts with its largest tiles.
+  const int64_t G = H / K, per_group = max_blocks * G, tasks = S * K * per_group;
 #pragma omp parallel if (tasks > 1)
   {
     const cpu::AttnScratch w = cpu::carve_scratch(ws + omp_get_thread_num() * cpu::scratch_floats(D), D);
     cpu::transpose_kv(kt, k, T, K, D);
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < tasks; ++task) {
-      const int64_t qb = max_blocks - 1 - task / per_block;  // the longest rows first
-      const int64_t s = task % per_block / H, h = task % H;
+      const int64_t s = task / (K * per_group), kvh = task / per_group % K;
+      const int64_t qb = max_blocks - 1 - task % per_group / G, h = kvh * G + task % G;
       const int64_t start = cu_seqlens[s], len = cu_seqlens[s + 1] - start;
       if (qb * cpu::kBlock >= len) continue;
       if (avx512)

@@ -8,18 +8,18 @@
 
 using Reg = V::reg;
 
-// C[r, 0:cols] (=, or += with kAccumulate) sum_k A(r, k) B[k, 0:cols] for r < rows, where A(r, k) is
-// A[r * a_rs + k * a_ks] (a_rs = lda, a_ks = 1 for a row-major A; a_rs = 1, a_ks = lda for its transpose).
-// B [kdim, cols] with row stride ldb; C with row stride ldc; cols % (4 W) == 0.
+// C[r, 0:cols] (=, or += with kAccumulate) sum_k A(r, k) B[k, 0:cols] for r < R, k in [k_begin, k_end),
+// where A(r, k) is A[r * a_rs + k * a_ks] (a_rs = lda, a_ks = 1 for a row-major A; a_rs = 1, a_ks = lda for
+// its transpose). B [kdim, cols] with row stride ldb; C with row stride ldc; cols % (4 W) == 0.
 template <int R, bool kAccumulate>
 inline void gemm_rows(float* C, int64_t ldc, const float* A, int64_t a_rs, int64_t a_ks, const float* B,
-                      int64_t ldb, int64_t kdim) {
+                      int64_t ldb, int64_t k_begin, int64_t k_end) {
   Reg acc[R][4];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) acc[r][c] = kAccumulate ? V::load(C + r * ldc + c * V::W) : V::zero();
-  for (int64_t k = 0; k < kdim; ++k) {
+  for (int64_t k = k_begin; k < k_end; ++k) {
     const float* b = B + k * ldb;
     const Reg b0 = V::load(b), b1 = V::load(b + V::W), b2 = V::load(b + 2 * V::W), b3 = V::load(b + 3 * V::W);
 #pragma GCC unroll 8
@@ -37,15 +37,28 @@ inline void gemm_rows(float* C, int64_t ldc, const float* A, int64_t a_rs, int64
     for (int c = 0; c < 4; ++c) V::store(C + r * ldc + c * V::W, acc[r][c]);
 }
 
-template <bool kAccumulate>
+// Which k a row needs when A is zero outside a triangle (the causal diagonal tile): all of [0, kdim), only
+// k <= row (kLower: P or dS times keys/values) or only k >= row (kUpper: P^T or dS^T times queries/dO).
+// Skipping the zero terms does not change a single bit of the sums.
+enum class Tri { kFull, kLower, kUpper };
+
+template <bool kAccumulate, Tri kTri = Tri::kFull>
 inline void gemm_tile(float* C, int64_t ldc, const float* A, int64_t a_rs, int64_t a_ks, const float* B,
                       int64_t ldb, int64_t rows, int64_t cols, int64_t kdim) {
+  auto k_range = [kdim](int64_t r0, int64_t n_rows, int64_t* k_begin, int64_t* k_end) {
+    *k_begin = kTri == Tri::kUpper ? std::min(r0, kdim) : 0;
+    *k_end = kTri == Tri::kLower ? std::min(kdim, r0 + n_rows) : kdim;
+  };
   for (int64_t c0 = 0; c0 < cols; c0 += 4 * V::W) {
-    int64_t r = 0;
-    for (; r + V::kRows <= rows; r += V::kRows)
-      gemm_rows<V::kRows, kAccumulate>(C + r * ldc + c0, ldc, A + r * a_rs, a_rs, a_ks, B + c0, ldb, kdim);
-    for (; r < rows; ++r)
-      gemm_rows<1, kAccumulate>(C + r * ldc + c0, ldc, A + r * a_rs, a_rs, a_ks, B + c0, ldb, kdim);
+    int64_t r = 0, kb, ke;
+    for (; r + V::kRows <= rows; r += V::kRows) {
+      k_range(r, V::kRows, &kb, &ke);
+      gemm_rows<V::kRows, kAccumulate>(C + r * ldc + c0, ldc, A + r * a_rs, a_rs, a_ks, B + c0, ldb, kb, ke);
+    }
+    for (; r < rows; ++r) {
+      k_range(r, 1, &kb, &ke);
+      gemm_rows<1, kAccumulate>(C + r * ldc + c0, ldc, A + r * a_rs, a_rs, a_ks, B + c0, ldb, kb, ke);
+    }
   }
 }
 
@@ -63,18 +76,18 @@ inline void load_rows_padded(float* dst, const float* src, int64_t ld, int64_t r
   }
 }
 
-// One row of scores s [kBlock] (masked entries already -inf, at least one finite) folded into the running
-// max m and sum l: p [kBlock] (may alias s) = exp2(s - m_new); returns alpha = exp2(m_old - m_new).
-inline float softmax_row_update(float* p, const float* s, float* m, float* l) {
-  Reg mx = V::load(s);
-  for (int64_t j = V::W; j < kBlock; j += V::W) mx = V::max(mx, V::load(s + j));
+// One row of scores [kBlock] (masked entries already -inf, at least one finite) folded into the running
+// max m and sum l, in place: row = exp2(row - m_new); returns alpha = exp2(m_old - m_new).
+inline float softmax_row_update(float* row, float* m, float* l) {
+  Reg mx = V::load(row);
+  for (int64_t j = V::W; j < kBlock; j += V::W) mx = V::max(mx, V::load(row + j));
   const float m_new = std::max(*m, V::reduce_max(mx));
   const float alpha = std::exp2(*m - m_new);  // 0 on the first tile (m = -inf)
   const Reg mv = V::set1(m_new);
   Reg sum = V::zero();
   for (int64_t j = 0; j < kBlock; j += V::W) {
-    const Reg e = V::exp2(V::sub(V::load(s + j), mv));
-    V::store(p + j, e);
+    const Reg e = V::exp2(V::sub(V::load(row + j), mv));
+    V::store(row + j, e);
     sum = V::add(sum, e);
   }
   *l = *l * alpha + V::reduce_add(sum);
@@ -111,11 +124,17 @@ inline void forward_tile(const AttnArgs& a, const AttnScratch& w, int64_t start,
     for (int64_t r = 0; r < nq; ++r) {
       float* srow = w.s + r * kBlock;
       for (int64_t j = visible_keys(qb, kb, r, nk); j < kBlock; ++j) srow[j] = -INFINITY;
-      const Reg alpha = V::set1(softmax_row_update(srow, srow, &w.m[r], &w.l[r]));
-      float* orow = w.acc + r * Dp;
-      for (int64_t c = 0; c < Dp; c += V::W) V::store(orow + c, V::mul(V::load(orow + c), alpha));
+      const float alpha = softmax_row_update(srow, &w.m[r], &w.l[r]);
+      if (alpha != 1.0f) {  // the running max moved: rescale the accumulated output row
+        float* orow = w.acc + r * Dp;
+        const Reg av = V::set1(alpha);
+        for (int64_t c = 0; c < Dp; c += V::W) V::store(orow + c, V::mul(V::load(orow + c), av));
+      }
     }
-    gemm_tile<true>(w.acc, Dp, w.s, kBlock, 1, vp, ldv, nq, Dp, nk);  // acc += P V
+    if (kb < qb)
+      gemm_tile<true>(w.acc, Dp, w.s, kBlock, 1, vp, ldv, nq, Dp, nk);  // acc += P V
+    else
+      gemm_tile<true, Tri::kLower>(w.acc, Dp, w.s, kBlock, 1, vp, ldv, nq, Dp, nk);
   }
   for (int64_t r = 0; r < nq; ++r) {
     const int64_t row = (q0 + r) * H + h;
@@ -166,10 +185,16 @@ inline void backward_sequence(const AttnArgs& a, const AttnScratch& w, int64_t s
           }
           for (int64_t j = visible_keys(qb, kb, r, nk); j < kBlock; ++j) p[j] = ds[j] = 0.0f;
         }
-        gemm_tile<true>(w.dv, Dp, w.s, 1, kBlock, w.dos, Dp, nk, Dp, nq);   // dV += P^T dO
-        gemm_tile<true>(w.dk, Dp, w.dp, 1, kBlock, w.qs, Dp, nk, Dp, nq);   // dK += dS^T Qs
-        gemm_tile<true>(dq_rows + ((q0 - start) * H + h) * ld_dq, H * ld_dq, w.dp, kBlock, 1, kp, ldk, nq, Dp,
-                        nk);                                                 // dQ += dS K
+        float* dq_tile = dq_rows + ((q0 - start) * H + h) * ld_dq;  // [nq, Dp] with stride H * ld_dq
+        if (kb < qb) {
+          gemm_tile<true>(w.dv, Dp, w.s, 1, kBlock, w.dos, Dp, nk, Dp, nq);              // dV += P^T dO
+          gemm_tile<true>(w.dk, Dp, w.dp, 1, kBlock, w.qs, Dp, nk, Dp, nq);              // dK += dS^T Qs
+          gemm_tile<true>(dq_tile, H * ld_dq, w.dp, kBlock, 1, kp, ldk, nq, Dp, nk);     // dQ += dS K
+        } else {
+          gemm_tile<true, Tri::kUpper>(w.dv, Dp, w.s, 1, kBlock, w.dos, Dp, nk, Dp, nq);
+          gemm_tile<true, Tri::kUpper>(w.dk, Dp, w.dp, 1, kBlock, w.qs, Dp, nk, Dp, nq);
+          gemm_tile<true, Tri::kLower>(dq_tile, H * ld_dq, w.dp, kBlock, 1, kp, ldk, nq, Dp, nk);
+        }
       }
     }
     for (int64_t j = 0; j < nk; ++j) {
