@@ -236,9 +236,14 @@ nlohmann::json model_config_to_json(const ModelConfig& c) {
   j["hidden_act"] = "silu";
   if (c.model_type != "qwen2") j["attention_bias"] = false;
 
-  const char* dtype_key = j.contains("dtype") && !j.contains("torch_dtype") ? "dtype" : "torch_dtype";
-  const bool was_f16 = j.contains(dtype_key) && j[dtype_key] == "float16";
-  j[dtype_key] = c.dtype == DType::BF16 ? "bfloat16" : (was_f16 ? "float16" : "float32");
+  // Keep the file's spelling (v5 "dtype", v4 "torch_dtype", or both) and a float16 that computes as f32.
+  auto write_dtype = [&](const char* key) {
+    const bool was_f16 = j.contains(key) && j[key] == "float16";
+    j[key] = c.dtype == DType::BF16 ? "bfloat16" : (was_f16 ? "float16" : "float32");
+  };
+  const bool has_v5 = j.contains("dtype"), has_v4 = j.contains("torch_dtype");
+  if (has_v5) write_dtype("dtype");
+  if (has_v4 || !has_v5) write_dtype("torch_dtype");
 
   nlohmann::json scaling = nullptr;
   if (c.rope_scaling.type != "default") {

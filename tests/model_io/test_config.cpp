@@ -138,6 +138,14 @@ TEST(Config, RoundTripsThroughJsonKeepingUnknownFields) {
   EXPECT_EQ(d.eos_token_ids, c.eos_token_ids);
   j["eos_token_id"] = 7;
   EXPECT_EQ(parse_model_config(j, "c.json").eos_token_ids, (std::vector<int64_t>{7}));
+  // Both dtype spellings present: both are rewritten, so neither contradicts the saved dtype.
+  j["dtype"] = "float32";
+  ModelConfig both = parse_model_config(j, "d.json");
+  both.dtype = DType::BF16;
+  json written = model_config_to_json(both);
+  EXPECT_EQ(written["dtype"], "bfloat16");
+  EXPECT_EQ(written["torch_dtype"], "bfloat16");
+  EXPECT_EQ(parse_model_config(written, "e.json").dtype, DType::BF16);
 }
 
 TEST(Config, Qwen3WithoutHeadDimUsesTransformersDefault128) {

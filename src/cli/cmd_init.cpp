@@ -1,0 +1,144 @@
+// `grpo init`: creates a randomly initialised Hugging Face checkpoint from a preset or a config.json,
+// initialised like transformers (normal(0, initializer_range) for linear and embedding weights, ones for
+// norm weights, zeros for biases), plus tokenizer files (the byte tokenizer or a copy of existing ones).
+#include <cstdio>
+#include <filesystem>
+#include <unistd.h>
+
+#include "cli/command.h"
+#include "core/error.h"
+#include "core/rng.h"
+#include "model/checkpoint.h"
+#include "model/presets.h"
+#include "tokenizer/byte_tokenizer.h"
+#include "tokenizer/tokenizer.h"
+
+namespace grpo::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct InitOptions {
+  std::string arch, preset, config_file, out, tokenizer = "bytes", dtype;
+  uint64_t seed = 0;
+  bool force = false;
+};
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Fills one tensor. Values come from streams keyed by (seed, tensor index, chunk), so the result does not
+// depend on the number of threads.
+void init_tensor(const TensorSpec& spec, size_t index, uint64_t seed, double std, std::vector<float>& out) {
+  const int64_t n = st_numel(spec.shape);
+  out.assign(static_cast<size_t>(n), 0.0f);
+  if (ends_with(spec.name, "norm.weight")) {
+    std::fill(out.begin(), out.end(), 1.0f);
+    return;
+  }
+  if (ends_with(spec.name, ".bias")) return;
+  constexpr int64_t kChunk = 1 << 16;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) {
+    Rng rng({seed, static_cast<uint64_t>(index), static_cast<uint64_t>(c)});
+    const int64_t end = std::min(n, (c + 1) * kChunk);
+    for (int64_t i = c * kChunk; i < end; ++i) out[i] = static_cast<float>(rng.normal() * std);
+  }
+}
+
+// Tokenizer files to copy into the checkpoint; `scratch` receives generated ones.
+std::vector<std::string> tokenizer_files(const InitOptions& o, const ModelConfig& c, const std::string& scratch) {
+  if (o.tokenizer == "bytes") {
+    if (c.vocab_size < kByteTokenizerVocab)
+      fail("[init] vocab_size ", c.vocab_size, " is smaller than the byte tokenizer's ", kByteTokenizerVocab,
+           " ids (use a larger vocab_size or --tokenizer PATH)");
+    write_byte_tokenizer(scratch);
+    return {scratch + "/tokenizer.json", scratch + "/tokenizer_config.json"};
+  }
+  Tokenizer tok = Tokenizer::load(o.tokenizer);  // validates the files before they are copied
+  if (tok.vocab_size() > c.vocab_size)
+    fail("[init] tokenizer ", o.tokenizer, " has ", tok.vocab_size(), " ids but the model's vocab_size is ",
+         c.vocab_size);
+  std::vector<std::string> files{o.tokenizer + "/tokenizer.json"};
+  if (fs::exists(o.tokenizer + "/tokenizer_config.json")) files.push_back(o.tokenizer + "/tokenizer_config.json");
+  return files;
+}
+
+std::string with_commas(int64_t n) {
+  std::string s = std::to_string(n);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+  return s;
+}
+
+void run_init(const InitOptions& o) {
+  ModelConfig c;
+  std::string what;
+  if (!o.config_file.empty()) {
+    if (!o.arch.empty() || !o.preset.empty()) fail("[init] give either --config or --arch/--preset, not both");
+    c = load_model_config(o.config_file);
+    what = o.config_file;
+  } else {
+    if (o.arch.empty() || o.preset.empty()) fail("[init] --arch and --preset are required (or --config FILE)");
+    c = preset_config(o.arch, o.preset);
+    what = "preset " + o.preset;
+  }
+  if (o.dtype == "f32") c.dtype = DType::F32;
+  else if (o.dtype == "bf16") c.dtype = DType::BF16;
+  if (fs::exists(o.out) && !(fs::is_directory(o.out) && fs::is_empty(o.out)) && !o.force)
+    fail("[init] ", o.out, " already exists (use --force to replace a checkpoint there)");
+  if (!o.tokenizer.empty() && o.tokenizer != "bytes" && !fs::is_directory(o.tokenizer))
+    fail("[init] --tokenizer: expected \"bytes\" or a folder with tokenizer.json, got ", o.tokenizer);
+
+  const std::string scratch = o.out + ".tokenizer-" + std::to_string(::getpid());
+  std::vector<std::string> extra;
+  try {
+    extra = tokenizer_files(o, c, scratch);
+    std::vector<TensorSpec> specs = expected_tensors(c);
+    std::vector<std::vector<float>> data(specs.size());
+    std::vector<NamedF32> named;
+    for (size_t i = 0; i < specs.size(); ++i) {
+      init_tensor(specs[i], i, o.seed, c.initializer_range, data[i]);
+      named.push_back({specs[i].name, specs[i].shape, data[i].data()});
+    }
+    save_checkpoint(o.out, c, named, c.dtype, 0, extra);
+  } catch (...) {
+    fs::remove_all(scratch);
+    throw;
+  }
+  fs::remove_all(scratch);
+  const int64_t params = parameter_count(c);
+  std::printf("initialised %s (%s, seed %llu) -> %s\n", c.architecture.c_str(), what.c_str(),
+              static_cast<unsigned long long>(o.seed), o.out.c_str());
+  std::printf("parameters: %s (%.2f M), saved as %s, tokenizer: %s\n", with_commas(params).c_str(), params / 1e6,
+              c.dtype == DType::BF16 ? "bf16" : "f32", o.tokenizer.c_str());
+}
+
+void setup_init(CLI::App& app) {
+  auto o = std::make_shared<InitOptions>();
+  CLI::App* cmd = app.add_subcommand("init", "Create a randomly initialised Hugging Face checkpoint");
+  auto* arch = cmd->add_option("--arch", o->arch, "Architecture")->check(CLI::IsMember(preset_archs()));
+  auto* preset = cmd->add_option("--preset", o->preset,
+                                 "Model size: tiny (~1M parameters), small (~25M), qwen3-0.6b (the real shape)")
+                     ->check(CLI::IsMember(preset_names()));
+  auto* config = cmd->add_option("--config", o->config_file, "A config.json to initialise instead of a preset")
+                     ->check(CLI::ExistingFile);
+  config->excludes(arch)->excludes(preset);
+  cmd->add_option("--out", o->out, "Output folder")->required();
+  cmd->add_option("--tokenizer", o->tokenizer,
+                  "\"bytes\" (256 byte tokens + ChatML specials) or a folder to copy tokenizer.json and "
+                  "tokenizer_config.json from")
+      ->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Random seed")->capture_default_str();
+  cmd->add_option("--dtype", o->dtype, "Saved dtype (default: the config's)")->check(CLI::IsMember({"f32", "bf16"}));
+  cmd->add_flag("--force", o->force, "Replace an existing checkpoint at --out");
+  cmd->callback([o] { run_init(*o); });
+}
+
+}  // namespace
+
+GRPO_REGISTER_COMMAND(setup_init);
+
+}  // namespace grpo::cli

@@ -1,0 +1,104 @@
+// The byte tokenizer files (see byte_tokenizer.h), in the layout of a Qwen tokenizer so that the same
+// loaders handle both: BPE model with the byte alphabet as vocabulary, added tokens with their flags, and
+// tokenizer_config.json with added_tokens_decoder and the chat template.
+#include "tokenizer/byte_tokenizer.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/files.h"
+#include "tokenizer/byte_level.h"
+
+namespace grpo {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+// <|...|> tokens are control tokens (special); <think> tags are ordinary added tokens, as in Qwen3.
+bool is_special_token(const std::string& t) { return t.rfind("<|", 0) == 0; }
+
+// ChatML: <|im_start|>{role}\n{content}<|im_end|>\n per message; the generation prompt opens an assistant
+// turn, with an empty think block when enable_thinking is false (as Qwen3's template does).
+constexpr const char* kChatTemplate =
+    "{%- for message in messages %}"
+    "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}"
+    "{{- '<|im_start|>assistant\\n' }}"
+    "{%- if enable_thinking is defined and enable_thinking is false %}"
+    "{{- '<think>\\n\\n</think>\\n\\n' }}"
+    "{%- endif %}"
+    "{%- endif %}";
+
+ordered_json byte_level_component() {
+  return {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};
+}
+
+ordered_json added_token_entry(int64_t id, const std::string& content) {
+  return {{"id", id},          {"content", content}, {"single_word", false}, {"lstrip", false},
+          {"rstrip", false},   {"normalized", false}, {"special", is_special_token(content)}};
+}
+
+}  // namespace
+
+const std::vector<std::string>& byte_tokenizer_added_tokens() {
+  static const std::vector<std::string> tokens{"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"};
+  return tokens;
+}
+
+void write_byte_tokenizer(const std::string& dir) {
+  ordered_json vocab = ordered_json::object();
+  for (int b = 0; b < 256; ++b) vocab[byte_level::encode(std::string(1, static_cast<char>(b)))] = b;
+  ordered_json added = ordered_json::array();
+  ordered_json added_decoder = ordered_json::object();
+  const auto& tokens = byte_tokenizer_added_tokens();
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const int64_t id = 256 + static_cast<int64_t>(i);
+    ordered_json e = added_token_entry(id, tokens[i]);
+    added.push_back(e);
+    e.erase("id");
+    added_decoder[std::to_string(id)] = e;
+  }
+  ordered_json tokenizer = {
+      {"version", "1.0"},
+      {"truncation", nullptr},
+      {"padding", nullptr},
+      {"added_tokens", added},
+      {"normalizer", nullptr},
+      {"pre_tokenizer", byte_level_component()},
+      {"post_processor", nullptr},
+      {"decoder", byte_level_component()},
+      {"model",
+       {{"type", "BPE"},
+        {"dropout", nullptr},
+        {"unk_token", nullptr},
+        {"continuing_subword_prefix", nullptr},
+        {"end_of_word_suffix", nullptr},
+        {"fuse_unk", false},
+        {"byte_fallback", false},
+        {"ignore_merges", false},
+        {"vocab", vocab},
+        {"merges", ordered_json::array()}}},
+  };
+  ordered_json config = {
+      {"add_bos_token", false},
+      {"add_prefix_space", false},
+      {"added_tokens_decoder", added_decoder},
+      {"additional_special_tokens", {"<|im_start|>", "<|im_end|>"}},
+      {"bos_token", nullptr},
+      {"chat_template", kChatTemplate},
+      {"clean_up_tokenization_spaces", false},
+      {"eos_token", "<|im_end|>"},
+      {"errors", "replace"},
+      {"model_max_length", 131072},
+      {"pad_token", "<|endoftext|>"},
+      {"split_special_tokens", false},
+      {"tokenizer_class", "PreTrainedTokenizerFast"},
+      {"unk_token", nullptr},
+  };
+  make_dirs(dir);
+  write_file_atomic(dir + "/tokenizer.json", tokenizer.dump(2) + "\n");
+  write_file_atomic(dir + "/tokenizer_config.json", config.dump(2) + "\n");
+}
+
+}  // namespace grpo
