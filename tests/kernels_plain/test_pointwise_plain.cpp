@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/threads.h"
 #include "kernels/ops.h"
 #include "kernels/plain_ops.h"
 #include "kernels/ref/ref_nn.h"
@@ -177,6 +178,30 @@ TEST(PlainPointwise, SwigluForwardBackwardMatchesRefAndFused) {
     EXPECT_LT(rel_err(out.values(), fout), kTol);
     EXPECT_LT(rel_err(dgu.values(), fdgu), kTol);
   }
+}
+
+// The parameter-gradient reductions (RMSNorm dw, embedding dtable) sum in a fixed order: the same bits
+// for 1 and 3 threads.
+TEST(PlainPointwise, ReductionsDoNotDependOnThreadCount) {
+  const int64_t N = 700, C = 200, V = 5;  // N * C above the grain, so the passes do run threaded
+  const std::vector<float> x = random_floats(N * C, 70), w = random_floats(C, 71), dy = random_floats(N * C, 72);
+  std::vector<int32_t> ids(N);
+  for (int64_t t = 0; t < N; ++t) ids[t] = static_cast<int32_t>(t % V);
+  std::vector<std::vector<float>> dws, dtables;
+  const int saved = num_threads();
+  for (int threads : {1, 3}) {
+    set_num_threads(threads);
+    std::vector<float> y(N * C), rstd(N), dx(N * C), dw(C, 0.0f), dtable(V * C, 0.0f);
+    std::vector<float> ws(plain::rmsnorm_backward_ws_floats(N, C));
+    plain::rmsnorm_forward(y.data(), rstd.data(), x.data(), w.data(), N, C, 1e-6f);
+    plain::rmsnorm_backward(dx.data(), dw.data(), dy.data(), x.data(), w.data(), rstd.data(), N, C, ws.data());
+    plain::embedding_backward(dtable.data(), dy.data(), ids.data(), N, C);
+    dws.push_back(dw);
+    dtables.push_back(dtable);
+  }
+  set_num_threads(saved);
+  EXPECT_EQ(dws[0], dws[1]);
+  EXPECT_EQ(dtables[0], dtables[1]);
 }
 
 }  // namespace
