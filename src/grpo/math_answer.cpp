@@ -12,7 +12,16 @@ namespace {
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 void replace_all(std::string& s, std::string_view from, std::string_view to) {
-  for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    if (std::string_view(s).substr(i, from.size()) == from) {
+      out += to;
+      i += from.size();
+    } else {
+      out += s[i++];
+    }
+  }
+  s = std::move(out);
 }
 
 // Length of a number token starting at s[i] (a digit), or 0: digits with optional ",ddd" groups,
