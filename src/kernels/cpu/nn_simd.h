@@ -118,7 +118,7 @@ NN_BEGIN_AVX2
 struct Vec256 {
   using reg = __m256;
   static constexpr int W = 8;
-  static constexpr int kRows = 2;
+  static constexpr int kRows = 3;
 
   static reg zero() { return _mm256_setzero_ps(); }
   static reg set1(float v) { return _mm256_set1_ps(v); }
