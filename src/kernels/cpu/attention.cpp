@@ -2,10 +2,14 @@
 // online softmax and stores only o and lse; the backward recomputes probabilities per tile from lse and uses
 // Di = rowsum(dO * O). Tile kernels: nn_attention_impl.h, compiled for AVX-512 and for AVX2.
 //
-// Parallelism: the forward runs one task per (query tile, sequence, head), largest tiles first. The backward
-// runs one task per (sequence, kv head): that task alone writes the dk/dv rows of its kv head and the dq rows
-// of the query heads that read it, so there are no races and no atomics, and every sum runs in a fixed order
-// whatever the thread count.
+// Parallelism: the forward runs one task per (sequence, kv head, query tile, query head of the group). The
+// backward runs one task per (sequence, kv head): that task alone writes the dk/dv rows of its kv head and the
+// dq rows of the query heads that read it, so there are no races and no atomics, and every sum runs in a fixed
+// order whatever the thread count.
+//
+// Workspace (attention_ws_floats): per-thread tile scratch for omp_get_max_threads() threads, so size it with
+// the thread count that will be in effect at the call; plus transposed K and V, Di, and a padded dq buffer
+// when D is not a multiple of 64.
 #include <omp.h>
 
 #include <algorithm>
@@ -120,6 +124,7 @@ AttnScratch carve_scratch(float* base, int64_t D) {
 
 }  // namespace
 
+namespace {  // internal linkage: each kernel file has its own nn_avx512 / nn_avx2 bodies
 NN_BEGIN_AVX512
 namespace nn_avx512 {
 using V = Vec512;
@@ -132,6 +137,7 @@ using V = Vec256;
 #include "kernels/cpu/nn_attention_impl.h"
 }  // namespace nn_avx2
 NN_END_TARGET
+}  // namespace
 
 namespace {
 

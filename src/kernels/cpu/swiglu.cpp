@@ -8,6 +8,7 @@
 #include "kernels/ops.h"
 
 namespace grpo::cpu {
+namespace {  // internal linkage: each kernel file has its own nn_avx512 / nn_avx2 bodies
 NN_BEGIN_AVX512
 namespace nn_avx512 {
 using V = Vec512;
@@ -20,6 +21,7 @@ using V = Vec256;
 #include "kernels/cpu/nn_swiglu_impl.h"
 }  // namespace nn_avx2
 NN_END_TARGET
+}  // namespace
 }  // namespace grpo::cpu
 
 namespace grpo::ops {
