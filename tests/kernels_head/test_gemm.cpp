@@ -10,6 +10,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "kernels/backend.h"
+#include "kernels/cpu/head_gemm.h"
 #include "kernels/ops.h"
 #include "kernels/ref/ref_head.h"
 #include "kernels_head/head_test_util.h"
@@ -82,6 +83,31 @@ TEST(Gemm, ShapeCacheRebindsPointersOnEveryCall) {
                       N, 0.0, expect.data(), N);
     EXPECT_LT(test::max_rel_err(c, expect), 1e-6) << "call " << seed;
   }
+}
+
+// A repeated shape reuses its primitive; more distinct shapes than the cache holds make it start over,
+// and every result stays right (capacity lowered to 8 so that a few shapes overflow it).
+TEST(Gemm, ShapeCacheReusesAndStaysBounded) {
+  const int64_t N = 2, K = 3;
+  const std::vector<float> a(40 * K, 0.5f), b(K * N, 2.0f);
+  std::vector<float> c(40 * N);
+  auto run = [&](int64_t M) {
+    ops::gemm(Trans::N, Trans::N, M, N, K, 1.0f, a.data(), K, b.data(), N, 0.0f, c.data(), N, DType::F32);
+    ASSERT_EQ(c[0], 3.0f) << "M=" << M;
+    ASSERT_EQ(c[(M - 1) * N + 1], 3.0f) << "M=" << M;
+  };
+  const size_t capacity = ops::detail::gemm_cache_capacity();
+  ops::detail::set_gemm_cache_capacity(8);
+  run(40);
+  const size_t after_first = ops::detail::gemm_cache_size();
+  run(40);
+  EXPECT_EQ(ops::detail::gemm_cache_size(), after_first);  // a cache hit adds nothing
+  for (int64_t M = 1; M <= 20; ++M) {
+    run(M);
+    EXPECT_LE(ops::detail::gemm_cache_size(), 8u);
+  }
+  ops::detail::set_gemm_cache_capacity(capacity);
+  EXPECT_THROW(ops::detail::set_gemm_cache_capacity(0), Error);
 }
 
 TEST(Gemm, BetaZeroIgnoresNaNInC) {

@@ -1,17 +1,21 @@
 // GEMM on the CPU through oneDNN 2.6 matmul: f32 or bf16 inputs, f32 output and accumulation.
 // Transposes are expressed as memory strides (no copies); beta = 1 is a sum post-op and alpha an output
 // scale. Primitives are created once per shape and kept in a process-wide cache ("shape cache"), so a
-// repeated shape costs only the execute. One global engine and stream serve every call.
+// repeated shape costs only the execute (creating one costs ~1 ms). Packed batches vary T from step to step,
+// so the cache is bounded: past `capacity` shapes (1024) it starts over (plans in use stay alive through their
+// shared_ptr). One global engine and stream serve every call.
 #include <dnnl.hpp>
 
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 
 #include "core/error.h"
 #include "core/profiler.h"
+#include "kernels/cpu/head_gemm.h"
 #include "kernels/ops.h"
 
 namespace grpo::ops {
@@ -49,7 +53,8 @@ struct DnnlContext {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   std::mutex mu;
-  std::unordered_map<GemmKey, GemmPlan, GemmKeyHash> plans;
+  std::unordered_map<GemmKey, std::shared_ptr<const GemmPlan>, GemmKeyHash> plans;
+  size_t capacity = 1024;
 };
 
 DnnlContext& context() {
@@ -100,6 +105,22 @@ void check_args(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, int64_t lda
 
 }  // namespace
 
+namespace detail {
+size_t gemm_cache_size() {
+  std::lock_guard<std::mutex> lock(context().mu);
+  return context().plans.size();
+}
+size_t gemm_cache_capacity() {
+  std::lock_guard<std::mutex> lock(context().mu);
+  return context().capacity;
+}
+void set_gemm_cache_capacity(size_t capacity) {
+  GRPO_CHECK(capacity >= 1, "[gemm] shape cache capacity must be >= 1");
+  std::lock_guard<std::mutex> lock(context().mu);
+  context().capacity = capacity;
+}
+}  // namespace detail
+
 void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const void* A, int64_t lda,
           const void* B, int64_t ldb, float beta, float* C, int64_t ldc, DType ab_dtype) {
   GRPO_PROFILE("gemm");
@@ -112,12 +133,15 @@ void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, cons
   }
   DnnlContext& ctx = context();
   const GemmKey key{ta, tb, M, N, K, lda, ldb, ldc, ab_dtype, alpha, beta};
-  const GemmPlan* plan;
+  std::shared_ptr<const GemmPlan> plan;
   {
     std::lock_guard<std::mutex> lock(ctx.mu);
     auto it = ctx.plans.find(key);
-    if (it == ctx.plans.end()) it = ctx.plans.emplace(key, make_plan(ctx, key)).first;
-    plan = &it->second;  // unordered_map nodes are stable: safe to use after unlocking
+    if (it == ctx.plans.end()) {
+      if (ctx.plans.size() >= ctx.capacity) ctx.plans.clear();
+      it = ctx.plans.emplace(key, std::make_shared<const GemmPlan>(make_plan(ctx, key))).first;
+    }
+    plan = it->second;
   }
   dnnl::memory a(plan->a_md, ctx.engine, const_cast<void*>(A));
   dnnl::memory b(plan->b_md, ctx.engine, const_cast<void*>(B));

@@ -5,7 +5,6 @@
 // on bf16 inputs like the forward one. Backward chunks hold only the rows with a non-zero upstream gradient
 // (prompt tokens of a GRPO batch have none): their dh rows are zeroed and cost no GEMM work. When the active
 // rows of a chunk are not contiguous, their h rows are gathered and their dh rows scattered.
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
