@@ -1,6 +1,7 @@
 // Tests of RMSNorm (rows of C, also the per-head q/k norm shape): CPU (both SIMD paths) vs the double
 // reference on odd sizes, finite-difference gradients for x and w, the dw += rule, in-place use (y = x,
-// dx = dy), guard bytes, thread-count independence of dw, and bad sizes.
+// dx = dy), guard bytes, thread-count independence of dw, and bad sizes. Also checks that the float
+// instantiation of the reference (rmsnorm, attention) agrees with the double one.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -106,6 +107,46 @@ TEST(NnRmsnorm, RejectsBadSizes) {
   EXPECT_THROW(
       ops::rmsnorm_backward(buf.data(), buf.data(), buf.data(), buf.data(), buf.data(), buf.data(), -1, 2, buf.data()),
       Error);
+}
+
+}  // namespace
+
+namespace {
+
+// The reference is templated on the scalar type; its float instantiation must agree with the double one
+// (it is the oracle other float code may be compared with): float rounding only, 1e-5 of the scale.
+TEST(NnReference, FloatInstantiationMatchesDouble) {
+  const int64_t N = 6, C = 24, H = 4, K = 2;
+  const std::vector<int32_t> cu{0, 2, 6};
+  const auto x = randn(N * C, 60), w = randn(C, 61), dy = randn(N * C, 62);
+  const auto xd = to_double(x), wd = to_double(w), dyd = to_double(dy);
+  std::vector<float> yf(N * C), rf(N), dxf(N * C), dwf(C, 0.0f);
+  std::vector<double> yd(N * C), rd(N), dxd(N * C), dwd(C, 0.0);
+  ref::rmsnorm_forward(yf.data(), rf.data(), x.data(), w.data(), N, C, kEps);
+  ref::rmsnorm_forward(yd.data(), rd.data(), xd.data(), wd.data(), N, C, double{kEps});
+  ref::rmsnorm_backward(dxf.data(), dwf.data(), dy.data(), x.data(), w.data(), rf.data(), N, C);
+  ref::rmsnorm_backward(dxd.data(), dwd.data(), dyd.data(), xd.data(), wd.data(), rd.data(), N, C);
+  EXPECT_LT(max_rel_err(yf, yd), 1e-5);
+  EXPECT_LT(max_rel_err(dxf, dxd), 1e-5);
+  EXPECT_LT(max_rel_err(dwf, dwd), 1e-5);
+
+  // Attention with T = N tokens, H = 4, K = 2, head dim 6 (C = H * 6 = 24 floats per token).
+  const int64_t D = C / H;
+  const auto k = randn(N * K * D, 63), v = randn(N * K * D, 64);
+  const auto kd = to_double(k), vd = to_double(v);
+  std::vector<float> of(N * H * D), lf(N * H), dqf(N * H * D), dkf(N * K * D), dvf(N * K * D);
+  std::vector<double> od(N * H * D), ld(N * H), dqd(N * H * D), dkd(N * K * D), dvd(N * K * D);
+  ref::attention_forward(of.data(), lf.data(), x.data(), k.data(), v.data(), cu.data(), 2, H, K, D, 0.4f);
+  ref::attention_forward(od.data(), ld.data(), xd.data(), kd.data(), vd.data(), cu.data(), 2, H, K, D, 0.4);
+  ref::attention_backward(dqf.data(), dkf.data(), dvf.data(), dy.data(), x.data(), k.data(), v.data(), cu.data(), 2,
+                          N, H, K, D, 0.4f);
+  ref::attention_backward(dqd.data(), dkd.data(), dvd.data(), dyd.data(), xd.data(), kd.data(), vd.data(), cu.data(),
+                          2, N, H, K, D, 0.4);
+  EXPECT_LT(max_rel_err(of, od), 1e-5);
+  EXPECT_LT(max_rel_err(lf, ld), 1e-5);
+  EXPECT_LT(max_rel_err(dqf, dqd), 1e-5);
+  EXPECT_LT(max_rel_err(dkf, dkd), 1e-5);
+  EXPECT_LT(max_rel_err(dvf, dvd), 1e-5);
 }
 
 }  // namespace

@@ -2,9 +2,12 @@
 // Vec512 (AVX-512, 16 lanes) and Vec256 (AVX2+FMA, 8 lanes), each compiled for its own instruction set
 // with `#pragma GCC target`, plus the run-time choice between them (nn_isa()).
 //
-// Kernels are written once against `V` and compiled twice: a kernel file includes its *_impl.h body
-// inside NN_BEGIN_AVX512 namespace nn_avx512 { using V = Vec512; ... } and again for AVX2, so each copy
-// is compiled with the right target (templates cannot carry a target attribute per instantiation).
+// Two ways the nn_* kernel files get one source compiled for both instruction sets:
+// - kernels that need intrinsics (exp, the attention micro-kernels) are written once against `V` in an
+//   *_impl.h body that the kernel file includes twice, inside NN_BEGIN_AVX512 namespace nn_avx512 {
+//   using V = Vec512; ... } and again for AVX2 (templates cannot carry a target attribute per instantiation);
+// - plain loops (memory-bound ops) live in an always_inline function called from two thin wrappers
+//   defined between NN_BEGIN_AVX512 / NN_BEGIN_AVX2 and NN_END_TARGET, where the compiler vectorises them.
 #pragma once
 // GCC 12's AVX-512 headers trip -W(maybe-)uninitialized on their own _mm512_undefined_*() (GCC bug 105593);
 // the warning fires where the intrinsics are inlined, so it stays off in the kernel files that include this.

@@ -2,6 +2,7 @@
 // attention), templated on the scalar type (float or double). Same argument meaning as ops.h; written for
 // obviousness, not speed: the test oracle. Attention builds each row's full score vector.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
