@@ -78,7 +78,8 @@ class Evaluator {
     return std::stoll(s_.substr(start, pos_ - start));
   }
   int64_t record(int64_t a, char op, int64_t b, int64_t result) {
-    steps_.push_back(cat(a, op, b, "=", result));
+    // A negative right operand is parenthesised: "7*(-2)=-14", "11-(-14)=25".
+    steps_.push_back(b < 0 ? cat(a, op, "(", b, ")=", result) : cat(a, op, b, "=", result));
     return result;
   }
 

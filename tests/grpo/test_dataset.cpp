@@ -31,7 +31,21 @@ std::vector<int32_t> bytes_of(const Example& ex) {
 }
 
 // Independent check of an arithmetic expression: shunting-yard to postfix, then a stack evaluation.
-int64_t evaluate_independently(const std::string& s) {
+int64_t evaluate_independently(const std::string& text, bool allow_negative_literals = false) {
+  // Negative literals ("-8-3", "7*(-2)") appear only in worked steps: write them as (0-n).
+  std::string s;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const bool unary = text[i] == '-' && (i == 0 || text[i - 1] == '(' || text[i - 1] == '*' ||
+                                          text[i - 1] == '+' || text[i - 1] == '-');
+    if (unary && allow_negative_literals) {
+      size_t j = i + 1;
+      while (j < text.size() && isdigit(static_cast<unsigned char>(text[j]))) ++j;
+      s += "(0-" + text.substr(i + 1, j - i - 1) + ")";
+      i = j - 1;
+    } else {
+      s += text[i];
+    }
+  }
   auto prec = [](char op) { return op == '*' ? 2 : 1; };
   std::vector<std::string> postfix;
   std::vector<char> ops;
@@ -164,6 +178,10 @@ TEST(Arith, AnswersAreRightAndStepsEndAtTheAnswer) {
       ArithProblem p = generate_arith_problem(rng, level);
       EXPECT_EQ(p.answer, evaluate_independently(p.expression)) << p.expression;
       ASSERT_FALSE(p.steps.empty());
+      for (const auto& step : p.steps) {  // every step is itself a correct operation
+        const size_t eq = step.rfind('=');
+        EXPECT_EQ(std::to_string(evaluate_independently(step.substr(0, eq), true)), step.substr(eq + 1)) << step;
+      }
       const std::string& last = p.steps.back();
       EXPECT_EQ(last.substr(last.rfind('=') + 1), std::to_string(p.answer)) << p.expression;
       const std::string response = arith_response(p);
