@@ -1,6 +1,6 @@
 // Tests of the flash-style causal GQA attention: CPU (both SIMD paths) vs the double reference on packed
-// batches with sequences of odd lengths (1, tile-crossing 70 and 131), GQA 6:2 and 3:3, head dims 24
-// (padded path) and 64 (in-place dq path); finite-difference gradients of q, k, v; guard bytes; causality
+// batches with sequences of odd lengths (1, tile-crossing 70, 130 and 131), GQA 6:2, 3:3 and 2:1, head dims
+// 24 (padded path), 64 and 128 (in-place dq path); finite-difference gradients of q, k, v; guard bytes; causality
 // and sequence isolation (perturbing later tokens or other sequences leaves outputs bit-identical);
 // identical results for 1 and 2 threads; bad cu_seqlens.
 #include <gtest/gtest.h>
@@ -66,6 +66,7 @@ const std::vector<AttnCase> kCases = {
     {{5, 1, 70, 131}, 6, 2, 24},  // GQA 3 heads per kv head, padded head dim, tile-crossing sequences
     {{1}, 3, 3, 24},              // T = 1
     {{64, 65, 3}, 4, 2, 64},      // exact tile, tile + 1; head dim a multiple of 64 (dq accumulated in place)
+    {{130, 7}, 2, 1, 128},        // Qwen3 head dim: two column passes per tile; all heads on one kv head
 };
 
 TEST(NnAttention, MatchesDoubleReference) {
