@@ -55,43 +55,47 @@ void for_each_block(const std::string& input,
   if (!lines.empty()) fn(numbers, lines);
 }
 
-json parse_line(const std::string& line, const std::string& where) {
+template <typename Json>
+Json parse_line(const std::string& line, const std::string& where) {
   utf8::check_valid(line, where);
   try {
-    json j = json::parse(line);
+    Json j = Json::parse(line);
     if (!j.is_object()) fail(where, ": expected a JSON object");
     return j;
-  } catch (const json::exception& e) {
+  } catch (const nlohmann::json::exception& e) {
     fail(where, ": invalid JSON: ", e.what());
   }
 }
 
-bool bool_field(const json& j, const char* key, bool default_value, const std::string& where) {
+template <typename Json>
+bool bool_field(const Json& j, const char* key, bool default_value, const std::string& where) {
   if (!j.contains(key) || j[key].is_null()) return default_value;
   if (!j[key].is_boolean()) fail(where, ": ", key, ": expected true or false");
-  return j[key].get<bool>();
+  return j[key].template get<bool>();
 }
 
-// The text of one input line: its "text", or its conversation rendered with the chat template.
+// The text of one input line: its "text", or its conversation rendered with the chat template (JSON
+// objects keep their key order, as in Python, so tool schemas print as given).
 std::string line_text(const Tokenizer& tok, const TokenizeOptions& o, const std::string& line, const std::string& where) {
-  const json j = parse_line(line, where);
   if (!o.chat) {
+    const json j = parse_line<json>(line, where);
     if (!j.contains("text") || !j["text"].is_string()) fail(where, ": expected {\"text\": string}");
     return j["text"].get<std::string>();
   }
+  const auto j = parse_line<nlohmann::ordered_json>(line, where);
   if (!j.contains("messages") || !j["messages"].is_array())
     fail(where, ": expected {\"messages\": [...]} (with --chat)");
-  ChatTemplateInput in;
-  in.messages = j["messages"];
+  nlohmann::ordered_json tools;
   if (j.contains("tools") && !j["tools"].is_null()) {
     if (!j["tools"].is_array()) fail(where, ": tools: expected an array");
-    in.tools = j["tools"];
+    tools = j["tools"];
   }
-  in.add_generation_prompt = bool_field(j, "add_generation_prompt", o.add_generation_prompt, where);
+  nlohmann::ordered_json extra = nlohmann::ordered_json::object();
   if (j.contains("enable_thinking") && !j["enable_thinking"].is_null())
-    in.extra["enable_thinking"] = bool_field(j, "enable_thinking", true, where);
+    extra["enable_thinking"] = bool_field(j, "enable_thinking", true, where);
   try {
-    return tok.apply_chat_template(in);
+    return tok.apply_chat_template(j["messages"], tools,
+                                   bool_field(j, "add_generation_prompt", o.add_generation_prompt, where), extra);
   } catch (const Error& e) {
     fail(where, ": ", e.what());
   }
@@ -110,18 +114,22 @@ void run_tokenize(const TokenizeOptions& o) {
   const Tokenizer tok = Tokenizer::load(o.tokenizer);
   const std::string source = source_name(o.input);
   for_each_block(o.input, [&](const std::vector<int64_t>& numbers, const std::vector<std::string>& lines) {
-    // Parse and render serially (the chat template engine is not ours to run in parallel), encode in parallel.
-    std::vector<std::string> texts(lines.size());
-    for (size_t k = 0; k < lines.size(); ++k) texts[k] = line_text(tok, o, lines[k], cat(source, ":", numbers[k]));
+    // Parse, render (the template engine is thread-safe) and encode in parallel; report the first error.
     std::vector<std::vector<int32_t>> ids(lines.size());
     std::vector<std::string> errors(lines.size());
     const auto n = static_cast<int64_t>(lines.size());
 #pragma omp parallel for schedule(dynamic, 16) num_threads(num_threads())
     for (int64_t k = 0; k < n; ++k) {
+      const std::string where = cat(source, ":", numbers[k]);
       try {
-        ids[k] = tok.encode(texts[k], o.add_special_tokens);
+        const std::string text = line_text(tok, o, lines[k], where);  // its errors name the line already
+        try {
+          ids[k] = tok.encode(text, o.add_special_tokens);
+        } catch (const std::exception& e) {
+          errors[k] = cat(where, ": ", e.what());
+        }
       } catch (const std::exception& e) {
-        errors[k] = cat(source, ":", numbers[k], ": ", e.what());
+        errors[k] = e.what();
       }
     }
     std::string out;
@@ -141,7 +149,7 @@ void run_detokenize(const TokenizeOptions& o) {
     std::string out;
     for (size_t k = 0; k < lines.size(); ++k) {
       const std::string where = cat(source, ":", numbers[k]);
-      const json j = parse_line(lines[k], where);
+      const json j = parse_line<json>(lines[k], where);
       if (!j.contains("ids") || !j["ids"].is_array()) fail(where, ": expected {\"ids\": [...]}");
       std::vector<int32_t> ids;
       for (const json& id : j["ids"]) {

@@ -44,6 +44,10 @@ class Tokenizer {
 
   // Renders messages with the model's chat template (bos_token / eos_token in the context).
   std::string apply_chat_template(const ChatTemplateInput& in) const;
+  // The same from JSON that keeps object key order, as Python's json does: tool schemas and tool-call
+  // arguments print in their given key order (ChatTemplateInput's nlohmann::json sorts keys).
+  std::string apply_chat_template(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                                  bool add_generation_prompt, const nlohmann::ordered_json& extra) const;
 
   struct Impl;
 
