@@ -140,6 +140,8 @@ TEST(Gemm, RejectsBadArguments) {
   EXPECT_THROW(call(4, 4, 3, 0.0f, DType::F32), Error);
   EXPECT_THROW(call(4, 4, 4, 0.5f, DType::F32), Error);
   EXPECT_THROW(call(4, 4, 4, 0.0f, DType::I32), Error);
+  EXPECT_THROW(ops::gemm(Trans::N, Trans::N, 4, 4, 4, 1.0f, nullptr, 4, b.data(), 4, 0.0f, c.data(), 4, DType::F32),
+               Error);
   try {
     call(2, 4, 4, 0.0f, DType::F32, Trans::T);
     FAIL() << "expected an error";

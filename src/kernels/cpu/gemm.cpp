@@ -126,6 +126,7 @@ void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, cons
   GRPO_PROFILE("gemm");
   check_args(ta, tb, M, N, K, lda, ldb, ldc, beta, ab_dtype);
   if (M == 0 || N == 0) return;
+  GRPO_CHECK(C && (K == 0 || (A && B)), "[gemm] null A, B or C for M=", M, " N=", N, " K=", K);
   if (K == 0) {  // op(A) op(B) is the zero matrix: C = beta * C
     if (beta == 0.0f)
       for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
