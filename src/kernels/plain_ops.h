@@ -84,6 +84,8 @@ struct DecoderKernels {
   decltype(&ops::add_inplace) add_inplace;
   // true for plain: the decoder sizes the lm_head workspace for all T rows, lm_head_ws_floats(T, V, C).
   bool full_logits;
+  // true for plain: attention_ws_floats takes the longest sequence length instead of the batch's T.
+  bool attention_ws_per_sequence;
 };
 
 const DecoderKernels& fused_kernels();  // the ops:: set

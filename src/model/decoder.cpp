@@ -94,7 +94,9 @@ size_t Decoder::carve(int64_t T, bool dry_run) {
   s_.dv = f(T * KV);
   s_.dqkv = f(T * W);
   s_.dy_bf = bf ? h(T * std::max({2 * F, W, C, Q})) : nullptr;
-  s_.attn_ws = f(k_->attention_ws_floats(T, H, K, D));
+  int64_t longest = 0;
+  for (int64_t s = 0; s < batch_->S(); ++s) longest = std::max<int64_t>(longest, batch_->seq_len(s));
+  s_.attn_ws = f(k_->attention_ws_floats(k_->attention_ws_per_sequence ? longest : T, H, K, D));
   s_.rms_ws = f(std::max(k_->rmsnorm_backward_ws_floats(T, C), k_->rmsnorm_backward_ws_floats(T * H, D)));
   s_.head_ws = f(k_->lm_head_ws_floats(k_->full_logits ? T : opt_.lm_head_chunk, c_.vocab_size, C));
   s_.h_final = f(T * C);

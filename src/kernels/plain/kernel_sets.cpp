@@ -11,7 +11,7 @@ const DecoderKernels& fused_kernels() {
       ops::swiglu_backward,     ops::attention_ws_floats, ops::attention_forward,
       ops::attention_backward,  ops::lm_head_ws_floats,  ops::lm_head_forward,
       ops::lm_head_backward,    ops::embedding_forward,  ops::embedding_backward,
-      ops::add_inplace,         /*full_logits=*/false};
+      ops::add_inplace,         /*full_logits=*/false, /*attention_ws_per_sequence=*/false};
   return set;
 }
 
@@ -23,7 +23,7 @@ const DecoderKernels& plain_kernels() {
       plain::swiglu_backward,     plain::attention_ws_floats, plain::attention_forward,
       plain::attention_backward,  plain::lm_head_ws_floats,   plain::lm_head_forward,
       plain::lm_head_backward,    plain::embedding_forward,   plain::embedding_backward,
-      plain::add_inplace,         /*full_logits=*/true};
+      plain::add_inplace,         /*full_logits=*/true, /*attention_ws_per_sequence=*/true};
   return set;
 }
 

@@ -1,0 +1,60 @@
+// `grpo debug forward-backward`: evaluates a reference case (../shared/reference format) and writes
+// what the engine computes under the same tensor names, for comparison with PyTorch.
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "core/files.h"
+#include "core/threads.h"
+#include "train/case_eval.h"
+
+namespace grpo::cli {
+namespace {
+
+struct DebugArgs {
+  std::string model, case_path, grpo, out, dtype = "f32";
+  bool checkpoint = false;
+  int threads = 0;
+};
+
+void run_forward_backward(const DebugArgs& a) {
+  if (a.threads > 0) set_num_threads(a.threads);
+  auto weights = ModelWeights::load(a.model);
+  SafetensorsFile cf = SafetensorsFile::open(a.case_path);
+  nlohmann::json j;
+  if (!a.grpo.empty()) {
+    try {
+      j = nlohmann::json::parse(read_file(a.grpo));
+    } catch (const nlohmann::json::exception& e) {
+      fail("[debug] ", a.grpo, ": not valid JSON (", e.what(), ")");
+    }
+    GRPO_CHECK(j.is_object(), "[debug] ", a.grpo, ": expected a JSON object");
+  }
+  train::CaseOptions opt;
+  opt.mode = parse_compute_mode(a.dtype);
+  opt.checkpoint_activations = a.checkpoint;
+  train::CaseOutputs out = train::evaluate_case(*weights, cf, a.grpo.empty() ? nullptr : &j, opt);
+  std::vector<StTensorOut> tensors;
+  for (const auto& [name, t] : out) tensors.push_back({name, StDType::F32, t.shape, t.data.data()});
+  write_safetensors(a.out, tensors);
+  std::fprintf(stderr, "wrote %zu tensors to %s\n", tensors.size(), a.out.c_str());
+}
+
+void setup(CLI::App& app) {
+  CLI::App* debug = group_command(app, "debug", "Debugging tools");
+  auto a = std::make_shared<DebugArgs>();
+  CLI::App* c = debug->add_subcommand("forward-backward",
+                                      "Compute logits, log-probs, entropy, losses and gradients of a reference case");
+  c->add_option("--model", a->model, "Hugging Face model folder")->required();
+  c->add_option("--case", a->case_path, "Case file (lm_case / grpo_case .safetensors)")->required();
+  c->add_option("--grpo", a->grpo, "GRPO coefficients (grpo_case.json); without it: cross-entropy loss");
+  c->add_option("--out", a->out, "Output .safetensors")->required();
+  c->add_option("--dtype", a->dtype, "Compute mode: f32 or bf16")->check(CLI::IsMember({"f32", "bf16"}));
+  c->add_flag("--checkpoint-activations", a->checkpoint, "Recompute each layer during backward");
+  c->add_option("--threads", a->threads, "Threads (default: all cores)");
+  c->callback([a] { run_forward_backward(*a); });
+}
+
+GRPO_REGISTER_COMMAND(setup);
+
+}  // namespace
+}  // namespace grpo::cli
