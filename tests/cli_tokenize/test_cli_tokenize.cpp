@@ -16,7 +16,7 @@ namespace {
 
 const std::string kTokenizer = std::string(GRPO_SHARED_DIR) + "/models/qwen3-tokenizer";
 
-struct Run {
+struct CommandResult {
   int status;
   std::string out, err;
 };
@@ -32,7 +32,7 @@ class CliTokenize : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
   // Runs `grpo args` with `input` as the file named INPUT in args.
-  Run run(const std::string& args, const std::string& input) {
+  CommandResult run(const std::string& args, const std::string& input) {
     const std::string in = (dir_ / "input.jsonl").string(), out = (dir_ / "out").string(),
                       err = (dir_ / "err").string();
     write_file_atomic(in, input);
@@ -65,13 +65,13 @@ TEST_F(CliTokenize, TokenizeAndDetokenizeReferenceCases) {
     input += nlohmann::json{{"text", c["text"]}}.dump() + "\n";
     ids_input += nlohmann::json{{"ids", c["ids"]}}.dump() + "\n";
   }
-  const Run tok = run("tokenize --tokenizer " + kTokenizer + " --input INPUT", input);
+  const CommandResult tok = run("tokenize --tokenizer " + kTokenizer + " --input INPUT", input);
   ASSERT_EQ(tok.status, 0) << tok.err;
   const auto ids = lines_of(tok.out);
   ASSERT_EQ(ids.size(), cases.size());
   for (size_t k = 0; k < cases.size(); ++k) EXPECT_EQ(ids[k]["ids"], cases[k]["ids"]) << cases[k]["text"];
 
-  const Run detok = run("detokenize --tokenizer " + kTokenizer + " --input INPUT", ids_input);
+  const CommandResult detok = run("detokenize --tokenizer " + kTokenizer + " --input INPUT", ids_input);
   ASSERT_EQ(detok.status, 0) << detok.err;
   const auto texts = lines_of(detok.out);
   ASSERT_EQ(texts.size(), cases.size());
@@ -81,7 +81,7 @@ TEST_F(CliTokenize, TokenizeAndDetokenizeReferenceCases) {
 TEST_F(CliTokenize, ChatCasesWithPerLineFields) {
   const std::string input = reference("qwen3_chat_cases.jsonl");  // lines carry add_generation_prompt etc.
   const auto cases = lines_of(input);
-  const Run r = run("tokenize --chat --tokenizer " + kTokenizer + " --input INPUT", input);
+  const CommandResult r = run("tokenize --chat --tokenizer " + kTokenizer + " --input INPUT", input);
   ASSERT_EQ(r.status, 0) << r.err;
   const auto ids = lines_of(r.out);
   ASSERT_EQ(ids.size(), cases.size());
@@ -90,7 +90,7 @@ TEST_F(CliTokenize, ChatCasesWithPerLineFields) {
 
 TEST_F(CliTokenize, AddGenerationPromptFlagAndLineOverride) {
   const std::string messages = R"("messages": [{"role": "user", "content": "Hi"}])";
-  const Run r = run("tokenize --chat --add-generation-prompt --tokenizer " + kTokenizer + " --input INPUT",
+  const CommandResult r = run("tokenize --chat --add-generation-prompt --tokenizer " + kTokenizer + " --input INPUT",
                     "{" + messages + "}\n{" + messages + R"(, "add_generation_prompt": false})" + "\n{" + messages +
                         R"(, "enable_thinking": false})" + "\n");
   ASSERT_EQ(r.status, 0) << r.err;
@@ -105,7 +105,7 @@ TEST_F(CliTokenize, AddGenerationPromptFlagAndLineOverride) {
 }
 
 TEST_F(CliTokenize, ErrorsNameTheLine) {
-  Run r = run("tokenize --tokenizer " + kTokenizer + " --input INPUT", "{\"text\": \"ok\"}\n{\"text\": \"bad \xFF\"}\n");
+  CommandResult r = run("tokenize --tokenizer " + kTokenizer + " --input INPUT", "{\"text\": \"ok\"}\n{\"text\": \"bad \xFF\"}\n");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("input.jsonl:2"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("not valid UTF-8"), std::string::npos) << r.err;
@@ -132,13 +132,13 @@ TEST_F(CliTokenize, BenchReportsThroughput) {
       if (ch == '\n' || ch == '\r') ch = ' ';
     text += t + "\n";
   }
-  const Run r = run("bench tokenize --repeat 1 --json --tokenizer " + kTokenizer + " --input INPUT", text);
+  const CommandResult r = run("bench tokenize --repeat 1 --json --tokenizer " + kTokenizer + " --input INPUT", text);
   ASSERT_EQ(r.status, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_GT(j["tokens"].get<int64_t>(), 1000);
   EXPECT_GT(j["single_seconds"].get<double>(), 0.0);
   EXPECT_GT(j["all_seconds"].get<double>(), 0.0);
-  const Run bad = run("bench tokenize --tokenizer " + kTokenizer + " --input INPUT", "fine\nnot \xC3(\n");
+  const CommandResult bad = run("bench tokenize --tokenizer " + kTokenizer + " --input INPUT", "fine\nnot \xC3(\n");
   EXPECT_EQ(bad.status, 1);
   EXPECT_NE(bad.err.find("input.jsonl:2"), std::string::npos) << bad.err;
 }
