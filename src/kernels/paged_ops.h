@@ -63,16 +63,23 @@ void paged_attention(float* o, const float* q, const PagedKvView& kv, int64_t la
                      const int32_t* block_table, const int32_t* seq_index, const int32_t* positions, int64_t T,
                      int64_t S, int64_t H, float scale, float* ws);
 
-// y [B, N] (=) = x [B, K] (f32) . W^T, W [N, K] in f32 or bf16 (w_dtype). Streams W once for all B rows
-// (AVX-512 when present): for the small batches of decode, where a GEMM's set-up and packing dominate.
+// y [B, N] (=) = x [B, K] (f32) . W^T, W [N, K] in f32 or bf16 (w_dtype; then x is rounded to bf16 like
+// ops::gemm's bf16 path, and pairs use avx512_bf16 dot products when present). Streams W once for all B
+// rows (AVX-512 when present): for the small batches of decode, where a GEMM's set-up and packing dominate.
 // Every y[b, n] is summed in the same order whatever B and the thread count, so a row's result does not
 // depend on the rest of the batch.
 void gemv(float* y, const float* x, const void* W, DType w_dtype, int64_t B, int64_t N, int64_t K);
 
-// Largest batch for which gemv beats ops::gemm on this machine (measured in bench_kernels_paged.cpp).
-constexpr int64_t kGemvMaxBatch = 8;
-// y [B, N] (=) = x [B, K] . W^T: gemv up to kGemvMaxBatch rows, ops::gemm above (x converted to bf16 in
-// x_bf16 [B, K] when W is bf16; may be null when W is f32).
+// Largest batch for which gemv beats ops::gemm (measured with bench_kernels_paged.cpp on the 2-core Zen 4
+// machine, one thread, N=1536/K=512 and N=512/K=1536: f32 gemv wins up to B = 8 (181 vs 204 us at B = 8,
+// 362 vs 334 us at B = 16); bf16 gemv wins up to B = 2 (42 vs 61 us), ties at B = 4, loses from B = 8).
+constexpr int64_t kGemvMaxBatchF32 = 8;
+constexpr int64_t kGemvMaxBatchBf16 = 2;
+constexpr int64_t gemv_max_batch(DType w_dtype) {
+  return w_dtype == DType::BF16 ? kGemvMaxBatchBf16 : kGemvMaxBatchF32;
+}
+// y [B, N] (=) = x [B, K] . W^T: gemv up to gemv_max_batch(w_dtype) rows, ops::gemm above (x converted to
+// bf16 in x_bf16 [B, K] when W is bf16; may be null when W is f32).
 void decode_matmul(float* y, const float* x, bf16_t* x_bf16, const void* W, DType w_dtype, int64_t B, int64_t N,
                    int64_t K);
 

@@ -1,9 +1,10 @@
-// Small-batch matmul for decode: y [B,N] = x [B,K] . W[N,K]^T with W f32 or bf16, streaming W once per
-// group of 4 batch rows (register tile: 4 batch rows x 4 weight rows of 16-lane accumulators). bf16
-// weights are widened to f32 in registers (exact), x stays f32. Every y[b,n] is accumulated the same way
-// (16-lane partial sums over k in order, masked tail, fixed reduction tree) whatever B, the tile it falls
-// in and the thread count. decode_matmul picks gemv or ops::gemm by batch size (crossover measured in
-// bench/bench_kernels_paged.cpp).
+// Small-batch matmul for decode: y [B,N] = x [B,K] . W[N,K]^T with W f32 or bf16. Each thread takes tiles
+// of 4 weight rows and runs every batch row against them (register tile: 1 batch row x 4 weight rows of
+// 16-lane accumulators), so W is read from memory once per call. bf16 weights: x is rounded to bf16 (as in
+// ops::gemm's bf16 path) and pairs are multiplied with avx512_bf16 dot products when the CPU has them,
+// else W is widened to f32 in registers. Every y[b,n] is accumulated the same way (lane partial sums over
+// k in order, masked tail, fixed reduction tree) whatever B, the tile it falls in and the thread count.
+// decode_matmul picks gemv or ops::gemm by batch size (crossover measured in bench/bench_kernels_paged.cpp).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -17,86 +18,129 @@ namespace grpo::ops {
 
 namespace {
 
-constexpr int kRowTile = 4;    // weight rows per tile
-constexpr int kBatchTile = 4;  // batch rows per tile
+constexpr int kRowTile = 4;  // weight rows per register tile (one batch row at a time)
 
 #define GRPO_AVX512 [[gnu::target("avx512f,avx512bw,avx512vl,avx512dq")]]
+#define GRPO_AVX512_BF16 [[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")]]
 
-template <bool kBf16>
-GRPO_AVX512 [[gnu::always_inline]] inline __m512 load_w(const void* W, int64_t idx, __mmask16 mask) {
-  if constexpr (kBf16) {
-    __m256i h = _mm256_maskz_loadu_epi16(mask, static_cast<const bf16_t*>(W) + idx);
-    return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xffff, _mm512_maskz_cvtepu16_epi32(0xffff, h), 16));
-  } else {
-    return _mm512_maskz_loadu_ps(mask, static_cast<const float*>(W) + idx);
-  }
-}
+// How W is read: f32; bf16 widened to f32 (x rounded to bf16 first); bf16 pairs with avx512_bf16 dot products.
+enum class Kind { F32, Bf16Widen, Bf16Dot };
 
-// Sum of the 16 lanes as a fixed pairwise tree (the same for every output).
+// Sum of the 16 lanes as a fixed tree (the same for every output).
 GRPO_AVX512 [[gnu::always_inline]] inline float reduce16(__m512 v) {
-  alignas(64) float t[16];
-  _mm512_store_ps(t, v);
-  for (int w = 8; w >= 1; w /= 2)
-    for (int i = 0; i < w; ++i) t[i] += t[i + w];
-  return t[0];
+  const __m256 lo = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xf, _mm512_castps_pd(v), 0));
+  const __m256 hi = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xf, _mm512_castps_pd(v), 1));
+  const __m256 s8 = _mm256_add_ps(lo, hi);
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
 }
 
-// y[b0..b0+NB, n0..n0+NR] for compile-time tile sizes.
-template <int NB, int NR, bool kBf16>
-GRPO_AVX512 void tile_avx512(float* y, const float* x, const void* W, int64_t b0, int64_t n0, int64_t N, int64_t K) {
-  __m512 acc[NB][NR];
-  for (int b = 0; b < NB; ++b)
-    for (int r = 0; r < NR; ++r) acc[b][r] = _mm512_setzero_ps();
-  for (int64_t k = 0; k < K; k += 16) {
-    const __mmask16 mask = K - k >= 16 ? __mmask16(0xffff) : __mmask16((1u << (K - k)) - 1);
-    __m512 w[NR];
-    for (int r = 0; r < NR; ++r) w[r] = load_w<kBf16>(W, (n0 + r) * K + k, mask);
-    for (int b = 0; b < NB; ++b) {
-      const __m512 xv = _mm512_maskz_loadu_ps(mask, x + (b0 + b) * K + k);
-      for (int r = 0; r < NR; ++r) acc[b][r] = _mm512_fmadd_ps(xv, w[r], acc[b][r]);
-    }
+GRPO_AVX512 [[gnu::always_inline]] inline __m512 widen_bf16(__m256i h) {
+  return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xffff, _mm512_maskz_cvtepu16_epi32(0xffff, h), 16));
+}
+
+// x rounded to bf16 and back (round to nearest even), 16 lanes.
+GRPO_AVX512 [[gnu::always_inline]] inline __m512 round_bf16(__m512 x) {
+  const __m512i u = _mm512_castps_si512(x);
+  const __m512i lsb = _mm512_maskz_and_epi32(0xffff, _mm512_maskz_srli_epi32(0xffff, u, 16), _mm512_set1_epi32(1));
+  const __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb));
+  return _mm512_castsi512_ps(_mm512_maskz_and_epi32(0xffff, r, _mm512_set1_epi32(int(0xffff0000u))));
+}
+
+// Register tiles: 1 batch row x NR weight rows. GCC 12 keeps these NR accumulators in registers but stores
+// larger (2 x 4, 2 x 8) accumulator arrays to the stack at every step: 1 x 4 measured 1.6x faster in f32.
+
+// One k step of 16 of the FMA kinds (mask: the valid lanes).
+template <int NR, Kind kKind>
+GRPO_AVX512 [[gnu::always_inline]] inline void step_fma(__m512 (&acc)[NR], const float* x, const void* W,
+                                                        int64_t b, int64_t n0, int64_t K, int64_t k, __mmask16 mask) {
+  __m512 w[NR];
+  for (int r = 0; r < NR; ++r) {
+    if constexpr (kKind == Kind::F32)
+      w[r] = _mm512_maskz_loadu_ps(mask, static_cast<const float*>(W) + (n0 + r) * K + k);
+    else
+      w[r] = widen_bf16(_mm256_maskz_loadu_epi16(mask, static_cast<const bf16_t*>(W) + (n0 + r) * K + k));
   }
-  for (int b = 0; b < NB; ++b)
-    for (int r = 0; r < NR; ++r) y[(b0 + b) * N + n0 + r] = reduce16(acc[b][r]);
+  __m512 xv = _mm512_maskz_loadu_ps(mask, x + b * K + k);
+  if constexpr (kKind != Kind::F32) xv = round_bf16(xv);
+  for (int r = 0; r < NR; ++r) acc[r] = _mm512_fmadd_ps(xv, w[r], acc[r]);
 }
 
-template <int NR, bool kBf16>
-GRPO_AVX512 void rows_avx512(float* y, const float* x, const void* W, int64_t B, int64_t n0, int64_t N, int64_t K) {
-  int64_t b0 = 0;
-  for (; b0 + kBatchTile <= B; b0 += kBatchTile) tile_avx512<kBatchTile, NR, kBf16>(y, x, W, b0, n0, N, K);
-  switch (B - b0) {
-    case 1: tile_avx512<1, NR, kBf16>(y, x, W, b0, n0, N, K); break;
-    case 2: tile_avx512<2, NR, kBf16>(y, x, W, b0, n0, N, K); break;
-    case 3: tile_avx512<3, NR, kBf16>(y, x, W, b0, n0, N, K); break;
-    default: break;
-  }
+// One k step of 32 with avx512_bf16 dot products (pairs of bf16 products summed into f32 lanes).
+template <int NR>
+GRPO_AVX512_BF16 [[gnu::always_inline]] inline void step_dot(__m512 (&acc)[NR], const float* x, const bf16_t* W,
+                                                             int64_t b, int64_t n0, int64_t K, int64_t k,
+                                                             __mmask32 mask) {
+  const __mmask16 mlo = static_cast<__mmask16>(mask), mhi = static_cast<__mmask16>(mask >> 16);
+  __m512bh w[NR];
+  for (int r = 0; r < NR; ++r) w[r] = (__m512bh)_mm512_maskz_loadu_epi16(mask, W + (n0 + r) * K + k);
+  const float* xb = x + b * K + k;
+  const __m512bh xv = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(mhi, xb + 16), _mm512_maskz_loadu_ps(mlo, xb));
+  for (int r = 0; r < NR; ++r) acc[r] = _mm512_dpbf16_ps(acc[r], xv, w[r]);
 }
 
-template <bool kBf16>
+// y[b, n0..n0+NR].
+template <int NR, Kind kKind>
+GRPO_AVX512_BF16 void tile_dot(float* y, const float* x, const void* W, int64_t b, int64_t n0, int64_t N, int64_t K) {
+  __m512 acc[NR];
+  for (int r = 0; r < NR; ++r) acc[r] = _mm512_setzero_ps();
+  const bf16_t* Wb = static_cast<const bf16_t*>(W);
+  int64_t k = 0;
+  for (; k + 32 <= K; k += 32) step_dot<NR>(acc, x, Wb, b, n0, K, k, 0xffffffffu);
+  if (k < K) step_dot<NR>(acc, x, Wb, b, n0, K, k, static_cast<__mmask32>((1ull << (K - k)) - 1));
+  for (int r = 0; r < NR; ++r) y[b * N + n0 + r] = reduce16(acc[r]);
+}
+
+template <int NR, Kind kKind>
+GRPO_AVX512 void tile_fma(float* y, const float* x, const void* W, int64_t b, int64_t n0, int64_t N, int64_t K) {
+  __m512 acc[NR];
+  for (int r = 0; r < NR; ++r) acc[r] = _mm512_setzero_ps();
+  int64_t k = 0;
+  for (; k + 16 <= K; k += 16) step_fma<NR, kKind>(acc, x, W, b, n0, K, k, 0xffff);
+  if (k < K) step_fma<NR, kKind>(acc, x, W, b, n0, K, k, static_cast<__mmask16>((1u << (K - k)) - 1));
+  for (int r = 0; r < NR; ++r) y[b * N + n0 + r] = reduce16(acc[r]);
+}
+
+template <int NR, Kind kKind>
+void tile(float* y, const float* x, const void* W, int64_t b, int64_t n0, int64_t N, int64_t K) {
+  if constexpr (kKind == Kind::Bf16Dot)
+    tile_dot<NR, kKind>(y, x, W, b, n0, N, K);
+  else
+    tile_fma<NR, kKind>(y, x, W, b, n0, N, K);
+}
+
+// All batch rows against weight rows n0 .. n0+NR (the W tile stays in L1 while x streams).
+template <int NR, Kind kKind>
+void rows(float* y, const float* x, const void* W, int64_t B, int64_t n0, int64_t N, int64_t K) {
+  for (int64_t b = 0; b < B; ++b) tile<NR, kKind>(y, x, W, b, n0, N, K);
+}
+
+template <Kind kKind>
 void gemv_avx512(float* y, const float* x, const void* W, int64_t B, int64_t N, int64_t K) {
-  const int64_t tiles = (N + kRowTile - 1) / kRowTile;
-#pragma omp parallel for schedule(static) if (N * K * (kBf16 ? 2 : 4) > (1 << 18))
-  for (int64_t i = 0; i < tiles; ++i) {
-    const int64_t n0 = i * kRowTile;
-    switch (std::min<int64_t>(kRowTile, N - n0)) {
-      case 4: rows_avx512<4, kBf16>(y, x, W, B, n0, N, K); break;
-      case 3: rows_avx512<3, kBf16>(y, x, W, B, n0, N, K); break;
-      case 2: rows_avx512<2, kBf16>(y, x, W, B, n0, N, K); break;
-      default: rows_avx512<1, kBf16>(y, x, W, B, n0, N, K); break;
+  const int64_t full = N / kRowTile;
+#pragma omp parallel for schedule(static) if (N * K * (kKind == Kind::F32 ? 4 : 2) > (1 << 18))
+  for (int64_t i = 0; i <= full; ++i) {
+    if (i < full) {
+      rows<kRowTile, kKind>(y, x, W, B, i * kRowTile, N, K);
+    } else {
+      for (int64_t n = full * kRowTile; n < N; ++n) rows<1, kKind>(y, x, W, B, n, N, K);
     }
   }
 }
 
-// Baseline: one output at a time, 16 partial sums like the AVX-512 path.
+// Baseline: one output at a time, 16 partial sums; x rounded to bf16 for bf16 weights like the SIMD paths.
 void gemv_baseline(float* y, const float* x, const void* W, DType w_dtype, int64_t B, int64_t N, int64_t K) {
+  const bool bf16 = w_dtype == DType::BF16;
 #pragma omp parallel for schedule(static) if (N * K > (1 << 16))
   for (int64_t n = 0; n < N; ++n)
     for (int64_t b = 0; b < B; ++b) {
       float part[16] = {};
       for (int64_t k = 0; k < K; ++k) {
-        const float w = w_dtype == DType::BF16 ? grpo::bf16_to_f32(static_cast<const bf16_t*>(W)[n * K + k])
-                                               : static_cast<const float*>(W)[n * K + k];
-        part[k % 16] += x[b * K + k] * w;
+        const float xv = bf16 ? grpo::bf16_to_f32(grpo::f32_to_bf16(x[b * K + k])) : x[b * K + k];
+        const float w = bf16 ? grpo::bf16_to_f32(static_cast<const bf16_t*>(W)[n * K + k])
+                             : static_cast<const float*>(W)[n * K + k];
+        part[k % 16] += xv * w;
       }
       float sum = 0;
       for (float p : part) sum += p;
@@ -112,17 +156,16 @@ void gemv(float* y, const float* x, const void* W, DType w_dtype, int64_t B, int
   GRPO_CHECK(B >= 0 && N >= 0 && K >= 0, "[gemv] negative size B=", B, " N=", N, " K=", K);
   if (B == 0 || N == 0) return;
   if (!cpu_has_avx512()) return gemv_baseline(y, x, W, w_dtype, B, N, K);
-  if (w_dtype == DType::BF16)
-    gemv_avx512<true>(y, x, W, B, N, K);
-  else
-    gemv_avx512<false>(y, x, W, B, N, K);
+  if (w_dtype == DType::F32) return gemv_avx512<Kind::F32>(y, x, W, B, N, K);
+  if (cpu_has_avx512_bf16()) return gemv_avx512<Kind::Bf16Dot>(y, x, W, B, N, K);
+  gemv_avx512<Kind::Bf16Widen>(y, x, W, B, N, K);
 }
 
 void decode_matmul(float* y, const float* x, bf16_t* x_bf16, const void* W, DType w_dtype, int64_t B, int64_t N,
                    int64_t K) {
-  if (B <= kGemvMaxBatch) return gemv(y, x, W, w_dtype, B, N, K);
+  if (B <= gemv_max_batch(w_dtype)) return gemv(y, x, W, w_dtype, B, N, K);
   if (w_dtype == DType::F32) return gemm(Trans::N, Trans::T, B, N, K, 1.0f, x, K, W, K, 0.0f, y, N, DType::F32);
-  GRPO_CHECK(x_bf16, "[decode_matmul] bf16 weights with B = ", B, " > ", kGemvMaxBatch, " need an x_bf16 buffer");
+  GRPO_CHECK(x_bf16, "[decode_matmul] bf16 weights with B = ", B, " > ", kGemvMaxBatchBf16, " need an x_bf16 buffer");
   f32_to_bf16(x_bf16, x, B * K);
   gemm(Trans::N, Trans::T, B, N, K, 1.0f, x_bf16, K, W, K, 0.0f, y, N, DType::BF16);
 }

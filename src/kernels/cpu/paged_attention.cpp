@@ -3,8 +3,11 @@
 // visited in order with an online softmax. bf16 and int8 k/v are converted inside the dot products and
 // the weighted sums (int8: the per-token scale multiplies the integer dot product), never into a
 // full-precision copy. The body is compiled twice: AVX-512 and baseline, chosen at run time.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "core/error.h"
 #include "kernels/backend.h"
@@ -13,6 +16,8 @@
 namespace grpo::ops {
 
 namespace {
+
+#define GRPO_AVX512 [[gnu::target("avx512f,avx512bw,avx512vl,avx512dq")]]
 
 template <typename E>
 [[gnu::always_inline]] inline float to_f32(E x) {
@@ -23,21 +28,62 @@ template <typename E>
   }
 }
 
-// sum_d q[d] * row[d] (row not yet scaled for int8).
-template <typename E>
-[[gnu::always_inline]] inline float dot(const float* q, const E* row, int64_t D) {
-  float acc = 0;
-#pragma omp simd reduction(+ : acc)
-  for (int64_t d = 0; d < D; ++d) acc += q[d] * to_f32(row[d]);
-  return acc;
-}
+// Baseline row operations. dot: sum_d q[d] * row[d] (int8 rows not yet scaled).
+struct ScalarRows {
+  template <typename E>
+  static float dot(const float* q, const E* row, int64_t D) {
+    float acc = 0;
+    for (int64_t d = 0; d < D; ++d) acc += q[d] * to_f32(row[d]);
+    return acc;
+  }
+  // acc[d] = acc[d] * c + p * row[d]
+  template <typename E>
+  static void scale_add(float* acc, float c, float p, const E* row, int64_t D) {
+    for (int64_t d = 0; d < D; ++d) acc[d] = acc[d] * c + p * to_f32(row[d]);
+  }
+};
 
-// acc[d] = acc[d] * c + p * row[d]
-template <typename E>
-[[gnu::always_inline]] inline void scale_add(float* acc, float c, float p, const E* row, int64_t D) {
-#pragma omp simd
-  for (int64_t d = 0; d < D; ++d) acc[d] = acc[d] * c + p * to_f32(row[d]);
-}
+// AVX-512 row operations: 16 lanes, masked tail, bf16 / int8 converted in registers.
+struct Avx512Rows {
+  template <typename E>
+  GRPO_AVX512 [[gnu::always_inline]] static inline __m512 load(const E* p, __mmask16 m) {
+    if constexpr (std::is_same_v<E, float>) {
+      return _mm512_maskz_loadu_ps(m, p);
+    } else if constexpr (std::is_same_v<E, bf16_t>) {
+      const __m512i w = _mm512_maskz_cvtepu16_epi32(0xffff, _mm256_maskz_loadu_epi16(m, p));
+      return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xffff, w, 16));
+    } else {
+      return _mm512_maskz_cvtepi32_ps(0xffff, _mm512_maskz_cvtepi8_epi32(0xffff, _mm_maskz_loadu_epi8(m, p)));
+    }
+  }
+  GRPO_AVX512 [[gnu::always_inline]] static inline __mmask16 mask(int64_t left) {
+    return left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
+  }
+  template <typename E>
+  GRPO_AVX512 static inline float dot(const float* q, const E* row, int64_t D) {
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t d = 0; d < D; d += 16) {
+      const __mmask16 m = mask(D - d);
+      acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + d), load(row + d, m), acc);
+    }
+    const __m256 lo = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xf, _mm512_castps_pd(acc), 0));
+    const __m256 hi = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xf, _mm512_castps_pd(acc), 1));
+    const __m256 s8 = _mm256_add_ps(lo, hi);
+    const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+    const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
+  }
+  template <typename E>
+  GRPO_AVX512 static inline void scale_add(float* acc, float c, float p, const E* row,
+                                                                  int64_t D) {
+    const __m512 cv = _mm512_set1_ps(c), pv = _mm512_set1_ps(p);
+    for (int64_t d = 0; d < D; d += 16) {
+      const __mmask16 m = mask(D - d);
+      const __m512 a = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, acc + d), cv);
+      _mm512_mask_storeu_ps(acc + d, m, _mm512_fmadd_ps(pv, load(row + d, m), a));
+    }
+  }
+};
 
 struct Args {
   float* o;
@@ -54,7 +100,7 @@ struct Args {
 };
 
 // One (token t, kv head kh) item: the G = H/K query heads h = kh*G .. kh*G+G-1.
-template <typename E>
+template <typename Rows, typename E>
 [[gnu::always_inline]] inline void attend_item(const Args& a, int64_t t, int64_t kh) {
   const PagedKvView& kv = a.kv;
   const int64_t D = kv.head_dim, bs = kv.block_size, K = kv.num_kv_heads, G = a.H / K;
@@ -83,7 +129,7 @@ template <typename E>
       float* sg = s + g * bs;
       float mx = m[g];
       for (int64_t j = 0; j < nb; ++j) {
-        float d = dot(qg, krows + j * D, D);
+        float d = Rows::dot(qg, krows + j * D, D);
         if (ksc) d *= ksc[row0 + j];
         sg[j] = d * a.scale;
         mx = std::max(mx, sg[j]);
@@ -94,7 +140,7 @@ template <typename E>
       for (int64_t j = 0; j < nb; ++j) {
         const float p = std::exp(sg[j] - mx);
         sum += p;
-        scale_add(og, j == 0 ? c : 1.0f, vsc ? p * vsc[row0 + j] : p, vrows + j * D, D);
+        Rows::scale_add(og, j == 0 ? c : 1.0f, vsc ? p * vsc[row0 + j] : p, vrows + j * D, D);
       }
       m[g] = mx;
       l[g] = sum;
@@ -108,26 +154,22 @@ template <typename E>
 }
 
 template <typename E>
-[[gnu::always_inline]] inline void run_items(const Args& a, bool parallel) {
+GRPO_AVX512 void attend_avx512(const Args& a, int64_t t, int64_t kh) {
+  attend_item<Avx512Rows, E>(a, t, kh);
+}
+template <typename E>
+void attend_baseline(const Args& a, int64_t t, int64_t kh) {
+  attend_item<ScalarRows, E>(a, t, kh);
+}
+
+// The items in parallel (the OpenMP region stays outside the target-specific functions: its outlined body
+// would not inherit their instruction set).
+template <typename E>
+void run_items(const Args& a, bool avx512, bool parallel) {
   const int64_t K = a.kv.num_kv_heads;
+  const auto item = avx512 ? &attend_avx512<E> : &attend_baseline<E>;
 #pragma omp parallel for schedule(dynamic, 1) if (parallel)
-  for (int64_t i = 0; i < a.T * K; ++i) attend_item<E>(a, i / K, i % K);
-}
-
-[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq")]] void run_avx512(const Args& a, bool parallel) {
-  switch (a.kv.dtype) {
-    case KvDType::F32: return run_items<float>(a, parallel);
-    case KvDType::BF16: return run_items<bf16_t>(a, parallel);
-    case KvDType::I8: return run_items<int8_t>(a, parallel);
-  }
-}
-
-void run_baseline(const Args& a, bool parallel) {
-  switch (a.kv.dtype) {
-    case KvDType::F32: return run_items<float>(a, parallel);
-    case KvDType::BF16: return run_items<bf16_t>(a, parallel);
-    case KvDType::I8: return run_items<int8_t>(a, parallel);
-  }
+  for (int64_t i = 0; i < a.T * K; ++i) item(a, i / K, i % K);
 }
 
 }  // namespace
@@ -156,10 +198,11 @@ void paged_attention(float* o, const float* q, const PagedKvView& kv, int64_t la
   }
   const Args a{o, q, kv, layer, block_table_indptr, block_table, seq_index, positions, T, H, scale, ws};
   const bool parallel = T * kv.num_kv_heads > 1 && keys * H * kv.head_dim > (1 << 16);  // else threads cost more
-  if (cpu_has_avx512())
-    run_avx512(a, parallel);
-  else
-    run_baseline(a, parallel);
+  switch (kv.dtype) {
+    case KvDType::F32: return run_items<float>(a, cpu_has_avx512(), parallel);
+    case KvDType::BF16: return run_items<bf16_t>(a, cpu_has_avx512(), parallel);
+    case KvDType::I8: return run_items<int8_t>(a, cpu_has_avx512(), parallel);
+  }
 }
 
 }  // namespace grpo::ops

@@ -71,16 +71,18 @@ inline float quantize_row_i8(int8_t* q, const float* x, int64_t D) {
   return scale;
 }
 
-// y [B, N] = x [B, K] . W [N, K]^T with W in f32 or bf16.
+// y [B, N] = x [B, K] . W [N, K]^T with W in f32 or bf16 (then x is rounded to bf16 too, as ops::gemv does).
 template <typename R>
 void gemv(R* y, const float* x, const void* W, DType w_dtype, int64_t B, int64_t N, int64_t K) {
+  const bool bf16 = w_dtype == DType::BF16;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t n = 0; n < N; ++n) {
       R acc = 0;
       for (int64_t k = 0; k < K; ++k) {
-        R w = w_dtype == DType::BF16 ? static_cast<R>(bf16_to_f32(static_cast<const bf16_t*>(W)[n * K + k]))
-                                     : static_cast<R>(static_cast<const float*>(W)[n * K + k]);
-        acc += static_cast<R>(x[b * K + k]) * w;
+        const R w = bf16 ? static_cast<R>(bf16_to_f32(static_cast<const bf16_t*>(W)[n * K + k]))
+                         : static_cast<R>(static_cast<const float*>(W)[n * K + k]);
+        const R xv = static_cast<R>(bf16 ? bf16_to_f32(f32_to_bf16(x[b * K + k])) : x[b * K + k]);
+        acc += xv * w;
       }
       y[b * N + n] = acc;
     }

@@ -1,0 +1,134 @@
+// Benchmarks of the rollout kernels: small-batch GEMV vs ops::gemm (oneDNN) over the decode batch sizes
+// B = 1..64 for the shapes N=1536,K=512 and N=512,K=1536 in f32 and bf16 (the crossover sets
+// ops::kGemvMaxBatch), a plain read of the same bytes for comparison, and paged attention decode over
+// f32 / bf16 / int8 caches. Reported: bytes/s of weights (or KV) read and FLOP/s.
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/rng.h"
+#include "kernels/ops.h"
+#include "kernels/paged_ops.h"
+
+using namespace grpo;
+
+namespace {
+
+std::vector<float> random_floats(int64_t n, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> x(n);
+  for (float& v : x) v = static_cast<float>(rng.normal());
+  return x;
+}
+
+struct Weights {
+  std::vector<float> f32;
+  std::vector<bf16_t> bf16;
+  Weights(int64_t N, int64_t K) : f32(random_floats(N * K, 1)), bf16(N * K) {
+    for (int64_t i = 0; i < N * K; ++i) bf16[i] = f32_to_bf16(f32[i]);
+  }
+  const void* data(DType t) const { return t == DType::BF16 ? static_cast<const void*>(bf16.data()) : f32.data(); }
+};
+
+void set_counters(benchmark::State& st, int64_t B, int64_t N, int64_t K, DType t) {
+  const double bytes = static_cast<double>(N * K * dtype_size(t));
+  st.counters["W_bytes/s"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["FLOP/s"] = benchmark::Counter(2.0 * B * N * K, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// args: B, N, K, dtype (0 f32, 1 bf16)
+void BM_Gemv(benchmark::State& st) {
+  const int64_t B = st.range(0), N = st.range(1), K = st.range(2);
+  const DType t = st.range(3) ? DType::BF16 : DType::F32;
+  Weights w(N, K);
+  auto x = random_floats(B * K, 2);
+  std::vector<float> y(B * N);
+  for (auto _ : st) {
+    ops::gemv(y.data(), x.data(), w.data(t), t, B, N, K);
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_counters(st, B, N, K, t);
+}
+
+// ops::gemm as decode_matmul calls it above the crossover (x converted to bf16 for bf16 weights).
+void BM_GemmDecode(benchmark::State& st) {
+  const int64_t B = st.range(0), N = st.range(1), K = st.range(2);
+  const DType t = st.range(3) ? DType::BF16 : DType::F32;
+  Weights w(N, K);
+  auto x = random_floats(B * K, 2);
+  std::vector<bf16_t> xb(B * K);
+  std::vector<float> y(B * N);
+  for (auto _ : st) {
+    if (t == DType::BF16) {
+      ops::f32_to_bf16(xb.data(), x.data(), B * K);
+      ops::gemm(ops::Trans::N, ops::Trans::T, B, N, K, 1.0f, xb.data(), K, w.data(t), K, 0.0f, y.data(), N, t);
+    } else {
+      ops::gemm(ops::Trans::N, ops::Trans::T, B, N, K, 1.0f, x.data(), K, w.data(t), K, 0.0f, y.data(), N, t);
+    }
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_counters(st, B, N, K, t);
+}
+
+void DecodeShapes(benchmark::internal::Benchmark* b) {
+  for (int64_t t : {0, 1})
+    for (auto [N, K] : {std::pair<int64_t, int64_t>{1536, 512}, {512, 1536}})
+      for (int64_t B : {1, 2, 4, 8, 16, 32, 64}) b->Args({B, N, K, t});
+  b->ArgNames({"B", "N", "K", "bf16"});
+}
+BENCHMARK(BM_Gemv)->Apply(DecodeShapes);
+BENCHMARK(BM_GemmDecode)->Apply(DecodeShapes);
+
+// A plain read (sum) of `bytes`: the bandwidth ceiling of GEMV at B=1 (3 MiB: the weights above, in cache;
+// 256 MiB: DRAM).
+void BM_PlainRead(benchmark::State& st) {
+  const int64_t n = st.range(0) / 4;
+  auto x = random_floats(n, 3);
+  for (auto _ : st) {
+    float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+#pragma omp parallel for reduction(+ : s0, s1, s2, s3)
+    for (int64_t i = 0; i < n; i += 4) {
+      s0 += x[i];
+      s1 += x[i + 1];
+      s2 += x[i + 2];
+      s3 += x[i + 3];
+    }
+    benchmark::DoNotOptimize(s0 + s1 + s2 + s3);
+  }
+  st.counters["bytes/s"] = benchmark::Counter(static_cast<double>(n * 4), benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_PlainRead)->Arg(1536 * 512 * 4)->Arg(256 << 20);
+
+// Decode attention: S sequences of `ctx` cached tokens, one query token each; H=16, K=8, D=128 (Qwen3-like).
+void BM_PagedAttentionDecode(benchmark::State& st) {
+  const int64_t S = st.range(0), ctx = st.range(1), H = 16, K = 8, D = 128, bs = 16;
+  const auto dt = static_cast<ops::KvDType>(st.range(2));
+  const int64_t blocks_per_seq = (ctx + bs - 1) / bs, nblocks = S * blocks_per_seq;
+  const int64_t elems = nblocks * K * bs * D;
+  std::vector<uint8_t> k(elems * ops::kv_dtype_size(dt)), v(elems * ops::kv_dtype_size(dt));
+  std::vector<float> ks(nblocks * K * bs, 0.01f), vs(nblocks * K * bs, 0.01f);
+  for (size_t i = 0; i < k.size(); ++i) k[i] = v[i] = static_cast<uint8_t>(i * 7 % 61);  // small finite values
+  ops::PagedKvView kv{k.data(), v.data(), dt == ops::KvDType::I8 ? ks.data() : nullptr,
+                      dt == ops::KvDType::I8 ? vs.data() : nullptr, dt, 1, nblocks, K, bs, D};
+  std::vector<int32_t> indptr(S + 1), table(nblocks), seq(S), pos(S, static_cast<int32_t>(ctx - 1));
+  std::iota(table.begin(), table.end(), 0);
+  std::iota(seq.begin(), seq.end(), 0);
+  for (int64_t s = 0; s <= S; ++s) indptr[s] = static_cast<int32_t>(s * blocks_per_seq);
+  auto q = random_floats(S * H * D, 4);
+  std::vector<float> o(S * H * D), ws(ops::paged_attention_ws_floats(S, H, bs));
+  for (auto _ : st) {
+    ops::paged_attention(o.data(), q.data(), kv, 0, indptr.data(), table.data(), seq.data(), pos.data(), S, S, H,
+                         0.088f, ws.data());
+    benchmark::DoNotOptimize(o.data());
+  }
+  const double kv_bytes = 2.0 * S * ctx * K * D * ops::kv_dtype_size(dt);
+  st.counters["KV_bytes/s"] = benchmark::Counter(kv_bytes, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_PagedAttentionDecode)
+    ->ArgsProduct({{1, 16, 64}, {512}, {0, 1, 2}})
+    ->ArgNames({"S", "ctx", "kv_dtype"});
+
+}  // namespace
