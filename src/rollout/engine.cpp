@@ -113,18 +113,11 @@ std::vector<RequestResult> Engine::generate(const std::vector<Request>& requests
   run.jobs.reserve(total);
   run.fork_buf.reserve(max_n);
 
-  while (!run.scheduler.idle() && !run.aborted) {
-    const uint64_t allocs = Buffer::alloc_count();
-    step(run);
-    const int64_t made = static_cast<int64_t>(Buffer::alloc_count() - allocs);
-    stats_.step_allocs += made;
-    stats_.steps_with_allocs += made > 0;
-    stats_.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run.start).count();
-    if (progress) {
-      const Progress p{run.requests_done, static_cast<int64_t>(requests.size()), stats_.generated_tokens,
-                       stats_.elapsed_s, stats_.elapsed_s > 0 ? stats_.generated_tokens / stats_.elapsed_s : 0};
-      run.aborted = !progress(p);
-    }
+  try {
+    loop(run, progress);
+  } catch (...) {  // leave the cache whole for the next call
+    for (Sequence& s : run.seqs) run.scheduler.finish(&s);
+    throw;
   }
   stats_.preemptions = run.scheduler.preemptions();
   stats_.prefix_lookups = kv_->stats().lookups - kv_before.lookups;
@@ -149,6 +142,22 @@ std::vector<RequestResult> Engine::generate(const std::vector<Request>& requests
     }
   }
   return results;
+}
+
+void Engine::loop(Run& run, const ProgressFn& progress) {
+  while (!run.scheduler.idle() && !run.aborted) {
+    const uint64_t allocs = Buffer::alloc_count();
+    step(run);
+    const int64_t made = static_cast<int64_t>(Buffer::alloc_count() - allocs);
+    stats_.step_allocs += made;
+    stats_.steps_with_allocs += made > 0;
+    stats_.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run.start).count();
+    if (progress) {
+      const Progress p{run.requests_done, static_cast<int64_t>(run.requests.size()), stats_.generated_tokens,
+                       stats_.elapsed_s, stats_.elapsed_s > 0 ? stats_.generated_tokens / stats_.elapsed_s : 0};
+      run.aborted = !progress(p);
+    }
+  }
 }
 
 void Engine::step(Run& run) {

@@ -63,6 +63,7 @@ class Engine {
  private:
   struct Run;
   void ensure_workspaces(int64_t tokens);
+  void loop(Run& run, const ProgressFn& progress);  // steps until every sequence finished or aborted
   void step(Run& run);
 
   RolloutModel& model_;

@@ -354,3 +354,22 @@ TEST(Engine, BadRequestsAndConfigsNameTheField) {
   c = config(16);
   EXPECT_THROW(Engine(model, c), Error);  // not one block
 }
+
+TEST(Engine, ModelErrorLeavesTheCacheWhole) {
+  struct FailingModel : fake::FakeModel {
+    FailingModel() : FakeModel(4) {}
+    void forward(const StepBatch& b, const ops::PagedKvView& kv, float* logits, Workspace& ws) override {
+      if (forward_calls == 6 && !failed) {
+        failed = true;
+        throw Error("[fake] forward failed");
+      }
+      FakeModel::forward(b, kv, logits, ws);
+    }
+    bool failed = false;
+  } model;
+  Engine engine(model, config());
+  EXPECT_THROW(engine.generate(workload(4, 3, 20)), Error);
+  EXPECT_EQ(engine.kv_cache().available_blocks(), engine.kv_cache().num_blocks());
+  auto out = engine.generate(workload(1, 2, 3));
+  EXPECT_EQ(out[0].samples[1].tokens.size(), 3u);
+}
