@@ -7,7 +7,7 @@
 #include <dnnl.hpp>
 
 #include <algorithm>
-#include <cstring>
+#include <bit>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -25,8 +25,10 @@ struct GemmKey {
   Trans ta, tb;
   int64_t M, N, K, lda, ldb, ldc;
   DType dtype;
-  float alpha, beta;
+  uint32_t alpha_bits, beta_bits;  // compared as bits, so that hashing and equality agree
   bool operator==(const GemmKey&) const = default;
+  float alpha() const { return std::bit_cast<float>(alpha_bits); }
+  float beta() const { return std::bit_cast<float>(beta_bits); }
 };
 
 struct GemmKeyHash {
@@ -34,12 +36,9 @@ struct GemmKeyHash {
     size_t h = 0;
     auto mix = [&h](uint64_t v) { h ^= std::hash<uint64_t>{}(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
     for (int64_t v : {k.M, k.N, k.K, k.lda, k.ldb, k.ldc}) mix(static_cast<uint64_t>(v));
-    uint32_t a, b;
-    std::memcpy(&a, &k.alpha, 4);
-    std::memcpy(&b, &k.beta, 4);
     mix((static_cast<uint64_t>(k.ta) << 0) | (static_cast<uint64_t>(k.tb) << 8) |
-        (static_cast<uint64_t>(k.dtype) << 16) | (static_cast<uint64_t>(a) << 32));
-    mix(b);
+        (static_cast<uint64_t>(k.dtype) << 16) | (static_cast<uint64_t>(k.alpha_bits) << 32));
+    mix(k.beta_bits);
     return h;
   }
 };
@@ -76,8 +75,8 @@ GemmPlan make_plan(DnnlContext& ctx, const GemmKey& k) {
   p.b_md = strided_desc(k.tb, k.K, k.N, k.ldb, in_dt);
   p.c_md = dnnl::memory::desc({k.M, k.N}, dt::f32, dnnl::memory::dims{k.ldc, 1});
   dnnl::primitive_attr attr;
-  if (k.alpha != 1.0f) attr.set_output_scales(0, {k.alpha});
-  if (k.beta != 0.0f) {
+  if (k.alpha() != 1.0f) attr.set_output_scales(0, {k.alpha()});
+  if (k.beta() != 0.0f) {
     dnnl::post_ops ops;
     ops.append_sum(1.0f);
     attr.set_post_ops(ops);
@@ -133,7 +132,7 @@ void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, cons
     return;
   }
   DnnlContext& ctx = context();
-  const GemmKey key{ta, tb, M, N, K, lda, ldb, ldc, ab_dtype, alpha, beta};
+  const GemmKey key{ta, tb, M, N, K, lda, ldb, ldc, ab_dtype, std::bit_cast<uint32_t>(alpha), std::bit_cast<uint32_t>(beta)};
   std::shared_ptr<const GemmPlan> plan;
   {
     std::lock_guard<std::mutex> lock(ctx.mu);
