@@ -4,6 +4,8 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "grpo/external_reward.h"
 #include "grpo/math_answer.h"
@@ -103,7 +105,12 @@ RewardScores score_batch(std::span<WeightedReward> rewards, std::span<const Rewa
   RewardScores s;
   s.total.assign(batch.size(), 0.0f);
   for (auto& r : rewards) {
-    s.names.push_back(r.function->name());
+    // Unique names for metrics: a second "format" function is "format_2".
+    std::string name = r.function->name();
+    const auto same = std::count_if(s.names.begin(), s.names.end(), [&](const std::string& n) {
+      return n == name || n.rfind(name + "_", 0) == 0;
+    });
+    s.names.push_back(same ? cat(name, "_", same + 1) : name);
     std::vector<float>& scores = s.per_function.emplace_back(batch.size(), 0.0f);
     r.function->score(batch, scores);
     for (size_t i = 0; i < batch.size(); ++i) s.total[i] += static_cast<float>(r.weight) * scores[i];

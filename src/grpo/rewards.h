@@ -44,7 +44,7 @@ std::vector<WeightedReward> make_rewards(const std::vector<RewardFunctionConfig>
 
 struct RewardScores {
   std::vector<float> total;                     // [batch] sum of weight x score
-  std::vector<std::string> names;               // [functions]
+  std::vector<std::string> names;               // [functions] unique: "format", "format_2", ...
   std::vector<std::vector<float>> per_function;  // [functions][batch] unweighted scores
 };
 

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/rng.h"
 #include "grpo/arith.h"
 #include "grpo/dataset.h"
 #include "temp_dir.h"
@@ -139,6 +140,32 @@ TEST(Dataset, MalformedLinesNameFileAndLine) {
             std::string::npos);
   EXPECT_NE(error_of([&] { load_dataset(dir.write("empty.jsonl", "\n")); }).find("no examples"), std::string::npos);
   EXPECT_NE(error_of([&] { load_dataset(dir.path() + "/none.jsonl"); }).find("cannot open"), std::string::npos);
+}
+
+TEST(Dataset, MutatedLinesAreParsedOrRejectedWithAnError) {
+  const std::string good =
+      "{\"id\": \"x\", \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"answer\": 1, "
+      "\"response\": \"r\", \"level\": [1, {\"a\": null}]}";
+  Rng rng(4);
+  int parsed = 0;
+  for (int i = 0; i < 5000; ++i) {
+    std::string line = good;
+    for (int k = 0, edits = 1 + static_cast<int>(rng.below(3)); k < edits; ++k) {
+      const size_t at = rng.below(line.size());
+      switch (rng.below(3)) {
+        case 0: line.erase(at, 1); break;
+        case 1: line.insert(at, 1, "{}[]\",:0a\\"[rng.below(10)]); break;
+        default: line[at] = static_cast<char>(rng.below(256)); break;
+      }
+    }
+    try {
+      parse_example(line, "[dataset] fuzz:1", false);
+      ++parsed;
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("[dataset] fuzz:1: ", 0), 0u) << e.what();
+    }
+  }
+  EXPECT_GT(parsed, 0);
 }
 
 TEST(Dataset, OverlongPromptsFilteredTruncatedOrRejected) {

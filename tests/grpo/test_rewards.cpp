@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "core/error.h"
+#include "core/rng.h"
 #include "grpo/external_reward.h"
 #include "grpo/math_answer.h"
 #include "grpo/rewards.h"
@@ -97,8 +98,25 @@ TEST(WeightedRewards, SumWithWeightsAndKeepParts) {
   EXPECT_EQ(s.total, (std::vector<float>{1.5f, 1.0f, 0.5f, 0.0f}));
   EXPECT_EQ(s.names, (std::vector<std::string>{"math", "format"}));
   EXPECT_EQ(s.per_function[1], (std::vector<float>{1, 0, 1, 0}));
+  cfg.push_back(cfg[1]);
+  EXPECT_EQ(score_batch(rewards = make_rewards(cfg), batch).names,
+            (std::vector<std::string>{"math", "format", "format_2"}));
   cfg[0].name = "llm-judge";
   EXPECT_THROW(make_rewards(cfg), Error);
+}
+
+TEST(MathReward, ArbitraryTextNeverBreaksIt) {
+  Rng rng(9);
+  const std::string alphabet = "0123456789-+/.,{}\\boxedfrac$= x";
+  for (int i = 0; i < 20000; ++i) {
+    std::string text;
+    const size_t n = rng.below(24);
+    for (size_t j = 0; j < n; ++j) text += alphabet[rng.below(alphabet.size())];
+    if (i % 3 == 0) text = "\\boxed{" + text;
+    const float r = math_reward(text, i % 2 ? "12" : "-3/4");
+    EXPECT_TRUE(r == 0.0f || r == 1.0f) << text;
+    exact_reward(text, text);
+  }
 }
 
 namespace {
