@@ -69,7 +69,7 @@ bool affix_match(const std::string& s, const Value& affix, const Value& start, c
     const std::string& x = v.as_string();
     return x.size() <= part.size() && (prefix ? part.substr(0, x.size()) == x : part.substr(part.size() - x.size()) == x);
   };
-  if (affix.is_array() && affix.array().is_tuple) {
+  if (affix.is_array() && affix.array().is_tuple()) {
     for (const Value& v : affix.array().items)
       if (test(v)) return true;
     return false;
@@ -235,17 +235,19 @@ Value call_dict_method(const Value& dict, std::string_view name, CallArgs& args)
   std::vector<Value> out;
   out.reserve(entries.size());
   for (const auto& [k, v] : entries) {
-    if (name == "items") out.push_back(Value::make_array({k, v}, true));
+    if (name == "items") out.push_back(Value::make_tuple({k, v}));
     else out.push_back(name == "keys" ? k : v);
   }
-  return Value::make_array(std::move(out));
+  return Value::make_array(std::move(out), name == "items"  ? ArrayKind::DictItems
+                                           : name == "keys" ? ArrayKind::DictKeys
+                                                            : ArrayKind::DictValues);
 }
 
 }  // namespace
 
 bool has_method(const Value& obj, std::string_view name) {
   if (obj.is_string()) return in(kStringMethods, name);
-  if (obj.is_array()) return in(kListMethods, name);
+  if (obj.is_array()) return obj.array().is_sequence() && in(kListMethods, name);
   if (obj.is_dict()) return in(kDictMethods, name);
   return false;
 }
@@ -262,7 +264,7 @@ Value get_attribute(const Value& obj, const std::string& name) {
     return Value::callable("built-in method " + name + " of " + type_name(obj) + " object",
                            [obj, name](CallArgs& args) { return call_method(obj, name, args); });
   }
-  if ((obj.is_array() && !obj.array().is_tuple && in(kUnsafeListMethods, name)) ||
+  if ((obj.is_array() && obj.array().kind == ArrayKind::List && in(kUnsafeListMethods, name)) ||
       (obj.is_dict() && in(kUnsafeDictMethods, name)))
     return Value::undefined("access to attribute '" + name + "' of '" + type_name(obj) + "' object is unsafe");
   if (obj.is_object()) {
@@ -286,7 +288,7 @@ Value get_item(const Value& obj, const Value& key) {
         return Value(s.substr(at, offsets[static_cast<size_t>(i) + 1] - at));
       }
     }
-  } else if (obj.is_array() && int_key) {
+  } else if (obj.is_list_or_tuple() && int_key) {
     int64_t i = key.as_int();
     const auto& items = obj.array().items;
     if (normalize_index(i, static_cast<int64_t>(items.size()))) return items[static_cast<size_t>(i)];
@@ -302,7 +304,9 @@ Value get_item(const Value& obj, const Value& key) {
 
 Value slice(const Value& obj, const Value& start, const Value& stop, const Value& step) {
   if (obj.is_undefined()) fail(obj.undefined_hint());
-  if (!obj.is_string() && !obj.is_array()) return Value::undefined(object_desc(obj) + " cannot be sliced");
+  // Jinja slices with Python's own subscription, so slicing anything else is a TypeError.
+  if (obj.is_dict()) fail("unhashable type: 'slice'");
+  if (!obj.is_string() && !obj.is_list_or_tuple()) fail("'" + type_name(obj) + "' object is not subscriptable");
   auto as_index = [](const Value& v, const char* what) -> std::optional<int64_t> {
     if (v.is_undefined() || v.is_none()) return std::nullopt;
     if (!v.is_number() || v.is_float()) fail(std::string("slice ") + what + " must be an integer or None");
@@ -331,7 +335,7 @@ Value slice(const Value& obj, const Value& start, const Value& stop, const Value
     std::vector<Value> items;
     items.reserve(picks.size());
     for (int64_t i : picks) items.push_back(obj.array().items[static_cast<size_t>(i)]);
-    return Value::make_array(std::move(items), obj.array().is_tuple);
+    return Value::make_array(std::move(items), obj.array().kind);
   }
   const std::string& s = obj.as_string();
   std::string out;
@@ -451,8 +455,9 @@ std::string title_case(const std::string& s) {
   out.reserve(s.size());
   bool previous_cased = false;
   for (size_t i = 0; i < s.size();) {
+    const size_t start = i;
     const char32_t cp = next_codepoint(s, i);
-    append_utf8(out, previous_cased ? to_lower(cp) : to_upper(cp));
+    out += previous_cased ? lower(std::string_view(s).substr(start, i - start)) : title_char(cp);
     previous_cased = is_cased(cp);
   }
   return out;
@@ -461,11 +466,9 @@ std::string title_case(const std::string& s) {
 std::string capitalize(const std::string& s) {
   std::string out;
   out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    const char32_t cp = next_codepoint(s, i);
-    append_utf8(out, out.empty() ? to_upper(cp) : to_lower(cp));
-  }
-  return out;
+  size_t i = 0;
+  if (!s.empty()) out += title_char(next_codepoint(s, i));
+  return out + lower(std::string_view(s).substr(i));
 }
 
 }  // namespace grpo::jinja

@@ -6,7 +6,7 @@
 namespace grpo::jinja {
 
 Value chat_context(const Value& messages, const Value& tools, bool add_generation_prompt, const Value& extra) {
-  GRPO_CHECK(messages.is_array() && !messages.array().is_tuple, "[chat_template] messages must be a JSON array, got ",
+  GRPO_CHECK(messages.is_array() && messages.array().kind == ArrayKind::List, "[chat_template] messages must be a JSON array, got ",
              type_name(messages));
   for (const Value& m : messages.array().items)
     GRPO_CHECK(m.is_dict(), "[chat_template] every message must be a JSON object, got ", type_name(m));

@@ -111,7 +111,7 @@ Value f_dictsort(const Value& v, CallArgs& args) {
   if (by != "key" && by != "value") fail("You can only sort by either 'key' or 'value'");
   const size_t pos = by == "key" ? 0 : 1;
   std::vector<Value> items;
-  for (const auto& [k, val] : v.object().entries) items.push_back(Value::make_array({k, val}, true));
+  for (const auto& [k, val] : v.object().entries) items.push_back(Value::make_tuple({k, val}));
   const bool cs = a[0].truthy();
   std::stable_sort(items.begin(), items.end(), [&](const Value& x, const Value& y) {
     return less_than(fold_case(x.array().items[pos], cs), fold_case(y.array().items[pos], cs));
@@ -138,13 +138,20 @@ Value f_escape(const Value& v, CallArgs& args) {
 
 Value f_first(const Value& v, CallArgs& args) {
   bind_args(args, "first", {});
-  if (v.is_array()) return v.array().items.empty() ? Value::undefined("No first item, sequence was empty.") : v.array().items.front();
+  if (v.is_array()) {
+    auto& items = v.array().items;
+    if (items.empty()) return Value::undefined("No first item, sequence was empty.");
+    Value first = items.front();
+    if (v.array().kind == ArrayKind::Generator) items.erase(items.begin());  // next() consumes one item
+    return first;
+  }
   const auto items = iterate(v);
   return items.empty() ? Value::undefined("No first item, sequence was empty.") : items.front();
 }
 
 Value f_last(const Value& v, CallArgs& args) {
   bind_args(args, "last", {});
+  if (v.is_array() && v.array().kind == ArrayKind::Generator) fail("'generator' object is not reversible");
   if (v.is_array()) return v.array().items.empty() ? Value::undefined("No last item, sequence was empty.") : v.array().items.back();
   const auto items = iterate(v);
   return items.empty() ? Value::undefined("No last item, sequence was empty.") : items.back();
@@ -180,6 +187,7 @@ bool parse_float(const std::string& text, double& out) {
 
 Value f_float(const Value& v, CallArgs& args) {
   const auto a = bind_args(args, "float", {{"default", Value(0.0)}});
+  if (v.is_undefined()) fail(v.undefined_hint());
   if (v.is_number()) return Value(v.as_double());
   double d = 0;
   if (v.is_string() && parse_float(v.as_string(), d)) return Value(d);
@@ -214,6 +222,7 @@ bool parse_int(const std::string& text, int64_t base, int64_t& out) {
 
 Value f_int(const Value& v, CallArgs& args) {
   const auto a = bind_args(args, "int", {{"default", Value(0)}, {"base", Value(10)}});
+  if (v.is_undefined()) fail(v.undefined_hint());
   if (v.is_float()) {
     if (!std::isfinite(v.as_double())) return a[0];
     return Value(static_cast<int64_t>(std::trunc(v.as_double())));
@@ -236,11 +245,13 @@ Value f_format(const Value& v, CallArgs& args) {
     for (const auto& [k, val] : args.keyword) mapping.object().set(Value(k), val);
     return Value(percent_format(to_str(v), mapping));
   }
-  return Value(percent_format(to_str(v), Value::make_array(args.positional, true)));
+  return Value(percent_format(to_str(v), Value::make_tuple(args.positional)));
 }
 
 Value f_indent(const Value& v, CallArgs& args) {
   const auto a = bind_args(args, "indent", {{"width", Value(4)}, {"first", Value(false)}, {"blank", Value(false)}});
+  if (v.is_undefined()) fail(v.undefined_hint());
+  if (!v.is_string()) fail("unsupported operand type(s) for +=: '" + type_name(v) + "' and 'str'");
   const std::string indention = a[0].is_string() ? a[0].as_string() : std::string(static_cast<size_t>(std::max<int64_t>(0, require_int(a[0], "indent() width"))), ' ');
   const auto lines = split_lines(to_str(v) + "\n");
   std::string rv;
@@ -258,11 +269,11 @@ Value f_indent(const Value& v, CallArgs& args) {
 
 Value f_items(const Value& v, CallArgs& args) {
   bind_args(args, "items", {});
-  if (v.is_undefined()) return Value::make_array();
+  if (v.is_undefined()) return Value::make_array({}, ArrayKind::Generator);
   if (!v.is_dict()) fail("Can only get item pairs from a mapping.");
   std::vector<Value> items;
-  for (const auto& [k, val] : v.object().entries) items.push_back(Value::make_array({k, val}, true));
-  return Value::make_array(std::move(items));
+  for (const auto& [k, val] : v.object().entries) items.push_back(Value::make_tuple({k, val}));
+  return Value::make_array(std::move(items), ArrayKind::Generator);
 }
 
 Value f_join(const Value& v, CallArgs& args) {
@@ -302,7 +313,7 @@ Value f_map(const Value& v, CallArgs& args) {
       Value x = lookup_path(item, to_str(a[0]));
       out.push_back(x.is_undefined() && !a[1].is_undefined() ? a[1] : x);
     }
-    return Value::make_array(std::move(out));
+    return Value::make_array(std::move(out), ArrayKind::Generator);
   }
   if (args.positional.empty()) fail("map requires a filter argument");
   const std::string name = require_string(args.positional[0], "map() filter name");
@@ -312,7 +323,7 @@ Value f_map(const Value& v, CallArgs& args) {
     CallArgs rest = rest_args(args, 1);
     out.push_back(filter(item, rest));
   }
-  return Value::make_array(std::move(out));
+  return Value::make_array(std::move(out), ArrayKind::Generator);
 }
 
 Value min_max(const Value& v, CallArgs& args, bool want_max) {
@@ -348,7 +359,7 @@ Value select_items(const Value& v, CallArgs& args, bool by_attribute, bool keep_
     const bool passed = test ? test(x, rest) : x.truthy();
     if (passed == keep_if) out.push_back(item);
   }
-  return Value::make_array(std::move(out));
+  return Value::make_array(std::move(out), ArrayKind::Generator);
 }
 
 Value f_select(const Value& v, CallArgs& args) { return select_items(v, args, false, true); }
@@ -369,9 +380,11 @@ Value f_reverse(const Value& v, CallArgs& args) {
     std::reverse(cps.begin(), cps.end());
     return Value(from_codepoints(cps));
   }
+  // Python's reversed() gives a one-shot iterator; a generator is not reversible, so Jinja lists it first.
+  const bool was_generator = v.is_array() && v.array().kind == ArrayKind::Generator;
   auto items = iterate(v);
   std::reverse(items.begin(), items.end());
-  return Value::make_array(std::move(items));
+  return Value::make_array(std::move(items), was_generator ? ArrayKind::List : ArrayKind::Generator);
 }
 
 Value f_round(const Value& v, CallArgs& args) {
@@ -434,7 +447,9 @@ Value f_title(const Value& v, CallArgs& args) {
   for (size_t i = 0; i < s.size();) {
     const char32_t cp = next_codepoint(s, i);
     const bool separator = is_space(cp) || cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<';
-    append_utf8(out, separator ? cp : at_start ? to_upper(cp) : to_lower(cp));
+    std::string one;
+    append_utf8(one, cp);
+    out += separator ? one : at_start ? upper(one) : lower(one);
     at_start = separator;
   }
   return Value(std::move(out));
@@ -492,7 +507,7 @@ Value f_unique(const Value& v, CallArgs& args) {
     seen.push_back(key);
     out.push_back(item);
   }
-  return Value::make_array(std::move(out));
+  return Value::make_array(std::move(out), ArrayKind::Generator);
 }
 
 Value f_wordcount(const Value& v, CallArgs& args) {
@@ -532,7 +547,7 @@ bool t_iterable(const Value& v, CallArgs& a) {
 
 bool t_sequence(const Value& v, CallArgs& a) {
   bind_args(a, "sequence", {});
-  return v.is_string() || v.is_array() || v.is_dict();
+  return v.is_undefined() || v.is_string() || v.is_list_or_tuple() || v.is_dict();  // Undefined has len()
 }
 
 bool t_lower(const Value& v, CallArgs& a) {
@@ -547,9 +562,9 @@ bool t_upper(const Value& v, CallArgs& a) {
   return call_method(Value(to_str(v)), "isupper", none).truthy();
 }
 
+// Jinja: value % 2 == 0 (even) / == 1 (odd); a float like 2.5 is neither.
 bool t_odd_even(const Value& v, bool want_even) {
-  const Value m = binary_op(BinaryOp::Mod, v, Value(2));
-  return equals(m, Value(0)) == want_even;
+  return equals(binary_op(BinaryOp::Mod, v, Value(2)), Value(want_even ? 0 : 1));
 }
 bool t_even(const Value& v, CallArgs& a) { bind_args(a, "even", {}); return t_odd_even(v, true); }
 bool t_odd(const Value& v, CallArgs& a) { bind_args(a, "odd", {}); return t_odd_even(v, false); }

@@ -5,6 +5,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "core/error.h"
 #include "tokenizer/jinja/args.h"
 
 namespace grpo::jinja {
@@ -18,7 +19,7 @@ Value g_range(CallArgs& args) {
   const auto& p = args.positional;
   if (p.empty() || p.size() > 3) fail("range expected 1 to 3 arguments, got " + std::to_string(p.size()));
   for (const Value& v : p)
-    if (!v.is_number() || v.is_float()) fail("'" + type_name(v) + "' object cannot be interpreted as an integer");
+    if (!v.is_number() || v.is_float()) fail(cat("'", type_name(v), "' object cannot be interpreted as an integer"));
   const int64_t start = p.size() == 1 ? 0 : p[0].as_int();
   const int64_t stop = p.size() == 1 ? p[0].as_int() : p[1].as_int();
   const int64_t step = p.size() == 3 ? p[2].as_int() : 1;

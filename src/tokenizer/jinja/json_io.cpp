@@ -151,6 +151,7 @@ void dump(std::string& out, const Value& v, const JsonDumpOptions& o, int depth)
       dump_string(out, v.as_string(), o.ensure_ascii);
       return;
     case Value::Kind::Array: {
+      if (!v.array().is_sequence()) break;
       const auto& items = v.array().items;
       if (items.empty()) {
         out += "[]";

@@ -44,7 +44,7 @@ Value repeat(const Value& seq, int64_t times) {
   std::vector<Value> items;
   for (int64_t i = 0; i < times; ++i)
     items.insert(items.end(), seq.array().items.begin(), seq.array().items.end());
-  return Value::make_array(std::move(items), seq.array().is_tuple);
+  return Value::make_array(std::move(items), seq.array().kind);
 }
 
 double float_mod(double a, double b) {
@@ -76,10 +76,10 @@ Value binary_op(BinaryOp op, const Value& a, const Value& b) {
       if (ints) return Value(checked_add(a.as_int(), b.as_int()));
       if (numbers) return Value(a.as_double() + b.as_double());
       if (a.is_string() && b.is_string()) return Value(a.as_string() + b.as_string());
-      if (a.is_array() && b.is_array() && a.array().is_tuple == b.array().is_tuple) {
+      if (a.is_list_or_tuple() && b.is_list_or_tuple() && a.array().kind == b.array().kind) {
         std::vector<Value> items = a.array().items;
         items.insert(items.end(), b.array().items.begin(), b.array().items.end());
-        return Value::make_array(std::move(items), a.array().is_tuple);
+        return Value::make_array(std::move(items), a.array().kind);
       }
       break;
     case BinaryOp::Sub:
@@ -89,8 +89,8 @@ Value binary_op(BinaryOp op, const Value& a, const Value& b) {
     case BinaryOp::Mul:
       if (ints) return Value(checked_mul(a.as_int(), b.as_int()));
       if (numbers) return Value(a.as_double() * b.as_double());
-      if ((a.is_string() || a.is_array()) && b.is_number() && !b.is_float()) return repeat(a, b.as_int());
-      if ((b.is_string() || b.is_array()) && a.is_number() && !a.is_float()) return repeat(b, a.as_int());
+      if ((a.is_string() || a.is_list_or_tuple()) && b.is_number() && !b.is_float()) return repeat(a, b.as_int());
+      if ((b.is_string() || b.is_list_or_tuple()) && a.is_number() && !a.is_float()) return repeat(b, a.as_int());
       break;
     case BinaryOp::Div:
       if (numbers) {
@@ -129,7 +129,12 @@ Value binary_op(BinaryOp op, const Value& a, const Value& b) {
       }
       if (numbers) {
         if (a.as_double() == 0 && b.as_double() < 0) fail("0.0 cannot be raised to a negative power");
-        return Value(std::pow(a.as_double(), b.as_double()));
+        if (a.as_double() < 0 && b.as_double() != std::floor(b.as_double()))
+          fail("complex results of ** are not supported");
+        const double r = std::pow(a.as_double(), b.as_double());
+        if (std::isinf(r) && std::isfinite(a.as_double()) && std::isfinite(b.as_double()))
+          fail("(34, 'Numerical result out of range')");  // Python's OverflowError for float **
+        return Value(r);
       }
       break;
   }
@@ -161,12 +166,22 @@ bool contains(const Value& container, const Value& item) {
       if (!item.is_string())
         fail("'in <string>' requires string as left operand, not " + type_name(item));
       return container.as_string().find(item.as_string()) != std::string::npos;
-    case Value::Kind::Array:
-      for (const Value& v : container.array().items)
-        if (equals(v, item)) return true;
+    case Value::Kind::Array: {
+      auto& items = container.array().items;
+      for (size_t i = 0; i < items.size(); ++i) {
+        if (!equals(items[i], item)) continue;
+        // A generator is consumed up to and including the match.
+        if (container.array().kind == ArrayKind::Generator) items.erase(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+        return true;
+      }
+      if (container.array().kind == ArrayKind::Generator) items.clear();
       return false;
+    }
     case Value::Kind::Object:
-      if (container.object().kind == ObjectKind::Dict) return container.object().find(item) != nullptr;
+      if (container.object().kind == ObjectKind::Dict) {
+        if ((item.is_array() && !item.array().is_tuple()) || item.is_dict()) fail("unhashable type: '" + type_name(item) + "'");
+        return container.object().find(item) != nullptr;
+      }
       break;
     default:
       break;
@@ -187,7 +202,10 @@ std::string format_number(const std::string& flags, int width, int precision, ch
   if (!arg.is_number()) fail(std::string("%") + type + " format: a real number is required, not " + type_name(arg));
   std::string spec = "%" + flags;
   if (width >= 0) spec += std::to_string(width);
-  if (precision >= 0) spec += "." + std::to_string(precision);
+  if (precision >= 0) {
+    spec += '.';
+    spec += std::to_string(precision);
+  }
   char buf[512];
   if (type == 'd' || type == 'i' || type == 'u' || type == 'x' || type == 'X' || type == 'o') {
     if (arg.is_float() && (type == 'x' || type == 'X' || type == 'o'))
@@ -205,10 +223,13 @@ std::string format_number(const std::string& flags, int width, int precision, ch
 }  // namespace
 
 std::string percent_format(const std::string& fmt, const Value& args) {
+  // Python: a tuple supplies the arguments; any other value is the one argument, and a mapping (or a list,
+  // which could be one) may also go unused or serve %(key)s.
   std::vector<Value> positional;
   const bool mapping = args.is_dict();
-  if (args.is_array() && args.array().is_tuple) positional = args.array().items;
-  else if (!mapping) positional.push_back(args);
+  const bool may_go_unused = mapping || args.is_undefined() || (args.is_array() && !args.array().is_tuple());
+  if (args.is_array() && args.array().is_tuple()) positional = args.array().items;
+  else positional.push_back(args);
   size_t next_arg = 0;
   std::string out;
   for (size_t i = 0; i < fmt.size(); ++i) {
@@ -245,7 +266,6 @@ std::string percent_format(const std::string& fmt, const Value& args) {
       continue;
     }
     if (!have_arg) {
-      if (mapping) fail("format requires a mapping");
       if (next_arg >= positional.size()) fail("not enough arguments for format string");
       arg = positional[next_arg++];
     }
@@ -278,7 +298,7 @@ std::string percent_format(const std::string& fmt, const Value& args) {
         fail(std::string("unsupported format character '") + type + "'");
     }
   }
-  if (!mapping && next_arg < positional.size()) fail("not all arguments converted during string formatting");
+  if (!may_go_unused && next_arg < positional.size()) fail("not all arguments converted during string formatting");
   return out;
 }
 

@@ -266,7 +266,7 @@ class Renderer {
         fail("macro '" + n.text + "' takes no keyword argument '" + name + "'");
       }
     }
-    if (n.uses_varargs) frame->set("varargs", Value::make_array(std::move(varargs), true));
+    if (n.uses_varargs) frame->set("varargs", Value::make_tuple(std::move(varargs)));
     if (n.uses_kwargs) frame->set("kwargs", kwargs);
     FrameGuard guard(*this, frame);
     for (size_t i = 0; i < n_params; ++i) {
@@ -372,13 +372,13 @@ class Renderer {
         std::vector<Value> items;
         items.reserve(e.children.size());
         for (const ExprPtr& c : e.children) items.push_back(eval(*c));
-        return Value::make_array(std::move(items), e.kind == ExprKind::Tuple);
+        return Value::make_array(std::move(items), e.kind == ExprKind::Tuple ? ArrayKind::Tuple : ArrayKind::List);
       }
       case ExprKind::Dict: {
         Value obj = Value::make_object();
         for (size_t i = 0; i + 1 < e.children.size(); i += 2) {
           Value key = eval(*e.children[i]);
-          if (key.is_array() && !key.array().is_tuple) fail("unhashable type: 'list'");
+          if (key.is_array() && !key.array().is_tuple()) fail("unhashable type: '" + type_name(key) + "'");
           if (key.is_dict()) fail("unhashable type: 'dict'");
           obj.object().set(std::move(key), eval(*e.children[i + 1]));
         }

@@ -131,18 +131,59 @@ char32_t to_lower(char32_t cp) {
   return static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(cp)));
 }
 
-namespace {
-template <typename Map>
-std::string map_codepoints(std::string_view s, Map map) {
+// Python's str.upper()/lower() apply Unicode's full (one-to-many) mappings where they exist; these are
+// the ones outside Greek/Armenian (which keep the simple mapping here).
+std::string upper(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) append_utf8(out, map(next_codepoint(s, i)));
+  for (size_t i = 0; i < s.size();) {
+    const char32_t cp = next_codepoint(s, i);
+    switch (cp) {
+      case 0xDF: out += "SS"; break;    // ß
+      case 0xFB00: out += "FF"; break;  // ﬀ
+      case 0xFB01: out += "FI"; break;
+      case 0xFB02: out += "FL"; break;
+      case 0xFB03: out += "FFI"; break;
+      case 0xFB04: out += "FFL"; break;
+      case 0xFB05:
+      case 0xFB06: out += "ST"; break;
+      default: append_utf8(out, to_upper(cp));
+    }
+  }
   return out;
 }
-}  // namespace
 
-std::string upper(std::string_view s) { return map_codepoints(s, to_upper); }
-std::string lower(std::string_view s) { return map_codepoints(s, to_lower); }
+std::string title_char(char32_t cp) {
+  switch (cp) {
+    case 0xDF: return "Ss";
+    case 0xFB00: return "Ff";
+    case 0xFB01: return "Fi";
+    case 0xFB02: return "Fl";
+    case 0xFB03: return "Ffi";
+    case 0xFB04: return "Ffl";
+    case 0xFB05:
+    case 0xFB06: return "St";
+    default: {
+      std::string out;
+      append_utf8(out, static_cast<char32_t>(utf8proc_totitle(static_cast<utf8proc_int32_t>(cp))));
+      return out;
+    }
+  }
+}
+
+std::string lower(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const char32_t cp = next_codepoint(s, i);
+    if (cp == 0x130) {  // İ -> i + combining dot above
+      out += "i\xCC\x87";
+      continue;
+    }
+    append_utf8(out, to_lower(cp));
+  }
+  return out;
+}
 
 std::vector<std::string> split_lines(std::string_view s) {
   std::vector<std::string> lines;

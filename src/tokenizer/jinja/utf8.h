@@ -30,6 +30,7 @@ char32_t to_upper(char32_t cp);
 char32_t to_lower(char32_t cp);
 std::string upper(std::string_view s);
 std::string lower(std::string_view s);
+std::string title_char(char32_t cp);  // Python's titlecase of one code point (ß -> "Ss")
 // Python str.splitlines() without keepends.
 std::vector<std::string> split_lines(std::string_view s);
 

@@ -46,10 +46,10 @@ Value Value::undefined(std::string hint) {
   return v;
 }
 
-Value Value::make_array(std::vector<Value> items, bool is_tuple) {
+Value Value::make_array(std::vector<Value> items, ArrayKind kind) {
   Value v;
   v.kind_ = Kind::Array;
-  v.ptr_ = std::make_shared<ArrayData>(ArrayData{std::move(items), is_tuple});
+  v.ptr_ = std::make_shared<ArrayData>(ArrayData{std::move(items), kind});
   return v;
 }
 
@@ -88,7 +88,7 @@ bool Value::truthy() const {
     case Kind::String:
       return !as_string().empty();
     case Kind::Array:
-      return !array().items.empty();
+      return array().kind == ArrayKind::Generator || !array().items.empty();
     case Kind::Object:
       return object().kind != ObjectKind::Dict || !object().entries.empty();
     case Kind::Callable:
@@ -112,7 +112,21 @@ std::string type_name(const Value& v) {
     case Value::Kind::String:
       return "str";
     case Value::Kind::Array:
-      return v.array().is_tuple ? "tuple" : "list";
+      switch (v.array().kind) {
+        case ArrayKind::List:
+          return "list";
+        case ArrayKind::Tuple:
+          return "tuple";
+        case ArrayKind::Generator:
+          return "generator";
+        case ArrayKind::DictKeys:
+          return "dict_keys";
+        case ArrayKind::DictValues:
+          return "dict_values";
+        case ArrayKind::DictItems:
+          return "dict_items";
+      }
+      return "list";
     case Value::Kind::Object:
       switch (v.object().kind) {
         case ObjectKind::Dict:
@@ -213,13 +227,15 @@ std::string repr(const Value& v) {
       return repr_string(v.as_string());
     case Value::Kind::Array: {
       const auto& a = v.array();
-      std::string out = a.is_tuple ? "(" : "[";
+      if (a.kind == ArrayKind::Generator) return "<generator object>";  // Python adds an address
+      std::string out = a.is_tuple() ? "(" : "[";
       for (size_t i = 0; i < a.items.size(); ++i) {
         if (i) out += ", ";
         out += repr(a.items[i]);
       }
-      if (a.is_tuple && a.items.size() == 1) out += ",";
-      return out + (a.is_tuple ? ")" : "]");
+      if (a.is_tuple() && a.items.size() == 1) out += ",";
+      out += a.is_tuple() ? ")" : "]";
+      return a.is_sequence() ? out : type_name(v) + "(" + out + ")";
     }
     case Value::Kind::Object:
       if (v.object().kind == ObjectKind::Namespace) return "<Namespace " + repr_object(v.object()) + ">";
@@ -273,7 +289,8 @@ bool equals(const Value& a, const Value& b) {
     case K::Array: {
       const auto& x = a.array();
       const auto& y = b.array();
-      if (x.is_tuple != y.is_tuple || x.items.size() != y.items.size()) return false;
+      if (x.kind == ArrayKind::Generator || x.kind == ArrayKind::DictValues) return a.identity() == b.identity();
+      if (x.kind != y.kind || x.items.size() != y.items.size()) return false;
       for (size_t i = 0; i < x.items.size(); ++i)
         if (!equals(x.items[i], y.items[i])) return false;
       return true;
@@ -300,7 +317,7 @@ bool less_than(const Value& a, const Value& b) {
     return a.as_int() < b.as_int();
   }
   if (a.is_string() && b.is_string()) return a.as_string() < b.as_string();  // UTF-8 order = code point order
-  if (a.is_array() && b.is_array() && a.array().is_tuple == b.array().is_tuple) {
+  if (a.is_list_or_tuple() && b.is_list_or_tuple() && a.array().kind == b.array().kind) {
     const auto& x = a.array().items;
     const auto& y = b.array().items;
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
@@ -319,6 +336,7 @@ int64_t length(const Value& v) {
     case Value::Kind::String:
       return static_cast<int64_t>(codepoint_count(v.as_string()));
     case Value::Kind::Array:
+      if (v.array().kind == ArrayKind::Generator) break;
       return static_cast<int64_t>(v.array().items.size());
     case Value::Kind::Object:
       if (v.object().kind == ObjectKind::Dict) return static_cast<int64_t>(v.object().entries.size());
@@ -334,6 +352,7 @@ std::vector<Value> iterate(const Value& v) {
     case Value::Kind::Undefined:
       return {};
     case Value::Kind::Array:
+      if (v.array().kind == ArrayKind::Generator) return std::move(v.array().items);  // consumed
       return v.array().items;
     case Value::Kind::String: {
       std::vector<Value> chars;

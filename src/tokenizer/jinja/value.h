@@ -21,9 +21,17 @@ struct TemplateFailure {
 };
 [[noreturn]] void fail(std::string message);
 
+// Python's list-like types. Generators (what the map/select/unique/items/reverse filters return) are
+// one-shot, always true, without len() or indexing; dict views (d.keys()/values()/items()) have len() but
+// no indexing.
+enum class ArrayKind : uint8_t { List, Tuple, Generator, DictKeys, DictValues, DictItems };
+
 struct ArrayData {
   std::vector<Value> items;
-  bool is_tuple = false;
+  ArrayKind kind = ArrayKind::List;
+
+  bool is_tuple() const { return kind == ArrayKind::Tuple; }
+  bool is_sequence() const { return kind == ArrayKind::List || kind == ArrayKind::Tuple; }  // len + indexing
 };
 
 enum class ObjectKind : uint8_t { Dict, Namespace, Loop };
@@ -66,7 +74,8 @@ class Value {
   static Value none();
   // `hint` names what was undefined ("'x' is undefined"), reported when the value is used.
   static Value undefined(std::string hint);
-  static Value make_array(std::vector<Value> items = {}, bool is_tuple = false);
+  static Value make_array(std::vector<Value> items = {}, ArrayKind kind = ArrayKind::List);
+  static Value make_tuple(std::vector<Value> items) { return make_array(std::move(items), ArrayKind::Tuple); }
   static Value make_object(ObjectKind kind = ObjectKind::Dict);
   static Value callable(std::string name, std::function<Value(CallArgs&)> fn);
 
@@ -79,6 +88,7 @@ class Value {
   bool is_number() const { return kind_ == Kind::Int || kind_ == Kind::Float || kind_ == Kind::Bool; }
   bool is_string() const { return kind_ == Kind::String; }
   bool is_array() const { return kind_ == Kind::Array; }
+  bool is_list_or_tuple() const { return kind_ == Kind::Array && array().is_sequence(); }
   bool is_object() const { return kind_ == Kind::Object; }
   bool is_dict() const { return kind_ == Kind::Object && object().kind == ObjectKind::Dict; }
   bool is_callable() const { return kind_ == Kind::Callable; }
@@ -119,6 +129,7 @@ bool less_than(const Value& a, const Value& b);
 // len(): strings in code points, lists, dicts; fails for other types.
 int64_t length(const Value& v);
 // Items produced by iterating: list items, dict keys, string characters; undefined iterates empty.
+// Iterating a generator consumes it, as in Python.
 std::vector<Value> iterate(const Value& v);
 
 }  // namespace grpo::jinja
