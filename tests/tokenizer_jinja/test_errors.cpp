@@ -64,3 +64,13 @@ TEST(JinjaErrors, RuntimeErrorsNameTheInnermostLine) {
 TEST(JinjaErrors, BadContextShapesAreRejectedAtTheBoundary) {
   EXPECT_THROW(grpo::jinja::from_json(nlohmann::json::parse("18446744073709551615")), grpo::Error);
 }
+
+TEST(JinjaErrors, HostileInputFailsCleanly) {
+  EXPECT_NE(render_error("{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}").find("nesting is deeper"),
+            std::string::npos);
+  std::string nested;
+  for (int i = 0; i < 2000; ++i) nested += "{% if true %}";
+  EXPECT_NE(render_error(nested).find("nesting is deeper"), std::string::npos);
+  EXPECT_NE(render_error("{{ 'ab' * 9000000000 }}").find("too large"), std::string::npos);
+  EXPECT_EQ(render("{{ '\xFF\xFE' ~ 'x' }}"), "\xFF\xFEx");  // invalid UTF-8 passes through untouched
+}

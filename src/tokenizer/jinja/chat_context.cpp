@@ -1,7 +1,9 @@
-// Builds the chat-template context the way transformers does.
+// Builds the chat-template context the way transformers does, and renders chats from ordered JSON.
 #include "tokenizer/jinja/chat_context.h"
 
 #include "core/error.h"
+#include "tokenizer/jinja/json_io.h"
+#include "tokenizer/jinja/template.h"
 
 namespace grpo::jinja {
 
@@ -23,6 +25,13 @@ Value chat_context(const Value& messages, const Value& tools, bool add_generatio
   if (extra.is_dict())
     for (const auto& [k, v] : extra.object().entries) ctx.set(k, v);
   return context;
+}
+
+std::string render_chat(const std::string& source, const nlohmann::ordered_json& messages,
+                        const nlohmann::ordered_json& tools, bool add_generation_prompt,
+                        const nlohmann::ordered_json& extra, const std::string& template_name) {
+  const auto tpl = cached_template(source, template_name);
+  return tpl->render(chat_context(from_json(messages), from_json(tools), add_generation_prompt, from_json(extra)));
 }
 
 }  // namespace grpo::jinja

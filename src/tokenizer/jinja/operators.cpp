@@ -36,6 +36,10 @@ int64_t checked_mul(int64_t a, int64_t b) {
 }
 
 Value repeat(const Value& seq, int64_t times) {
+  constexpr int64_t kMaxItems = int64_t{1} << 28;
+  const int64_t unit = seq.is_string() ? static_cast<int64_t>(seq.as_string().size())
+                                       : static_cast<int64_t>(seq.array().items.size());
+  if (times > 0 && unit > 0 && times > kMaxItems / unit) fail("repetition result is too large");
   if (seq.is_string()) {
     std::string out;
     for (int64_t i = 0; i < times; ++i) out += seq.as_string();

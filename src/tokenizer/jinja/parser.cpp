@@ -72,6 +72,21 @@ class Parser {
     advance();
   }
 
+  // Bounds the recursion of nested expressions and blocks, so that hostile input cannot exhaust the stack.
+  class DepthGuard {
+   public:
+    explicit DepthGuard(Parser& p) : p_(p) {
+      if (++p_.depth_ > kMaxDepth) p_.error("template nesting is deeper than " + std::to_string(kMaxDepth) + " levels");
+    }
+    ~DepthGuard() { --p_.depth_; }
+    DepthGuard(const DepthGuard&) = delete;
+    DepthGuard& operator=(const DepthGuard&) = delete;
+
+   private:
+    Parser& p_;
+  };
+  static constexpr int kMaxDepth = 256;
+
   static ExprPtr make(ExprKind kind, int line) {
     auto e = std::make_unique<Expr>();
     e->kind = kind;
@@ -82,6 +97,7 @@ class Parser {
   // ---- statements ----
   // Parses nodes until a block tag whose name is in `ends`; leaves the position at that name.
   std::vector<Node> subparse(std::initializer_list<std::string_view> ends) {
+    const DepthGuard guard(*this);
     std::vector<Node> body;
     while (cur().type != TokenType::End) {
       const Token& t = cur();
@@ -155,6 +171,7 @@ class Parser {
   }
 
   Node parse_if(int line) {
+    const DepthGuard guard(*this);  // elif chains nest
     Node n{};
     n.kind = NodeKind::If;
     n.line = line;
@@ -326,6 +343,7 @@ class Parser {
   }
 
   ExprPtr parse_conditional() {
+    const DepthGuard guard(*this);
     ExprPtr expr = parse_or();
     while (is_name("if")) {
       const int line = cur().line;
@@ -369,6 +387,7 @@ class Parser {
   }
 
   ExprPtr parse_not() {
+    const DepthGuard guard(*this);
     if (is_name("not")) {
       const int line = cur().line;
       advance();
@@ -470,6 +489,7 @@ class Parser {
   }
 
   ExprPtr parse_unary(bool with_filter) {
+    const DepthGuard guard(*this);
     const int line = cur().line;
     ExprPtr node;
     if (is_op("-") || is_op("+")) {
@@ -705,6 +725,7 @@ class Parser {
   const std::string& name_;
   size_t pos_ = 0;
   int loop_depth_ = 0;
+  int depth_ = 0;
   std::vector<std::pair<bool, bool>> macro_uses_;  // per macro being parsed: reads varargs, kwargs
 };
 

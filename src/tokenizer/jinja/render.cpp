@@ -228,17 +228,20 @@ class Renderer {
     return Flow::Normal;
   }
 
+  // The macro refers to its defining scope weakly: that scope holds the macro, and a strong reference
+  // would make a cycle that is never freed.
   Value make_macro(const Node& n) {
-    std::shared_ptr<Frame> closure = frame_;
+    std::weak_ptr<Frame> closure = frame_;
     const Node* node = &n;
     return Value::callable("Macro '" + n.text + "'",
                            [this, node, closure](CallArgs& args) { return call_macro(*node, closure, args); });
   }
 
-  Value call_macro(const Node& n, const std::shared_ptr<Frame>& closure, CallArgs& args) {
+  Value call_macro(const Node& n, const std::weak_ptr<Frame>& closure, CallArgs& args) {
     if (macro_depth_ >= kMaxMacroDepth) fail("maximum macro recursion depth exceeded in macro '" + n.text + "'");
     auto frame = std::make_shared<Frame>();
-    frame->parent = closure;
+    frame->parent = closure.lock();
+    if (!frame->parent) fail("macro '" + n.text + "' was called after the scope that defined it ended");
     const size_t n_params = n.targets.size();
     std::vector<bool> given(n_params, false);
     std::vector<Value> varargs;
