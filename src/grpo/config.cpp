@@ -230,20 +230,21 @@ void assign(const KeySpec& spec, const Given& g, Config& config, std::vector<std
 // Derived values: clip_ratio_low/high default to clip_ratio, loss_scale_factor 0 means the maximum
 // response length, and scale_rewards / norm_adv_by_std_in_grpo agree.
 void resolve(Config& c, const std::map<std::string, Given>& given, std::vector<std::string>& errors) {
+  auto is_set = [&](const char* key) {
+    auto it = given.find(key);
+    return it != given.end() && !it->second.node.IsNull();
+  };
   auto& actor = c.actor_rollout_ref.actor;
-  if (!given.count("actor_rollout_ref.actor.clip_ratio_low")) actor.clip_ratio_low = actor.clip_ratio;
-  if (!given.count("actor_rollout_ref.actor.clip_ratio_high")) actor.clip_ratio_high = actor.clip_ratio;
+  if (!is_set("actor_rollout_ref.actor.clip_ratio_low")) actor.clip_ratio_low = actor.clip_ratio;
+  if (!is_set("actor_rollout_ref.actor.clip_ratio_high")) actor.clip_ratio_high = actor.clip_ratio;
   if (actor.loss_scale_factor == 0) actor.loss_scale_factor = static_cast<double>(c.data.max_response_length);
 
   auto& alg = c.algorithm;
-  auto norm = given.find("algorithm.norm_adv_by_std_in_grpo");
-  auto scale = given.find("algorithm.scale_rewards");
-  const bool norm_set = norm != given.end() && !norm->second.node.IsNull();
-  const bool scale_set = scale != given.end() && !scale->second.node.IsNull();
+  const bool norm_set = is_set("algorithm.norm_adv_by_std_in_grpo"), scale_set = is_set("algorithm.scale_rewards");
   if (norm_set && scale_set && alg.norm_adv_by_std_in_grpo != (alg.scale_rewards != "none")) {
-    errors.push_back(cat("[config] ", norm->second.where, ": algorithm.norm_adv_by_std_in_grpo = ",
+    errors.push_back(cat("[config] ", given.at("algorithm.norm_adv_by_std_in_grpo").where, ": algorithm.norm_adv_by_std_in_grpo = ",
                          alg.norm_adv_by_std_in_grpo ? "true" : "false", " contradicts algorithm.scale_rewards = ",
-                         alg.scale_rewards, " (", scale->second.where,
+                         alg.scale_rewards, " (", given.at("algorithm.scale_rewards").where,
                          "); allowed: scale_rewards none with norm false, group or batch with norm true"));
   } else if (norm_set && !scale_set) {
     if (!alg.norm_adv_by_std_in_grpo) alg.scale_rewards = "none";

@@ -79,7 +79,8 @@ TEST(Config, MissionAliasesAndDerivedValues) {
                                              "actor_rollout_ref.actor.clip_ratio: 0.1\n"
                                              "reward_model:\n  overlong_buffer:\n    enable: true\n    len: 64\n"
                                              "mixed_precision:\n  enabled: true\n  op_blacklist: [lm_head]\n");
-  Config c = load_config(path, {"actor_rollout_ref.actor.clip_ratio_high=0.28", "algorithm.scale_rewards=none"});
+  Config c = load_config(path, {"actor_rollout_ref.actor.clip_ratio_high=0.28", "algorithm.scale_rewards=none",
+                                "actor_rollout_ref.actor.clip_ratio_low=null"});
   EXPECT_TRUE(c.actor_rollout_ref.actor.use_dynamic_bsz);
   EXPECT_EQ(c.actor_rollout_ref.actor.ppo_max_token_len_per_gpu, 4096);
   EXPECT_DOUBLE_EQ(c.actor_rollout_ref.actor.clip_ratio_low, 0.1);  // from clip_ratio
