@@ -88,6 +88,7 @@ int ExternalReward::stop(Worker& w) {
   if (w.fd >= 0) ::close(w.fd);
   if (w.pid > 0) {
     ::kill(-w.pid, SIGKILL);  // the whole group: sh and anything it started
+    ::kill(w.pid, SIGKILL);   // and the worker itself, should its own group not exist yet
     while (::waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {
     }
   }
