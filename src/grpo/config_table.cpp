@@ -34,8 +34,10 @@ std::string Allowed::describe(KeyType type) const {
   if (type == KeyType::Bool) return "true or false";
   if (type == KeyType::RewardFunctions)
     return "a non-empty list of {name: math|exact|format|external, weight, pattern, command, timeout_s, workers}";
-  auto num = [type](double v) {
-    return type == KeyType::Int ? std::to_string(static_cast<int64_t>(v)) : format_double(v);
+  auto num = [type](double v) {  // bounds read best without a forced ".0": "> 0", "[0, 1)"
+    if (type == KeyType::Int) return std::to_string(static_cast<int64_t>(v));
+    std::string s = format_double(v);
+    return s.size() > 2 && s.compare(s.size() - 2, 2, ".0") == 0 ? s.substr(0, s.size() - 2) : s;
   };
   std::string s;
   const bool has_min = std::isfinite(min), has_max = std::isfinite(max);

@@ -156,7 +156,7 @@ TEST(Config, OutOfRangeValuesAreErrors) {
   };
   for (const Case& k : std::vector<Case>{
            {"actor_rollout_ref.rollout.n=0", "allowed: >= 1"},
-           {"actor_rollout_ref.rollout.top_p=0", "allowed: (0.0, 1.0]"},
+           {"actor_rollout_ref.rollout.top_p=0", "allowed: (0, 1]"},
            {"actor_rollout_ref.rollout.top_k=0", "allowed: >= 1 or -1"},
            {"actor_rollout_ref.actor.clip_ratio_c=1", "allowed: > 1"},
            {"actor_rollout_ref.actor.loss_agg_mode=mean", "one of: token-mean"},
