@@ -106,7 +106,7 @@ TEST(Bpe, HundredKilobyteWordIsFast) {
     const auto start = std::chrono::steady_clock::now();
     const auto ids = tok.encode(*word);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    EXPECT_LT(seconds, 2.0);  // ~20 ms in Release; a quadratic loop takes minutes
+    EXPECT_LT(seconds, 10.0);  // ~20 ms in Release, ~1 s with sanitizers; a quadratic loop takes minutes
     EXPECT_EQ(tok.decode(ids), *word);
     EXPECT_LT(ids.size(), word->size() * 2 / 3);
   }
