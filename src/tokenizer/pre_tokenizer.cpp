@@ -133,9 +133,6 @@ void SplitStep::apply(std::string_view text, std::vector<std::string_view>& out)
     if (!s.flag && s.end > s.begin) out.push_back(text.substr(s.begin, s.end - s.begin));
 }
 
-PreTokenizer::PreTokenizer(std::vector<SplitStep> steps, bool add_prefix_space)
-    : steps_before_byte_level_(std::move(steps)), add_prefix_space_(add_prefix_space) {}
-
 PreTokenizer PreTokenizer::from_json(const nlohmann::json& j, const std::string& where) {
   // Flatten nested Sequences into a list of (step json, where).
   std::vector<std::pair<const nlohmann::json*, std::string>> flat;
@@ -154,7 +151,7 @@ PreTokenizer PreTokenizer::from_json(const nlohmann::json& j, const std::string&
   if (j.is_null()) fail("[tokenizer] ", where, ": null; only byte-level BPE (a ByteLevel pre_tokenizer) is supported");
   flatten(flatten, j, where);
 
-  PreTokenizer result({}, false);
+  PreTokenizer result;
   bool seen_byte_level = false;
   for (const auto& [node, path] : flat) {
     const std::string type = (*node)["type"].get<std::string>();

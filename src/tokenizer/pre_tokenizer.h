@@ -34,14 +34,13 @@ class PreTokenizer {
   // From tokenizer.json's "pre_tokenizer" value; `where` names it in errors. The sequence must end with
   // ByteLevel (only byte-level BPE is supported).
   static PreTokenizer from_json(const nlohmann::json& j, const std::string& where);
-  // A ByteLevel pre-tokenizer alone (GPT-2 regex when use_regex), for tests and programmatic use.
-  PreTokenizer(std::vector<SplitStep> steps, bool add_prefix_space);
-
   // Appends the words of `text` to out. Views point into `text` or, when a prefix space is added, into
   // `storage` (which the call overwrites; keep it alive while the views are used).
   void split(std::string_view text, std::string& storage, std::vector<std::string_view>& out) const;
 
  private:
+  PreTokenizer() = default;
+
   std::vector<SplitStep> steps_before_byte_level_;  // the Split steps before ByteLevel
   std::vector<SplitStep> byte_level_steps_;          // ByteLevel's own GPT-2 split when use_regex
   bool add_prefix_space_ = false;

@@ -20,8 +20,6 @@ class Regex {
   // find_iter: an empty match right where the previous match ended is skipped.
   void find_all(std::string_view text, std::vector<std::pair<size_t, size_t>>& matches) const;
 
-  const std::string& pattern() const { return pattern_; }
-
  private:
   struct Code;
   std::string pattern_;

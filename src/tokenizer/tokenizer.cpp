@@ -307,6 +307,7 @@ std::vector<std::vector<int32_t>> Tokenizer::encode_batch(const std::vector<std:
 #pragma omp parallel for schedule(dynamic, 8) num_threads(num_threads())
   for (int64_t i = 0; i < n; ++i) {
     try {
+      result[i].reserve(texts[i].size() / 3 + 4);
       impl_->encode_into(texts[i], add_special_tokens, result[i]);
     } catch (...) {
 #pragma omp critical(grpo_tokenizer_batch_error)
