@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/files.h"
+#include "tokenizer/byte_tokenizer.h"
 
 namespace grpo {
 namespace {
@@ -30,6 +31,13 @@ class CliTokenize : public ::testing::Test {
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // The byte-level tokenizer of `grpo init`: loads in milliseconds, for tests that need no Qwen3.
+  std::string byte_tokenizer() {
+    const std::string path = (dir_ / "bytes").string();
+    write_byte_tokenizer(path);
+    return path;
+  }
 
   // Runs `grpo args` with `input` as the file named INPUT in args.
   CommandResult run(const std::string& args, const std::string& input) {
@@ -105,21 +113,22 @@ TEST_F(CliTokenize, AddGenerationPromptFlagAndLineOverride) {
 }
 
 TEST_F(CliTokenize, ErrorsNameTheLine) {
-  CommandResult r = run("tokenize --tokenizer " + kTokenizer + " --input INPUT", "{\"text\": \"ok\"}\n{\"text\": \"bad \xFF\"}\n");
+  const std::string bytes = byte_tokenizer();
+  CommandResult r = run("tokenize --tokenizer " + bytes + " --input INPUT", "{\"text\": \"ok\"}\n{\"text\": \"bad \xFF\"}\n");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("input.jsonl:2"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("not valid UTF-8"), std::string::npos) << r.err;
 
-  r = run("tokenize --tokenizer " + kTokenizer + " --input INPUT", "{\"text\": \"ok\"}\n\n{\"txt\": 1}\n");
+  r = run("tokenize --tokenizer " + bytes + " --input INPUT", "{\"text\": \"ok\"}\n\n{\"txt\": 1}\n");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("input.jsonl:3"), std::string::npos) << r.err;
 
-  r = run("detokenize --tokenizer " + kTokenizer + " --input INPUT", "{\"ids\": [1, 2]}\n{\"ids\": [999999]}\n");
+  r = run("detokenize --tokenizer " + bytes + " --input INPUT", "{\"ids\": [1, 2]}\n{\"ids\": [999999]}\n");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("input.jsonl:2"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("999999"), std::string::npos) << r.err;
 
-  r = run("tokenize --chat --tokenizer " + kTokenizer + " --input INPUT", "{\"text\": \"no messages\"}\n");
+  r = run("tokenize --chat --tokenizer " + bytes + " --input INPUT", "{\"text\": \"no messages\"}\n");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("input.jsonl:1"), std::string::npos) << r.err;
 }
@@ -138,7 +147,7 @@ TEST_F(CliTokenize, BenchReportsThroughput) {
   EXPECT_GT(j["tokens"].get<int64_t>(), 1000);
   EXPECT_GT(j["single_seconds"].get<double>(), 0.0);
   EXPECT_GT(j["all_seconds"].get<double>(), 0.0);
-  const CommandResult bad = run("bench tokenize --tokenizer " + kTokenizer + " --input INPUT", "fine\nnot \xC3(\n");
+  const CommandResult bad = run("bench tokenize --tokenizer " + byte_tokenizer() + " --input INPUT", "fine\nnot \xC3(\n");
   EXPECT_EQ(bad.status, 1);
   EXPECT_NE(bad.err.find("input.jsonl:2"), std::string::npos) << bad.err;
 }
