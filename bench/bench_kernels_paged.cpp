@@ -1,7 +1,8 @@
 // Benchmarks of the rollout kernels: small-batch GEMV vs ops::gemm (oneDNN) over the decode batch sizes
 // B = 1..64 for the shapes N=1536,K=512 and N=512,K=1536 in f32 and bf16 (the crossover sets
 // ops::kGemvMaxBatch), a plain read of the same bytes for comparison, and paged attention decode over
-// f32 / bf16 / int8 caches. Reported: bytes/s of weights (or KV) read and FLOP/s.
+// f32 / bf16 / int8 caches. Reported: bytes/s of weights (or KV) read and FLOP/s. Also the whole rollout
+// engine on the 25M-parameter "small" Qwen3 shape (random weights): generated tokens per second.
 #include <benchmark/benchmark.h>
 
 #include <cstring>
@@ -12,6 +13,10 @@
 #include "core/rng.h"
 #include "kernels/ops.h"
 #include "kernels/paged_ops.h"
+#include "model/presets.h"
+#include "model/weights.h"
+#include "rollout/decoder_model.h"
+#include "rollout/engine.h"
 
 using namespace grpo;
 
@@ -130,5 +135,46 @@ void BM_PagedAttentionDecode(benchmark::State& st) {
 BENCHMARK(BM_PagedAttentionDecode)
     ->ArgsProduct({{1, 16, 64}, {512}, {0, 1, 2}})
     ->ArgNames({"S", "ctx", "kv_dtype"});
+
+// The engine end to end: args requests, n (samples per request), compute mode (0 f32, 1 bf16); prompts of
+// 64 random tokens, 64 new tokens each, temperature 1. 128 x 1 is the llama.cpp comparison of
+// performance-facts.md (~1,850 generated tokens/s); 16 x 8 is a GRPO group batch (prompt prefilled once).
+void BM_RolloutEngine(benchmark::State& st) {
+  const int64_t requests = st.range(0), n = st.range(1);
+  const ComputeMode mode = st.range(2) ? ComputeMode::BF16 : ComputeMode::F32;
+  ModelWeights weights(preset_config("qwen3", "small"));
+  Rng rng(11);
+  const TensorView flat = weights.params().flat();
+  for (int64_t i = 0; i < flat.numel(); ++i) flat.f32()[i] = static_cast<float>(rng.normal() * 0.02);
+  rollout::EngineConfig cfg;
+  cfg.kv_memory_bytes = int64_t{1} << 30;
+  cfg.token_budget = 1024;
+  cfg.max_seqs = 128;
+  rollout::DecoderRolloutModel model(weights, mode, cfg.block_size);
+  rollout::Engine engine(model, cfg);
+  std::vector<rollout::Request> reqs(requests);
+  for (int64_t i = 0; i < requests; ++i) {
+    for (int t = 0; t < 64; ++t) reqs[i].prompt.push_back(static_cast<int32_t>(rng.below(model.vocab_size())));
+    reqs[i].n = static_cast<int32_t>(n);
+    reqs[i].max_new_tokens = 64;
+    reqs[i].id = static_cast<uint64_t>(i);
+  }
+  int64_t generated = 0;
+  for (auto _ : st) {
+    engine.clear_prefix_cache();
+    engine.generate(reqs);
+    generated += engine.stats().generated_tokens;
+  }
+  st.counters["generated_tokens/s"] = benchmark::Counter(static_cast<double>(generated), benchmark::Counter::kIsRate);
+  st.counters["steps"] = static_cast<double>(engine.stats().steps);
+}
+BENCHMARK(BM_RolloutEngine)
+    ->Args({128, 1, 0})
+    ->Args({128, 1, 1})
+    ->Args({16, 8, 1})
+    ->ArgNames({"requests", "n", "bf16"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1);
 
 }  // namespace

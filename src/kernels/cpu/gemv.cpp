@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/profiler.h"
 #include "kernels/backend.h"
 #include "kernels/ops.h"
 #include "kernels/paged_ops.h"
@@ -151,6 +152,7 @@ void gemv_baseline(float* y, const float* x, const void* W, DType w_dtype, int64
 }  // namespace
 
 void gemv(float* y, const float* x, const void* W, DType w_dtype, int64_t B, int64_t N, int64_t K) {
+  GRPO_PROFILE("gemv");
   GRPO_CHECK(w_dtype == DType::F32 || w_dtype == DType::BF16, "[gemv] W must be f32 or bf16, got ",
              dtype_name(w_dtype));
   GRPO_CHECK(B >= 0 && N >= 0 && K >= 0, "[gemv] negative size B=", B, " N=", N, " K=", K);

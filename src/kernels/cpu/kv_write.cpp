@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/profiler.h"
 #include "kernels/paged_ops.h"
 
 namespace grpo::ops {
@@ -44,6 +45,7 @@ void store_row(void* cache, float* scales, int64_t row, const float* x, int64_t 
 
 void paged_kv_write(const PagedKvView& kv, int64_t layer, const float* k, const float* v, const int32_t* slots,
                     int64_t T) {
+  GRPO_PROFILE("paged_kv_write");
   GRPO_CHECK(layer >= 0 && layer < kv.num_layers, "[paged_kv_write] layer ", layer, " not in [0, ", kv.num_layers,
              ")");
   const int64_t K = kv.num_kv_heads, D = kv.head_dim, bs = kv.block_size;

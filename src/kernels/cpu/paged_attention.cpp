@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "core/error.h"
+#include "core/profiler.h"
 #include "kernels/backend.h"
 #include "kernels/paged_ops.h"
 
@@ -36,10 +37,22 @@ struct ScalarRows {
     for (int64_t d = 0; d < D; ++d) acc += q[d] * to_f32(row[d]);
     return acc;
   }
-  // acc[d] = acc[d] * c + p * row[d]
+  // Folds one block's scaled scores s [nb] (block max mx >= running max m) into the running output og [D]
+  // and returns the new running sum: c = exp(m - mx), p_j = exp(s_j - mx),
+  // og = og c + sum_j p_j vscale_j v_j, sum = l c + sum_j p_j. vscale: int8 per-row scales or null.
   template <typename E>
-  static void scale_add(float* acc, float c, float p, const E* row, int64_t D) {
-    for (int64_t d = 0; d < D; ++d) acc[d] = acc[d] * c + p * to_f32(row[d]);
+  static float fold_block(float* og, float* s, int64_t nb, float m, float mx, float l, const E* vrows,
+                          const float* vscale, int64_t D) {
+    const float c = std::exp(m - mx);  // m = -inf on the first block: c = 0
+    for (int64_t d = 0; d < D; ++d) og[d] *= c;
+    float sum = l * c;
+    for (int64_t j = 0; j < nb; ++j) {
+      const float p = std::exp(s[j] - mx);
+      sum += p;
+      const float pv = vscale ? p * vscale[j] : p;
+      for (int64_t d = 0; d < D; ++d) og[d] += pv * to_f32(vrows[j * D + d]);
+    }
+    return sum;
   }
 };
 
@@ -59,6 +72,14 @@ struct Avx512Rows {
   GRPO_AVX512 [[gnu::always_inline]] static inline __mmask16 mask(int64_t left) {
     return left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
   }
+  GRPO_AVX512 [[gnu::always_inline]] static inline float reduce16(__m512 v) {  // fixed tree
+    const __m256 lo = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xf, _mm512_castps_pd(v), 0));
+    const __m256 hi = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xf, _mm512_castps_pd(v), 1));
+    const __m256 s8 = _mm256_add_ps(lo, hi);
+    const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+    const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
+  }
   template <typename E>
   GRPO_AVX512 static inline float dot(const float* q, const E* row, int64_t D) {
     __m512 acc = _mm512_setzero_ps();
@@ -66,22 +87,42 @@ struct Avx512Rows {
       const __mmask16 m = mask(D - d);
       acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + d), load(row + d, m), acc);
     }
-    const __m256 lo = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xf, _mm512_castps_pd(acc), 0));
-    const __m256 hi = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xf, _mm512_castps_pd(acc), 1));
-    const __m256 s8 = _mm256_add_ps(lo, hi);
-    const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-    const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-    return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
+    return reduce16(acc);
   }
+  // e^x for x <= 0 (scores minus their max): 2^n * 2^f with n = round(x log2 e), |f| <= 1/2, and 2^f from
+  // its Taylor series to degree 7 (relative error < 1e-8 before f32 rounding).
+  GRPO_AVX512 static inline __m512 exp_nonpositive(__m512 x) {
+    const __m512 t = _mm512_mul_ps(_mm512_maskz_max_ps(0xffff, x, _mm512_set1_ps(-100.0f)), _mm512_set1_ps(1.44269504088896341f));
+    const __m512 n = _mm512_maskz_roundscale_ps(0xffff, t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 f = _mm512_sub_ps(t, n);
+    constexpr float c[8] = {1.0f, 0.6931471805599453f, 0.2402265069591007f, 0.055504108664821576f,
+                            0.009618129107628477f, 0.0013333558146428441f, 0.00015403530393381606f,
+                            1.5252733804059838e-05f};
+    __m512 p = _mm512_set1_ps(c[7]);
+    for (int k = 6; k >= 0; --k) p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(c[k]));
+    return _mm512_maskz_scalef_ps(0xffff, p, n);
+  }
+  // As ScalarRows::fold_block, 16 scores and 16 dims at a time; the output chunk stays in a register over
+  // the block's rows.
   template <typename E>
-  GRPO_AVX512 static inline void scale_add(float* acc, float c, float p, const E* row,
-                                                                  int64_t D) {
-    const __m512 cv = _mm512_set1_ps(c), pv = _mm512_set1_ps(p);
-    for (int64_t d = 0; d < D; d += 16) {
-      const __mmask16 m = mask(D - d);
-      const __m512 a = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, acc + d), cv);
-      _mm512_mask_storeu_ps(acc + d, m, _mm512_fmadd_ps(pv, load(row + d, m), a));
+  GRPO_AVX512 static inline float fold_block(float* og, float* s, int64_t nb, float m, float mx, float l,
+                                             const E* vrows, const float* vscale, int64_t D) {
+    const float c = std::exp(m - mx);
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t j = 0; j < nb; j += 16) {
+      const __mmask16 mk = mask(nb - j);
+      const __m512 p = exp_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, s + j), _mm512_set1_ps(mx)));
+      sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(mk, p));
+      _mm512_mask_storeu_ps(s + j, mk, vscale ? _mm512_mul_ps(p, _mm512_maskz_loadu_ps(mk, vscale + j)) : p);
     }
+    const __m512 cv = _mm512_set1_ps(c);
+    for (int64_t d = 0; d < D; d += 16) {
+      const __mmask16 md = mask(D - d);
+      __m512 acc = _mm512_mul_ps(_mm512_maskz_loadu_ps(md, og + d), cv);
+      for (int64_t j = 0; j < nb; ++j) acc = _mm512_fmadd_ps(_mm512_set1_ps(s[j]), load(vrows + j * D + d, md), acc);
+      _mm512_mask_storeu_ps(og + d, md, acc);
+    }
+    return l * c + reduce16(sum);
   }
 };
 
@@ -111,7 +152,7 @@ template <typename Rows, typename E>
   for (int64_t g = 0; g < G; ++g) {
     m[g] = -INFINITY;
     l[g] = 0;
-    std::fill_n(a.o + (t * a.H + h0 + g) * D, D, 0.0f);
+    std::fill_n(a.o + (t * a.H + h0 + g) * D, D, 0.0f);  // c = 0 on the first block needs finite values
   }
   const E* kbase = static_cast<const E*>(kv.k) + a.layer * kv.layer_elems();
   const E* vbase = static_cast<const E*>(kv.v) + a.layer * kv.layer_elems();
@@ -134,16 +175,9 @@ template <typename Rows, typename E>
         sg[j] = d * a.scale;
         mx = std::max(mx, sg[j]);
       }
-      const float c = std::exp(m[g] - mx);  // m[g] = -inf on the first block: c = 0
       float* og = a.o + (t * a.H + h0 + g) * D;
-      float sum = l[g] * c;
-      for (int64_t j = 0; j < nb; ++j) {
-        const float p = std::exp(sg[j] - mx);
-        sum += p;
-        Rows::scale_add(og, j == 0 ? c : 1.0f, vsc ? p * vsc[row0 + j] : p, vrows + j * D, D);
-      }
+      l[g] = Rows::fold_block(og, sg, nb, m[g], mx, l[g], vrows, vsc ? vsc + row0 : nullptr, D);
       m[g] = mx;
-      l[g] = sum;
     }
   }
   for (int64_t g = 0; g < G; ++g) {
@@ -179,6 +213,7 @@ int64_t paged_attention_ws_floats(int64_t T, int64_t H, int64_t block_size) { re
 void paged_attention(float* o, const float* q, const PagedKvView& kv, int64_t layer, const int32_t* block_table_indptr,
                      const int32_t* block_table, const int32_t* seq_index, const int32_t* positions, int64_t T,
                      int64_t S, int64_t H, float scale, float* ws) {
+  GRPO_PROFILE("paged_attention");
   GRPO_CHECK(layer >= 0 && layer < kv.num_layers, "[paged_attention] layer ", layer, " not in [0, ", kv.num_layers,
              ")");
   GRPO_CHECK(kv.num_kv_heads > 0 && H % kv.num_kv_heads == 0, "[paged_attention] H = ", H,
