@@ -74,3 +74,10 @@ TEST(JinjaErrors, HostileInputFailsCleanly) {
   EXPECT_NE(render_error("{{ 'ab' * 9000000000 }}").find("too large"), std::string::npos);
   EXPECT_EQ(render("{{ '\xFF\xFE' ~ 'x' }}"), "\xFF\xFEx");  // invalid UTF-8 passes through untouched
 }
+
+TEST(JinjaErrors, NumberLiteralsOutOfRange) {
+  EXPECT_EQ(render_error("\n{{ 99999999999999999999 }}"),
+            "[jinja] test_template:2: integer literal 99999999999999999999 does not fit in 64 bits");
+  EXPECT_EQ(render("{{ 1e999 }} {{ -1e999 }}"), "inf -inf");
+  EXPECT_NE(render_error("{{ '{99999999999}'.format(1) }}"), "");
+}

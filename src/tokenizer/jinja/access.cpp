@@ -134,7 +134,7 @@ std::string str_format(const std::string& fmt, const CallArgs& args) {
     if (field.empty()) {
       if (auto_index >= args.positional.size()) fail("Replacement index " + std::to_string(auto_index) + " out of range");
       v = args.positional[auto_index++];
-    } else if (std::all_of(field.begin(), field.end(), [](char d) { return d >= '0' && d <= '9'; })) {
+    } else if (field.size() <= 9 && std::all_of(field.begin(), field.end(), [](char d) { return d >= '0' && d <= '9'; })) {
       const size_t k = std::stoul(field);
       if (k >= args.positional.size()) fail("Replacement index " + field + " out of range");
       v = args.positional[k];

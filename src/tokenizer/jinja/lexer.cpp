@@ -3,6 +3,8 @@
 #include "tokenizer/jinja/lexer.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
 
 #include "core/error.h"
 #include "tokenizer/jinja/utf8.h"
@@ -273,6 +275,14 @@ class Lexer {
     error(cat("unexpected char '", c, "'"), line_);
   }
 
+  int64_t parse_int64(const std::string& digits, int base, int line) const {
+    int64_t value = 0;
+    const auto res = std::from_chars(digits.data(), digits.data() + digits.size(), value, base);
+    if (res.ec != std::errc() || res.ptr != digits.data() + digits.size())
+      error("integer literal " + digits + " does not fit in 64 bits", line);
+    return value;
+  }
+
   size_t scan_digits(size_t i, bool (*is_digit_fn)(char)) const {
     while (i < src_.size() &&
            (is_digit_fn(src_[i]) || (src_[i] == '_' && i + 1 < src_.size() && is_digit_fn(src_[i + 1]))))
@@ -296,7 +306,7 @@ class Lexer {
       const size_t end = scan_digits(i, prefix == 'x' ? hex : prefix == 'o' ? oct : bin);
       if (end == i) error("invalid number literal", line);
       const int base = prefix == 'x' ? 16 : prefix == 'o' ? 8 : 2;
-      tokens_.push_back({TokenType::Integer, std::to_string(std::stoll(strip_underscores(src_.substr(i, end - i)), nullptr, base)), line});
+      tokens_.push_back({TokenType::Integer, std::to_string(parse_int64(strip_underscores(src_.substr(i, end - i)), base, line)), line});
       pos_ = end;
       return;
     }
@@ -319,7 +329,9 @@ class Lexer {
         }
       }
     }
-    tokens_.push_back({is_float ? TokenType::Float : TokenType::Integer, strip_underscores(src_.substr(pos_, end - pos_)), line});
+    std::string digits = strip_underscores(src_.substr(pos_, end - pos_));
+    if (!is_float) parse_int64(digits, 10, line);  // range check: later stages convert without failing
+    tokens_.push_back({is_float ? TokenType::Float : TokenType::Integer, std::move(digits), line});
     pos_ = end;
   }
 

@@ -1,6 +1,7 @@
 // Recursive-descent parser for the Jinja subset used by chat templates.
 #include "tokenizer/jinja/parser.h"
 
+#include <cstdlib>
 #include <initializer_list>
 
 #include "core/error.h"
@@ -102,12 +103,18 @@ class Parser {
     while (cur().type != TokenType::End) {
       const Token& t = cur();
       if (t.type == TokenType::Text) {
-        body.push_back(Node{NodeKind::Text, t.line, t.value, {}, {}, {}, false, {}, {}, {}, {}, {}});
+        Node n{};
+        n.kind = NodeKind::Text;
+        n.line = t.line;
+        n.text = t.value;
+        body.push_back(std::move(n));
         advance();
       } else if (t.type == TokenType::VariableBegin) {
-        const int line = t.line;
+        Node n{};
+        n.kind = NodeKind::Output;
+        n.line = t.line;
         advance();
-        Node n{NodeKind::Output, line, {}, parse_tuple(true, {}), {}, {}, false, {}, {}, {}, {}, {}};
+        n.expr = parse_tuple(true, {});
         if (cur().type != TokenType::VariableEnd) error("expected end of print statement, got " + describe(cur()));
         advance();
         body.push_back(std::move(n));
@@ -535,11 +542,9 @@ class Parser {
     }
     if (t.type == TokenType::Integer || t.type == TokenType::Float) {
       auto e = make(ExprKind::Const, line);
-      try {
-        e->value = t.type == TokenType::Integer ? Value(static_cast<int64_t>(std::stoll(t.value))) : Value(std::stod(t.value));
-      } catch (const std::out_of_range&) {
-        error("number literal " + t.value + " is out of range");
-      }
+      // The lexer range-checked integers; float literals overflow to inf as in Python.
+      e->value = t.type == TokenType::Integer ? Value(static_cast<int64_t>(std::stoll(t.value)))
+                                              : Value(std::strtod(t.value.c_str(), nullptr));
       advance();
       return e;
     }
