@@ -38,6 +38,19 @@ TEST(JinjaStatements, LoopFilterElseAndUnpacking) {
   EXPECT_EQ(render("{% for (a, b) in [[1, 2], [3, 4]] %}{{ a * b }} {% endfor %}"), "2 12 ");
 }
 
+TEST(JinjaStatements, ForElseRunsUnlessAnIterationCompletedItsBody) {
+  // Jinja's quirk: iterations left through break/continue do not count as "the loop ran".
+  EXPECT_EQ(render("{% for x in [1, 2] %}{{ x }}{% continue %}{% else %}E{% endfor %}"), "12E");
+  EXPECT_EQ(render("{% for x in [1, 2] %}{{ x }}{% break %}{% else %}E{% endfor %}"), "1E");
+  EXPECT_EQ(render("{% for x in [1, 2] %}{% if x == 2 %}{% break %}{% endif %}{{ x }}{% else %}E{% endfor %}"), "1");
+}
+
+TEST(JinjaStatements, BlockBodiesAreScopes) {
+  EXPECT_EQ(render("{% set x %}{% set inner = 1 %}{% endset %}[{{ inner }}]"), "[]");
+  EXPECT_EQ(render("{% filter upper %}{% set inner = 1 %}{% endfilter %}[{{ inner }}]"), "[]");
+  EXPECT_EQ(render("{% generation %}{% set inner = 1 %}{% endgeneration %}[{{ inner }}]"), "[]");
+}
+
 TEST(JinjaStatements, LoopControls) {
   EXPECT_EQ(render("{% for x in l %}{% if x == 1 %}{% continue %}{% endif %}{% if x == 4 %}{% break %}{% endif %}"
                    "{{ x }}{% endfor %}",

@@ -85,6 +85,12 @@ class Renderer {
     return Flow::Normal;
   }
 
+  // Block-set, filter and generation bodies are scopes of their own: their assignments stay inside.
+  Flow render_scoped(const std::vector<Node>& nodes, std::string& out) {
+    FrameGuard guard(*this, child_frame());
+    return render(nodes, out);
+  }
+
   Flow render_node(const Node& n, std::string& out) {
     try {
       return render_node_inner(n, out);
@@ -114,13 +120,13 @@ class Renderer {
         return Flow::Normal;
       case NodeKind::SetBlock: {
         std::string captured;
-        render(n.body, captured);
+        render_scoped(n.body, captured);
         frame_->set(n.targets[0], apply_filters(n.filters, Value(std::move(captured))));
         return Flow::Normal;
       }
       case NodeKind::FilterBlock: {
         std::string captured;
-        render(n.body, captured);
+        render_scoped(n.body, captured);
         out += to_str(apply_filters(n.filters, Value(std::move(captured))));
         return Flow::Normal;
       }
@@ -134,7 +140,7 @@ class Renderer {
         return render(n.body, out);
       }
       case NodeKind::Scope:
-        return render(n.body, out);
+        return render_scoped(n.body, out);
       case NodeKind::Break:
         return Flow::Break;
       case NodeKind::Continue:
@@ -183,7 +189,6 @@ class Renderer {
       }
       items = std::move(kept);
     }
-    if (items.empty()) return render(n.else_body, out);
 
     static const LoopKeys keys;
     auto state = std::make_shared<LoopState>();
@@ -201,6 +206,9 @@ class Renderer {
       return Value(true);
     });
     const int64_t length = static_cast<int64_t>(items.size());
+    // Jinja renders the else block unless some iteration ran its body to the end: an iteration left by
+    // break or continue does not count.
+    bool body_completed = false;
     for (int64_t i = 0; i < length; ++i) {
       state->index0 = i;
       auto frame = child_frame();
@@ -223,8 +231,11 @@ class Renderer {
       e.emplace_back(keys.changed, changed);
       frame->set("loop", std::move(loop));
       FrameGuard guard(*this, std::move(frame));
-      if (render(n.body, out) == Flow::Break) break;
+      const Flow flow = render(n.body, out);
+      if (flow == Flow::Break) break;
+      if (flow == Flow::Normal) body_completed = true;
     }
+    if (!body_completed) return render(n.else_body, out);
     return Flow::Normal;
   }
 
