@@ -183,12 +183,20 @@ TEST(Engine, IdenticalAcrossBatchCompositionChunkingAndThreads) {
   auto b = chunked.generate(rev);
   std::reverse(b.begin(), b.end());
   expect_identical(a, b);
+  // thread counts: 128 sequences, enough keys per step for the threaded attention path
+  const auto many = workload(16, 8, 30);
+  EngineConfig wide = config();
+  wide.max_seqs = 128;
+  wide.token_budget = 256;
   const int threads = num_threads();
+  set_num_threads(2);
+  Engine two_threads(model, wide);
+  auto c = two_threads.generate(many);
   set_num_threads(1);
-  Engine single_thread(model, config());
-  auto c = single_thread.generate(reqs);
+  Engine single_thread(model, wide);
+  auto d = single_thread.generate(many);
   set_num_threads(threads);
-  expect_identical(a, c);
+  expect_identical(c, d);
 }
 
 TEST(Engine, WarmStepsAllocateNothing) {
