@@ -262,7 +262,8 @@ void save_checkpoint(const std::string& dir_in, const ModelConfig& c, const std:
   GRPO_CHECK(save_dtype == DType::F32 || save_dtype == DType::BF16, "[checkpoint] saving ", dir_in,
              ": save dtype must be f32 or bf16, got ", dtype_name(save_dtype));
   GRPO_CHECK(max_shard_bytes >= 0, "[checkpoint] saving ", dir_in, ": max_shard_bytes must be >= 0");
-  std::string dir = fs::path(dir_in).lexically_normal().string();
+  // Absolute, so that "ck/", "." or "../ck" all have a parent folder for the sibling "<dir>.partial".
+  std::string dir = fs::absolute(dir_in).lexically_normal().string();
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   std::vector<const NamedF32*> ordered = order_tensors(dir, c, tensors);
   std::error_code ec;
@@ -273,7 +274,7 @@ void save_checkpoint(const std::string& dir_in, const ModelConfig& c, const std:
            "(no config.json)");
   }
   const fs::path parent = fs::path(dir).parent_path();
-  if (!parent.empty()) make_dirs(parent.string());
+  make_dirs(parent.string());
   const std::string partial = dir + ".partial";
   fs::remove_all(partial, ec);  // a leftover of a crashed save
   make_dirs(partial);
@@ -303,14 +304,15 @@ void save_checkpoint(const std::string& dir_in, const ModelConfig& c, const std:
     }
     for (const std::string& src : extra_files_to_copy) {
       const std::string name = fs::path(src).filename().string();
-      if (name == "config.json" || name.find(".safetensors") != std::string::npos)
+      const bool weights_file = name.rfind("model", 0) == 0 && name.find(".safetensors") != std::string::npos;
+      if (name == "config.json" || weights_file)
         fail("[checkpoint] saving ", dir, ": extra file ", src, " would overwrite the checkpoint's own ", name);
       if (!fs::is_regular_file(src)) fail("[checkpoint] saving ", dir, ": extra file ", src, " does not exist");
       write_file_atomic(partial + "/" + name, read_file(src));
     }
     fsync_path(partial);
     swap_into_place(partial, dir);
-    fsync_path(parent.empty() ? "." : parent.string());
+    fsync_path(parent.string());
   } catch (...) {
     fs::remove_all(partial, ec);
     throw;

@@ -98,6 +98,10 @@ TEST(Checkpoint, SaveThenOpenRoundTripsSingleFile) {
   EXPECT_EQ(ck.config().hidden_size, c.hidden_size);
   EXPECT_TRUE(ck.config().qkv_bias);
   for (size_t i = 0; i < p.named.size(); ++i) EXPECT_EQ(read_f32(ck, p.named[i].name), p.data[i]) << p.named[i].name;
+  // A trailing slash names the same folder; the temp folder is still its sibling.
+  save_checkpoint(root + "/ck/", c, p.named, DType::F32);
+  EXPECT_FALSE(fs::exists(root + "/ck/.partial"));
+  EXPECT_EQ(read_f32(Checkpoint::open(root + "/ck"), "model.norm.weight"), p.data[p.data.size() - 2]);
   fs::remove_all(root);
 }
 
@@ -112,9 +116,10 @@ TEST(Checkpoint, ShardedBf16SaveRoundTrips) {
   EXPECT_GT(ck.files().size(), 2u);
   EXPECT_EQ(ck.config().dtype, DType::BF16);
   for (const std::string& f : ck.files()) {
+    SafetensorsFile shard = SafetensorsFile::open(f);
     int64_t bytes = 0;
-    for (const StTensor& t : SafetensorsFile::open(f).tensors()) bytes += static_cast<int64_t>(t.nbytes);
-    EXPECT_TRUE(bytes <= 60000 || SafetensorsFile::open(f).tensors().size() == 1) << f;
+    for (const StTensor& t : shard.tensors()) bytes += static_cast<int64_t>(t.nbytes);
+    EXPECT_TRUE(bytes <= 60000 || shard.tensors().size() == 1) << f;
   }
   for (size_t i = 0; i < p.named.size(); ++i) {
     EXPECT_EQ(ck.find(p.named[i].name)->dtype, StDType::BF16);
