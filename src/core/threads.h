@@ -1,4 +1,4 @@
-// Thread control: the number of OpenMP threads kernels use (default: all cores, or GRPO_NUM_THREADS).
+// Thread control: the number of OpenMP threads kernels use (default: all cores, or OMP_NUM_THREADS).
 #pragma once
 
 namespace grpo {
