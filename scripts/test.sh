@@ -21,7 +21,7 @@ if compgen -G "$here/fuzz/*.cpp" >/dev/null; then
   echo "== libFuzzer targets (clang, ASan + UBSan)" >&2
   CXX=clang++ CC=clang cmake -S "$here" -B "$here/build-fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DGRPO_SANITIZE=ON -DGRPO_FUZZ=ON -DGRPO_TESTS=OFF -DGRPO_BENCH=OFF >/dev/null
-  cmake --build "$here/build-fuzz" -j"$jobs"
+  cmake --build "$here/build-fuzz" -j"$jobs" --target fuzz_all
   for f in "$here"/fuzz/*.cpp; do
     name="$(basename "$f" .cpp)"
     corpus="$here/fuzz/corpus/$name"

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
@@ -34,28 +35,20 @@ std::unique_ptr<ModelWeights> make_weights(const BenchTrainArgs& a) {
   return w;
 }
 
-// Runs one path in a child process; returns its result JSON with "peak_rss_bytes" added.
-nlohmann::json run_in_child(const BenchTrainArgs& a, bool plain) {
+// Runs `work` in a child process and returns its JSON with "peak_rss_bytes" (the child's own peak)
+// added. Everything that computes runs in children: GNU OpenMP is not usable after fork() in a process
+// whose parent already started OpenMP threads.
+nlohmann::json run_in_child(const std::string& what, const std::function<nlohmann::json()>& work) {
   int fds[2];
   GRPO_CHECK(pipe(fds) == 0, "[bench train] pipe failed");
+  std::fflush(nullptr);
   pid_t pid = fork();
   GRPO_CHECK(pid >= 0, "[bench train] fork failed");
   if (pid == 0) {
     close(fds[0]);
     nlohmann::json j;
     try {
-      auto w = make_weights(a);
-      train::TrainBenchOptions o;
-      o.tokens = a.tokens;
-      o.seq_len = a.seq_len;
-      o.steps = a.steps;
-      o.decoder.mode = parse_compute_mode(a.dtype);
-      o.decoder.checkpoint_activations = a.checkpoint;
-      o.decoder.kernels = plain ? &plain_kernels() : &fused_kernels();
-      train::TrainBenchResult r = train::run_train_bench(*w, o);
-      j = {{"tokens_per_s", r.tokens_per_s}, {"gflops", r.gflops}, {"seconds_per_step", r.seconds_per_step},
-           {"flop_per_step", r.flop_per_step}, {"loss_first", r.first_loss}, {"loss_last", r.last_loss},
-           {"activation_bytes", r.activation_bytes}, {"parameters", w->num_parameters()}};
+      j = work();
     } catch (const std::exception& e) {
       j = {{"error", e.what()}};
     }
@@ -73,28 +66,46 @@ nlohmann::json run_in_child(const BenchTrainArgs& a, bool plain) {
   int status = 0;
   struct rusage ru {};
   wait4(pid, &status, 0, &ru);
-  GRPO_CHECK(WIFEXITED(status) && !out.empty(), "[bench train] the ", plain ? "plain" : "optimised",
-             " path's process died (status ", status, ")");
+  GRPO_CHECK(WIFEXITED(status) && !out.empty(), "[bench train] the process of ", what, " died (status ", status, ")");
   nlohmann::json j = nlohmann::json::parse(out);
-  if (j.contains("error")) fail("[bench train] ", j["error"].get<std::string>());
+  if (j.contains("error")) fail("[bench train] ", what, ": ", j["error"].get<std::string>());
   j["peak_rss_bytes"] = static_cast<int64_t>(ru.ru_maxrss) * 1024;
   return j;
+}
+
+nlohmann::json train_path(const BenchTrainArgs& a, bool plain) {
+  auto w = make_weights(a);
+  train::TrainBenchOptions o;
+  o.tokens = a.tokens;
+  o.seq_len = a.seq_len;
+  o.steps = a.steps;
+  o.decoder.mode = parse_compute_mode(a.dtype);
+  o.decoder.checkpoint_activations = a.checkpoint;
+  o.decoder.kernels = plain ? &plain_kernels() : &fused_kernels();
+  train::TrainBenchResult r = train::run_train_bench(*w, o);
+  return {{"tokens_per_s", r.tokens_per_s},         {"gflops", r.gflops},
+          {"seconds_per_step", r.seconds_per_step}, {"flop_per_step", r.flop_per_step},
+          {"loss_first", r.first_loss},             {"loss_last", r.last_loss},
+          {"activation_bytes", r.activation_bytes}, {"parameters", w->num_parameters()},
+          {"threads", num_threads()}};
 }
 
 void run_bench_train(const BenchTrainArgs& a) {
   if (a.threads > 0) set_num_threads(a.threads);
   const DType gemm_dtype = parse_compute_mode(a.dtype) == ComputeMode::BF16 ? DType::BF16 : DType::F32;
   std::fprintf(stderr, "[bench train] measuring the %s GEMM peak (2048^3)...\n", a.dtype.c_str());
-  const double peak = measure_gemm_gflops(gemm_dtype, 2048, 2048, 2048);
+  const double peak = run_in_child("the GEMM peak", [&] {
+                        return nlohmann::json{{"gflops", measure_gemm_gflops(gemm_dtype, 2048, 2048, 2048)}};
+                      })["gflops"].get<double>();
   std::fprintf(stderr, "[bench train] GEMM peak %.1f GFLOP/s; optimised path...\n", peak);
-  nlohmann::json opt = run_in_child(a, false);
+  nlohmann::json opt = run_in_child("the optimised path", [&] { return train_path(a, false); });
   std::fprintf(stderr, "[bench train] optimised: %.0f tokens/s, %.1f GFLOP/s\n", opt["tokens_per_s"].get<double>(),
                opt["gflops"].get<double>());
   nlohmann::json out = {{"model", a.model.empty() ? a.arch + ":" + a.preset : a.model},
                         {"dtype", a.dtype},
                         {"tokens", a.tokens},
                         {"seq_len", a.seq_len},
-                        {"threads", num_threads()},
+                        {"threads", opt["threads"]},
                         {"parameters", opt["parameters"]},
                         {"tokens_per_s", opt["tokens_per_s"]},
                         {"gflops", opt["gflops"]},
@@ -106,7 +117,7 @@ void run_bench_train(const BenchTrainArgs& a) {
                         {"loss_last", opt["loss_last"]}};
   if (!a.skip_baseline) {
     std::fprintf(stderr, "[bench train] plain path (unfused kernels, full logits)...\n");
-    nlohmann::json base = run_in_child(a, true);
+    nlohmann::json base = run_in_child("the plain path", [&] { return train_path(a, true); });
     out["baseline_tokens_per_s"] = base["tokens_per_s"];
     out["baseline_peak_rss_bytes"] = base["peak_rss_bytes"];
     out["baseline_activation_bytes"] = base["activation_bytes"];

@@ -1,0 +1,72 @@
+// The demo pipeline (see demo.h).
+#include "grpo/demo.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "core/files.h"
+#include "grpo/arith.h"
+#include "grpo/config.h"
+#include "grpo/example_configs.h"
+#include "grpo/sft.h"
+#include "grpo/trainer.h"
+#include "model/checkpoint.h"
+#include "model/init.h"
+#include "model/presets.h"
+#include "model/weights.h"
+#include "tokenizer/byte_tokenizer.h"
+
+namespace grpo {
+
+DemoResult run_demo(const DemoOptions& opt) {
+  namespace fs = std::filesystem;
+  const std::string out = opt.out, data = out + "/data", init = out + "/init";
+  make_dirs(out);
+  DemoResult r;
+
+  std::fprintf(stderr, "[demo] 1/4 arithmetic task: %lld train / %lld held-out problems -> %s\n",
+               static_cast<long long>(opt.train_examples), static_cast<long long>(opt.test_examples), data.c_str());
+  ArithSplit split = write_arith_dataset(data, opt.train_examples, opt.test_examples, opt.seed, "mixed");
+
+  std::fprintf(stderr, "[demo] 2/4 random-initialised qwen3 `small` model with a byte-level tokenizer -> %s\n",
+               init.c_str());
+  {
+    ModelWeights w(preset_config("qwen3", "small"));
+    init_parameters(w, opt.seed);
+    const std::string tok = out + "/.byte_tokenizer";
+    make_dirs(tok);
+    write_byte_tokenizer(tok);
+    save_checkpoint(init, w.config(), w.named_tensors(), DType::F32, 0,
+                    {tok + "/tokenizer.json", tok + "/tokenizer_config.json"});
+    fs::remove_all(tok);
+  }
+
+  write_file_atomic(out + "/arith-sft.yaml", kArithSftYaml);
+  write_file_atomic(out + "/arith-grpo.yaml", kArithGrpoYaml);
+  std::vector<std::string> common = {"data.train_files=" + split.train_path, "data.val_files=" + split.test_path};
+
+  std::fprintf(stderr, "[demo] 3/4 supervised warm start (%s/arith-sft.yaml)\n", out.c_str());
+  std::vector<std::string> sft_sets = common;
+  sft_sets.push_back("actor_rollout_ref.model.path=" + init);
+  sft_sets.push_back("trainer.default_local_dir=" + out + "/sft");
+  sft_sets.insert(sft_sets.end(), opt.sft_overrides.begin(), opt.sft_overrides.end());
+  SftSummary sft = run_sft(load_config(out + "/arith-sft.yaml", sft_sets));
+  r.sft_accuracy = sft.val_accuracy;
+  r.sft_seconds = sft.seconds;
+  r.sft_report = out + "/sft/report.html";
+
+  std::fprintf(stderr, "[demo] 4/4 GRPO (%s/arith-grpo.yaml) from the SFT model\n", out.c_str());
+  std::vector<std::string> grpo_sets = common;
+  grpo_sets.push_back("actor_rollout_ref.model.path=" + sft.model_dir);
+  grpo_sets.push_back("trainer.default_local_dir=" + out + "/grpo");
+  grpo_sets.insert(grpo_sets.end(), opt.grpo_overrides.begin(), opt.grpo_overrides.end());
+  GrpoTrainer trainer(load_config(out + "/arith-grpo.yaml", grpo_sets), TrainOptions{});
+  TrainSummary g = trainer.run();
+  r.grpo_accuracy = g.val_accuracy.empty() ? 0.0 : g.val_accuracy.back();
+  r.grpo_seconds = g.seconds;
+  r.grpo_report = out + "/grpo/report.html";
+  return r;
+}
+
+}  // namespace grpo

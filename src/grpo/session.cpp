@@ -1,0 +1,84 @@
+// Run session set-up (see session.h).
+#include "grpo/session.h"
+
+#include <cstdio>
+
+#include "core/files.h"
+#include "grpo/prompting.h"
+
+namespace grpo {
+
+rollout::EngineConfig engine_config(const Config& c, const ModelConfig& m) {
+  const RolloutConfig& r = c.actor_rollout_ref.rollout;
+  rollout::EngineConfig e;
+  const bool bf16 = c.mixed_precision.enabled;
+  if (r.kv_cache_dtype == "f32" || (r.kv_cache_dtype == "auto" && !bf16))
+    e.kv_dtype = ops::KvDType::F32;
+  else if (r.kv_cache_dtype == "int8")
+    e.kv_dtype = ops::KvDType::I8;
+  else
+    e.kv_dtype = ops::KvDType::BF16;
+  e.token_budget = r.max_num_batched_tokens;
+  e.max_seqs = r.max_num_seqs;
+  e.prefix_cache = r.enable_prefix_caching;
+  const int64_t seq_tokens = c.data.max_prompt_length + c.data.max_response_length;
+  const int64_t bytes_per_token = 2 * m.num_hidden_layers * m.num_key_value_heads * m.head_dim *
+                                  (ops::kv_dtype_size(e.kv_dtype) + (e.kv_dtype == ops::KvDType::I8 ? 4 : 0));
+  // Enough for every sequence of a full step plus block rounding, never more than the configured fraction.
+  const int64_t need = (r.max_num_seqs * (seq_tokens + 2 * e.block_size)) * bytes_per_token;
+  e.kv_memory_fraction = r.gpu_memory_utilization;
+  e.kv_memory_bytes = need;
+  return e;
+}
+
+std::unique_ptr<Session> Session::open(const Config& config, bool require_response) {
+  auto s = std::make_unique<Session>();
+  s->config = config;
+  s->mode = config.mixed_precision.enabled ? ComputeMode::BF16 : ComputeMode::F32;
+  const std::string& model = config.actor_rollout_ref.model.path;
+  GRPO_CHECK(!model.empty(), "[config] actor_rollout_ref.model.path is required");
+  s->weights = ModelWeights::load(model);
+  s->tokenizer = std::make_unique<Tokenizer>(Tokenizer::load(model));
+  GRPO_CHECK(s->tokenizer->vocab_size() <= s->weights->config().vocab_size, "[tokenizer] ", model, ": ",
+             s->tokenizer->vocab_size(), " token ids but the model has vocab_size ", s->weights->config().vocab_size);
+  const bool chat = config.data.apply_chat_template;
+  s->stop_ids = s->tokenizer->stop_ids();
+  const int32_t end = response_end_id(*s->tokenizer, chat);
+  if (std::find(s->stop_ids.begin(), s->stop_ids.end(), end) == s->stop_ids.end()) s->stop_ids.push_back(end);
+
+  DatasetOptions dopt;
+  const Tokenizer& tok = *s->tokenizer;
+  dopt.encode_prompt = [&tok, chat](const Example& ex) { return encode_prompt(tok, ex, chat); };
+  dopt.max_prompt_length = config.data.max_prompt_length;
+  dopt.overflow = prompt_overflow_from_config(config.data.filter_overlong_prompts, config.data.truncation);
+  dopt.require_response = require_response;
+  s->train = load_dataset(config.data.train_files, dopt);
+  if (s->train.filtered > 0)
+    std::fprintf(stderr, "[data] %s: %lld prompts longer than %lld tokens filtered out\n", config.data.train_files.c_str(),
+                 static_cast<long long>(s->train.filtered), static_cast<long long>(config.data.max_prompt_length));
+  if (!config.data.val_files.empty()) {
+    dopt.require_response = false;
+    s->val = load_dataset(config.data.val_files, dopt);
+  }
+  rollout::EngineConfig ec = engine_config(config, s->weights->config());
+  s->rollout_model = std::make_unique<rollout::DecoderRolloutModel>(*s->weights, s->mode, ec.block_size);
+  s->engine = std::make_unique<rollout::Engine>(
+      *s->rollout_model, ec,
+      [&tok](std::span<const int32_t> ids) {
+        // Model rows past the tokenizer's ids (padding of the embedding table) carry no text, as in
+        // Hugging Face's decode.
+        std::vector<int32_t> known;
+        for (int32_t id : ids)
+          if (id >= 0 && id < tok.vocab_size()) known.push_back(id);
+        return tok.decode(known, true);
+      });
+  return s;
+}
+
+void Session::load_weights(const std::string& dir) {
+  Checkpoint ck = Checkpoint::open(dir);
+  weights->load_from(ck);
+  engine->clear_prefix_cache();
+}
+
+}  // namespace grpo

@@ -1,0 +1,36 @@
+// What SFT and GRPO runs share: the policy's weights (one copy, read by both the trainer and the rollout
+// engine), its tokenizer, the datasets with encoded prompts, and the rollout engine over the weights.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "grpo/config.h"
+#include "grpo/dataset.h"
+#include "model/decoder.h"
+#include "rollout/decoder_model.h"
+#include "rollout/engine.h"
+#include "tokenizer/tokenizer.h"
+
+namespace grpo {
+
+struct Session {
+  Config config;
+  ComputeMode mode = ComputeMode::F32;  // mixed_precision.enabled -> bf16
+  std::unique_ptr<ModelWeights> weights;
+  std::unique_ptr<Tokenizer> tokenizer;
+  Dataset train, val;  // val.examples empty when there is no val file
+  std::unique_ptr<rollout::DecoderRolloutModel> rollout_model;
+  std::unique_ptr<rollout::Engine> engine;
+  std::vector<int32_t> stop_ids;  // ends of responses
+
+  // Loads everything `config` names. `require_response`: SFT data.
+  static std::unique_ptr<Session> open(const Config& config, bool require_response);
+  // Re-reads weights from a Hugging Face folder (resume) and refreshes what depends on them.
+  void load_weights(const std::string& dir);
+};
+
+// The rollout engine's settings from the config (KV budget capped at what max_num_seqs sequences of
+// max_prompt_length + max_response_length tokens need).
+rollout::EngineConfig engine_config(const Config& c, const ModelConfig& m);
+
+}  // namespace grpo

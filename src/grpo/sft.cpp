@@ -1,0 +1,121 @@
+// Supervised fine-tuning (see sft.h).
+#include "grpo/sft.h"
+
+#include <chrono>
+#include <cstdio>
+#include <numeric>
+
+#include "core/files.h"
+#include "core/rng.h"
+#include "grpo/evaluate.h"
+#include "grpo/metrics.h"
+#include "grpo/prompting.h"
+#include "grpo/report.h"
+#include "grpo/session.h"
+#include "model/checkpoint.h"
+#include "train/actor.h"
+
+namespace grpo {
+
+SftSummary run_sft(const Config& cfg, bool quiet) {
+  using Clock = std::chrono::steady_clock;
+  const auto t_run = Clock::now();
+  const std::string run_dir = cfg.trainer.default_local_dir;
+  make_dirs(run_dir);
+  write_file_atomic(run_dir + "/config.yaml", config_to_yaml(cfg));
+  auto s = Session::open(cfg, /*require_response=*/true);
+  const SftConfig& sc = cfg.sft;
+  const bool chat = cfg.data.apply_chat_template;
+
+  std::vector<train::TrainSample> data;
+  int64_t too_long = 0;
+  for (const Example& ex : s->train.examples) {
+    train::TrainSample t;
+    t.tokens = ex.prompt_ids;
+    t.prompt_len = t.tokens.size();
+    std::vector<int32_t> r = encode_response(*s->tokenizer, ex.response, chat);
+    t.tokens.insert(t.tokens.end(), r.begin(), r.end());
+    if (static_cast<int64_t>(t.tokens.size()) > sc.max_length) {
+      ++too_long;
+      continue;
+    }
+    data.push_back(std::move(t));
+  }
+  if (too_long) std::fprintf(stderr, "[sft] %lld examples longer than sft.max_length %lld filtered out\n",
+                             static_cast<long long>(too_long), static_cast<long long>(sc.max_length));
+  GRPO_CHECK(!data.empty(), "[sft] ", cfg.data.train_files, ": no usable example");
+
+  DecoderOptions dopt;
+  dopt.mode = s->mode;
+  dopt.checkpoint_activations = cfg.actor_rollout_ref.model.enable_gradient_checkpointing;
+  train::MicroBatching mb;
+  mb.dynamic = true;
+  mb.max_tokens = std::max(cfg.actor_rollout_ref.actor.ppo_max_token_len_per_gpu, sc.max_length);
+  train::AdamWConfig adam;
+  adam.lr = static_cast<float>(sc.lr);
+  adam.weight_decay = static_cast<float>(sc.weight_decay);
+  adam.grad_clip = static_cast<float>(sc.grad_clip);
+  train::Actor actor(*s->weights, dopt, mb, adam);
+
+  const int64_t N = data.size(), bs = std::min<int64_t>(sc.batch_size, N);
+  const int64_t per_epoch = (N + bs - 1) / bs, total = per_epoch * sc.epochs;
+  const int64_t warmup = static_cast<int64_t>(sc.lr_warmup_steps_ratio * total);
+  MetricsWriter metrics(run_dir + "/metrics.jsonl", /*truncate=*/true);
+  std::vector<int64_t> order(N);
+  std::vector<train::TrainSample> batch;
+  SftSummary sum;
+  int64_t step = 0;
+  for (int64_t epoch = 0; epoch < sc.epochs; ++epoch) {
+    std::iota(order.begin(), order.end(), 0);
+    Rng rng({static_cast<uint64_t>(cfg.trainer.seed), static_cast<uint64_t>(epoch), 0x5f7ull});
+    for (int64_t i = N - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
+    for (int64_t b = 0; b < per_epoch; ++b) {
+      batch.clear();
+      for (int64_t i = b * bs; i < std::min(N, (b + 1) * bs); ++i) batch.push_back(data[order[i]]);
+      const float lr = train::scheduled_lr(static_cast<float>(sc.lr), step, total, warmup, "cosine", 0.1f);
+      auto t0 = Clock::now();
+      train::UpdateStats u = actor.update_sft(batch, lr);
+      const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+      ++step;
+      sum.final_loss = u.loss;
+      metrics.write(step, {{"train/loss", u.loss}, {"train/lr", lr}, {"actor/grad_norm", u.grad_norm},
+                           {"actor/entropy", u.entropy}, {"perf/throughput", u.tokens / std::max(1e-9, secs)},
+                           {"perf/packing_efficiency", u.packing_efficiency}, {"timing_s/step", secs},
+                           {"training/epoch", epoch}});
+      if (!quiet && (step % 10 == 0 || step == total))
+        std::fprintf(stderr, "[sft] step %lld/%lld | loss %.4f | lr %.2e | %.0f tokens/s\n",
+                     static_cast<long long>(step), static_cast<long long>(total), u.loss, lr,
+                     u.tokens / std::max(1e-9, secs));
+    }
+  }
+  sum.steps = step;
+  sum.model_dir = run_dir + "/model";
+  std::vector<std::string> extra;
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) {
+    std::string p = cfg.actor_rollout_ref.model.path + "/" + f;
+    if (file_exists(p)) extra.push_back(p);
+  }
+  save_checkpoint(sum.model_dir, s->weights->config(), s->weights->named_tensors(), DType::F32, 0, extra);
+  if (!s->val.examples.empty()) {
+    s->engine->clear_prefix_cache();
+    EvalOptions eo;
+    eo.sampling.temperature = 0;
+    eo.max_new_tokens = static_cast<int32_t>(cfg.data.max_response_length);
+    eo.stop_ids = s->stop_ids;
+    EvalResult r = evaluate(*s->engine, s->val.examples, eo, nullptr);
+    sum.val_accuracy = r.accuracy;
+    metrics.write(step, {{"val/accuracy", r.accuracy}, {"val/response_length/mean", r.response_length},
+                         {"timing_s/testing", r.seconds}});
+    if (!quiet)
+      std::fprintf(stderr, "[sft] held-out accuracy %.3f on %lld prompts\n", r.accuracy,
+                   static_cast<long long>(r.examples));
+  }
+  sum.seconds = std::chrono::duration<double>(Clock::now() - t_run).count();
+  ReportInfo info;
+  info.title = "grpo.cpp SFT: " + cfg.trainer.experiment_name;
+  info.config_yaml = config_to_yaml(cfg);
+  write_report(run_dir + "/metrics.jsonl", run_dir + "/report.html", info);
+  return sum;
+}
+
+}  // namespace grpo

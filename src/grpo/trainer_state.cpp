@@ -1,0 +1,83 @@
+// Run checkpoints (see trainer_state.h).
+#include "grpo/trainer_state.h"
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "core/files.h"
+#include "model/checkpoint.h"
+#include "model/safetensors.h"
+
+namespace grpo {
+
+namespace fs = std::filesystem;
+
+std::string save_run_checkpoint(const std::string& run_dir, const ModelWeights& w, const train::AdamW& adam,
+                                const TrainerState& st, DType save_dtype, const std::string& tokenizer_dir) {
+  const std::string ckdir = run_dir + "/checkpoints";
+  make_dirs(ckdir);
+  const std::string dir = ckdir + "/global_step_" + std::to_string(st.global_step);
+  const std::string scratch = ckdir + "/.state_tmp_" + std::to_string(st.global_step);
+  make_dirs(scratch);
+  nlohmann::json j = {{"global_step", st.global_step}, {"epoch", st.epoch}, {"epoch_position", st.epoch_position},
+                      {"skipped_steps", st.skipped_steps}, {"optimizer_steps", adam.steps()}};
+  write_file_atomic(scratch + "/trainer_state.json", j.dump(2) + "\n");
+  std::vector<StTensorOut> moments;
+  train::AdamW& a = const_cast<train::AdamW&>(adam);
+  for (const auto& [name, view] : a.m().entries())
+    moments.push_back({"m." + name, StDType::F32, {view.shape.dims.begin(), view.shape.dims.begin() + view.shape.ndim},
+                       view.data});
+  for (const auto& [name, view] : a.v().entries())
+    moments.push_back({"v." + name, StDType::F32, {view.shape.dims.begin(), view.shape.dims.begin() + view.shape.ndim},
+                       view.data});
+  write_safetensors(scratch + "/optimizer.safetensors", moments);
+  std::vector<std::string> extra = {scratch + "/trainer_state.json", scratch + "/optimizer.safetensors"};
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+    if (file_exists(tokenizer_dir + "/" + f)) extra.push_back(tokenizer_dir + "/" + f);
+  save_checkpoint(dir, w.config(), w.named_tensors(), save_dtype, 0, extra);
+  fs::remove_all(scratch);
+  write_file_atomic(ckdir + "/latest", "global_step_" + std::to_string(st.global_step) + "\n");
+  return dir;
+}
+
+std::string latest_run_checkpoint(const std::string& run_dir) {
+  const std::string marker = run_dir + "/checkpoints/latest";
+  if (!file_exists(marker)) return "";
+  std::string name = read_file(marker);
+  while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
+  const std::string dir = run_dir + "/checkpoints/" + name;
+  GRPO_CHECK(file_exists(dir + "/trainer_state.json"), "[resume] ", marker, " names ", name,
+             " but that folder has no trainer_state.json");
+  return dir;
+}
+
+TrainerState load_run_checkpoint(const std::string& dir, ModelWeights& w, train::AdamW& adam) {
+  Checkpoint ck = Checkpoint::open(dir);
+  w.load_from(ck);
+  SafetensorsFile opt = SafetensorsFile::open(dir + "/optimizer.safetensors");
+  for (const auto& [prefix, arena] : {std::pair<std::string, Arena*>{"m.", &adam.m()}, {"v.", &adam.v()}})
+    for (const auto& [name, view] : arena->entries()) {
+      const StTensor* t = opt.find(prefix + name);
+      GRPO_CHECK(t, "[resume] ", dir, "/optimizer.safetensors: missing tensor \"", prefix, name, "\"");
+      tensor_to_f32(*t, view.f32(), view.numel(), opt.path());
+    }
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file(dir + "/trainer_state.json"));
+  } catch (const nlohmann::json::exception& e) {
+    fail("[resume] ", dir, "/trainer_state.json: not valid JSON (", e.what(), ")");
+  }
+  TrainerState st;
+  try {
+    st.global_step = j.at("global_step").get<int64_t>();
+    st.epoch = j.at("epoch").get<int64_t>();
+    st.epoch_position = j.at("epoch_position").get<int64_t>();
+    st.skipped_steps = j.at("skipped_steps").get<int64_t>();
+    adam.set_steps(j.at("optimizer_steps").get<int64_t>());
+  } catch (const nlohmann::json::exception& e) {
+    fail("[resume] ", dir, "/trainer_state.json: ", e.what());
+  }
+  return st;
+}
+
+}  // namespace grpo

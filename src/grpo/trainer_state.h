@@ -1,0 +1,29 @@
+// Checkpoints of a run: a Hugging Face model folder (loadable by this engine and by transformers) plus
+// the trainer's state (optimizer moments in optimizer.safetensors, step counters and data position in
+// trainer_state.json), written as one folder atomically; `latest` in the checkpoints folder names the
+// newest complete one. A crash mid-save leaves the previous checkpoint intact.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "model/weights.h"
+#include "train/optimizer.h"
+
+namespace grpo {
+
+struct TrainerState {
+  int64_t global_step = 0;     // optimizer steps of the run done
+  int64_t epoch = 0;           // current pass over the training data
+  int64_t epoch_position = 0;  // prompts of the current epoch consumed
+  int64_t skipped_steps = 0;   // steps skipped for non-finite loss/gradients
+};
+
+// Writes <run_dir>/checkpoints/global_step_<N> and updates <run_dir>/checkpoints/latest. Returns the folder.
+std::string save_run_checkpoint(const std::string& run_dir, const ModelWeights& w, const train::AdamW& adam,
+                                const TrainerState& st, DType save_dtype, const std::string& tokenizer_dir);
+// The newest complete checkpoint folder of a run ("" when there is none).
+std::string latest_run_checkpoint(const std::string& run_dir);
+// Loads weights, optimizer moments and state from a checkpoint folder.
+TrainerState load_run_checkpoint(const std::string& dir, ModelWeights& w, train::AdamW& adam);
+
+}  // namespace grpo
