@@ -27,7 +27,7 @@ DemoResult run_demo(const DemoOptions& opt) {
 
   std::fprintf(stderr, "[demo] 1/4 arithmetic task: %lld train / %lld held-out problems -> %s\n",
                static_cast<long long>(opt.train_examples), static_cast<long long>(opt.test_examples), data.c_str());
-  ArithSplit split = write_arith_dataset(data, opt.train_examples, opt.test_examples, opt.seed, "mixed");
+  ArithSplit split = write_arith_dataset(data, opt.train_examples, opt.test_examples, opt.seed, opt.difficulty);
 
   std::fprintf(stderr, "[demo] 2/4 random-initialised qwen3 `small` model with a byte-level tokenizer -> %s\n",
                init.c_str());
