@@ -8,10 +8,11 @@
 namespace grpo {
 
 struct ChatTemplateInput {
-  nlohmann::json messages = nlohmann::json::array();  // [{role, content, tool_calls?, reasoning_content?}]
-  nlohmann::json tools;                              // null or array of tool schemas
+  // ordered_json keeps object keys in their given order, as Python dicts do (tool schemas print that way).
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();  // [{role, content, tool_calls?, ...}]
+  nlohmann::ordered_json tools;  // null or array of tool schemas
   bool add_generation_prompt = false;
-  nlohmann::json extra = nlohmann::json::object();   // e.g. {"enable_thinking": false}; bos_token, eos_token
+  nlohmann::ordered_json extra = nlohmann::ordered_json::object();  // e.g. {"enable_thinking": false}
 };
 
 // Renders `source` (the template text). Errors (syntax, unsupported feature, raise_exception) throw
