@@ -10,7 +10,7 @@ namespace grpo {
 
 struct DemoOptions {
   std::string out = "runs/demo";
-  int64_t train_examples = 8000, test_examples = 200;
+  int64_t train_examples = 16000, test_examples = 200;
   uint64_t seed = 0;
   std::string difficulty = "easy";  // arith levels (see grpo/arith.h)
   std::vector<std::string> sft_overrides, grpo_overrides;  // extra --set values
