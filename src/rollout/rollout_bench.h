@@ -1,0 +1,28 @@
+// The rollout benchmark behind `grpo bench rollout`: N random prompts x G samples of exactly L new tokens
+// (sampling at temperature 1, no stop tokens), with every optimisation on, and the same work with them off
+// (each sample prefilling its own prompt, no prefix cache, f32 KV, oneDNN GEMM for every matmul).
+#pragma once
+#include <cstdint>
+
+#include "model/decoder.h"
+#include "rollout/engine.h"
+
+namespace grpo::rollout {
+
+struct RolloutBenchOptions {
+  int64_t prompts = 16, n = 8, prompt_len = 64, max_new_tokens = 64;
+  ComputeMode mode = ComputeMode::BF16;
+  uint64_t seed = 0;
+};
+
+struct RolloutBenchResult {
+  double seconds = 0, gen_tokens_per_s = 0, prefill_tokens_per_s = 0;
+  int64_t generated = 0, prefilled = 0;
+  int64_t kv_bytes = 0;       // peak KV cache bytes in use
+  int64_t blocks_shared = 0;  // peak number of blocks referenced by more than one sequence
+};
+
+// optimised = false runs the baseline configuration on the same prompts.
+RolloutBenchResult run_rollout_bench(ModelWeights& w, const RolloutBenchOptions& opt, bool optimised);
+
+}  // namespace grpo::rollout
