@@ -13,6 +13,7 @@
 #include "core/threads.h"
 #include "rollout/decoder_model.h"
 #include "rollout/engine.h"
+#include "rollout/tokenizer_text.h"
 #include "tokenizer/tokenizer.h"
 
 namespace grpo::cli {
@@ -111,12 +112,7 @@ void run_generate(const GenerateArgs& a) {
   ec.kv_memory_bytes = a.kv_bytes;
   ec.kv_memory_fraction = a.kv_fraction;
   rollout::DecoderRolloutModel model(*weights, parse_compute_mode(a.dtype), ec.block_size);
-  rollout::Engine engine(model, ec, [&tok](std::span<const int32_t> ids) {
-    std::vector<int32_t> known;
-    for (int32_t id : ids)
-      if (id >= 0 && id < tok.vocab_size()) known.push_back(id);
-    return tok.decode(known, true);
-  });
+  rollout::Engine engine(model, ec, rollout::tokenizer_decode_fn(tok));
   auto last = std::chrono::steady_clock::now();
   auto progress = [&](const rollout::Progress& p) {
     auto now = std::chrono::steady_clock::now();

@@ -5,6 +5,7 @@
 
 #include "core/files.h"
 #include "grpo/prompting.h"
+#include "rollout/tokenizer_text.h"
 
 namespace grpo {
 
@@ -62,16 +63,7 @@ std::unique_ptr<Session> Session::open(const Config& config, bool require_respon
   }
   rollout::EngineConfig ec = engine_config(config, s->weights->config());
   s->rollout_model = std::make_unique<rollout::DecoderRolloutModel>(*s->weights, s->mode, ec.block_size);
-  s->engine = std::make_unique<rollout::Engine>(
-      *s->rollout_model, ec,
-      [&tok](std::span<const int32_t> ids) {
-        // Model rows past the tokenizer's ids (padding of the embedding table) carry no text, as in
-        // Hugging Face's decode.
-        std::vector<int32_t> known;
-        for (int32_t id : ids)
-          if (id >= 0 && id < tok.vocab_size()) known.push_back(id);
-        return tok.decode(known, true);
-      });
+  s->engine = std::make_unique<rollout::Engine>(*s->rollout_model, ec, rollout::tokenizer_decode_fn(tok));
   return s;
 }
 
