@@ -1,5 +1,5 @@
 // Benchmarks of the rollout kernels: small-batch GEMV vs ops::gemm (oneDNN) over the decode batch sizes
-// B = 1..64 for the shapes N=1536,K=512 and N=512,K=1536 in f32 and bf16 (the crossover sets
+// B = 1..128 for the shapes N=1536,K=512 and N=512,K=1536 in f32 and bf16 (the crossover sets
 // ops::kGemvMaxBatch), a plain read of the same bytes for comparison, and paged attention decode over
 // f32 / bf16 / int8 caches. Reported: bytes/s of weights (or KV) read and FLOP/s. Also the whole rollout
 // engine on the 25M-parameter "small" Qwen3 shape (random weights): generated tokens per second.
@@ -50,9 +50,10 @@ void BM_Gemv(benchmark::State& st) {
   const DType t = st.range(3) ? DType::BF16 : DType::F32;
   Weights w(N, K);
   auto x = random_floats(B * K, 2);
+  std::vector<bf16_t> xb(B * K);
   std::vector<float> y(B * N);
   for (auto _ : st) {
-    ops::gemv(y.data(), x.data(), w.data(t), t, B, N, K);
+    ops::gemv(y.data(), x.data(), w.data(t), t, B, N, K, xb.data());
     benchmark::DoNotOptimize(y.data());
   }
   set_counters(st, B, N, K, t);
@@ -81,7 +82,7 @@ void BM_GemmDecode(benchmark::State& st) {
 void DecodeShapes(benchmark::internal::Benchmark* b) {
   for (int64_t t : {0, 1})
     for (auto [N, K] : {std::pair<int64_t, int64_t>{1536, 512}, {512, 1536}})
-      for (int64_t B : {1, 2, 4, 8, 16, 32, 64}) b->Args({B, N, K, t});
+      for (int64_t B : {1, 2, 4, 8, 16, 32, 64, 128}) b->Args({B, N, K, t});
   b->ArgNames({"B", "N", "K", "bf16"});
 }
 BENCHMARK(BM_Gemv)->Apply(DecodeShapes);

@@ -1,12 +1,19 @@
 // `grpo generate`: samples completions for a JSONL file of prompts with the rollout engine. Input lines
 // {"prompt": "..."}, {"messages": [...]} (with --chat: the model's chat template plus the generation
-// prompt) or {"input_ids": [...]}; output lines echo the input plus
-// "completions": [{text, token_ids, logprobs, finish_reason}]. A bad line is reported (file:line, field)
-// and skipped; the rest of the file is still generated. Progress on stderr.
+// prompt) or {"input_ids": [...]}, each optionally with its own "n", "max_new_tokens", "temperature",
+// "top_p", "top_k", "min_p", "seed" and "stop" (a string or an array of strings) that override the command
+// line for that line; output lines echo the input (other fields included) plus
+// "completions": [{text, token_ids, logprobs, finish_reason}]. An invalid option fails before the model is
+// loaded, naming the option. A bad line (invalid JSON or field, a prompt that does not fit the model's
+// context or the KV cache) is reported (file:line, field) and skipped; the rest of the file is still
+// generated and written, and the exit status is non-zero. Progress on stderr.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <type_traits>
 
 #include "cli/command.h"
 #include "core/files.h"
@@ -18,6 +25,12 @@
 
 namespace grpo::cli {
 namespace {
+
+using Json = nlohmann::ordered_json;
+using rollout::SamplingParams;
+
+constexpr int64_t kInt32Min = std::numeric_limits<int32_t>::min(), kInt32Max = std::numeric_limits<int32_t>::max();
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
 struct GenerateArgs {
   std::string model, prompts, out, kv_dtype = "bf16", dtype = "bf16";
@@ -35,101 +48,227 @@ ops::KvDType kv_dtype_of(const std::string& s) {
   fail("[generate] --kv-dtype: expected f32, bf16 or int8, got \"", s, "\"");
 }
 
-void run_generate(const GenerateArgs& a) {
-  if (a.threads > 0) set_num_threads(a.threads);
-  rollout::SamplingParams sp;
-  sp.temperature = static_cast<float>(a.temperature);
-  sp.top_p = static_cast<float>(a.top_p);
-  sp.top_k = a.top_k;
-  sp.min_p = static_cast<float>(a.min_p);
-  rollout::validate_sampling(sp, "command line");
+// v as a float; beyond float's range it becomes +-inf (rejected as not finite) rather than undefined.
+float to_float(double v) {
+  if (std::fabs(v) > std::numeric_limits<float>::max()) return std::copysign(std::numeric_limits<float>::infinity(), v);
+  return static_cast<float>(v);
+}
+
+// Stores one sampling value in p after checking it with the engine's rules (rollout::validate_sampling) on
+// otherwise default (valid) parameters, so that an error is about this value alone and names `what`.
+template <typename T>
+void set_sampling(SamplingParams& p, T SamplingParams::*field, T value, const std::string& what) {
+  SamplingParams one;
+  one.*field = value;
+  rollout::validate_sampling(one, what);
+  p.*field = value;
+}
+
+void check_stops(const std::vector<std::string>& stops, const std::string& what) {
+  for (const std::string& s : stops) GRPO_CHECK(!s.empty(), what, ": a stop string must not be empty");
+}
+
+// The command line's settings as the request every line starts from. Throws naming the option; runs before
+// the model is loaded.
+rollout::Request request_defaults(const GenerateArgs& a) {
+  rollout::Request r;
   GRPO_CHECK(a.n >= 1, "[generate] --n must be >= 1, got ", a.n);
   GRPO_CHECK(a.max_new_tokens >= 1, "[generate] --max-new-tokens must be >= 1, got ", a.max_new_tokens);
-  auto weights = ModelWeights::load(a.model);
-  Tokenizer tok = Tokenizer::load(a.model);
-  const int64_t V = weights->config().vocab_size, P = weights->config().max_position_embeddings;
+  GRPO_CHECK(a.seed >= 0, "[generate] --seed must be >= 0, got ", a.seed);
+  check_stops(a.stop, "[generate] --stop");
+  r.n = a.n;
+  r.max_new_tokens = a.max_new_tokens;
+  r.seed = static_cast<uint64_t>(a.seed);
+  r.stop_strings = a.stop;
+  set_sampling(r.sampling, &SamplingParams::temperature, to_float(a.temperature), "--temperature");
+  set_sampling(r.sampling, &SamplingParams::top_p, to_float(a.top_p), "--top-p");
+  set_sampling(r.sampling, &SamplingParams::top_k, a.top_k, "--top-k");
+  set_sampling(r.sampling, &SamplingParams::min_p, to_float(a.min_p), "--min-p");
+  return r;
+}
 
-  // Parse every line; bad lines are reported and skipped.
-  std::vector<nlohmann::ordered_json> inputs;
-  std::vector<rollout::Request> reqs;
+void check_engine_options(const GenerateArgs& a) {
+  kv_dtype_of(a.kv_dtype);
+  GRPO_CHECK(a.kv_bytes >= 0, "[generate] --kv-cache-memory must be >= 0, got ", a.kv_bytes);
+  GRPO_CHECK(std::isfinite(a.kv_fraction) && a.kv_fraction > 0 && a.kv_fraction <= 1,
+             "[generate] --kv-cache-fraction must be in (0, 1], got ", a.kv_fraction);
+  GRPO_CHECK(a.threads >= 0, "[generate] --threads must be >= 0 (0: all cores), got ", a.threads);
+}
+
+std::string field(const char* key) { return cat("field \"", key, "\""); }
+
+// A line's integer field in [lo, hi]; anything else (a float, a string such as "nan") is an error naming it.
+int64_t integer_field(const Json& j, const char* key, int64_t lo, int64_t hi) {
+  const Json& v = j.at(key);
+  GRPO_CHECK(v.is_number_integer(), field(key), " must be an integer, got ", v.dump());
+  // Non-negative integers parse as unsigned: beyond int64 they are out of any range asked for here.
+  const bool fits = !v.is_number_unsigned() || v.get<uint64_t>() <= static_cast<uint64_t>(kInt64Max);
+  GRPO_CHECK(fits && v.get<int64_t>() >= lo && v.get<int64_t>() <= hi, field(key), " must be an integer in [", lo,
+             ", ", hi, "], got ", v.dump());
+  return v.get<int64_t>();
+}
+
+// A line's numeric field (a string such as "nan" is an error naming it).
+float number_field(const Json& j, const char* key) {
+  const Json& v = j.at(key);
+  GRPO_CHECK(v.is_number(), field(key), " must be a number, got ", v.dump());
+  return to_float(v.get<double>());
+}
+
+std::vector<std::string> stop_field(const Json& j) {
+  const Json& v = j.at("stop");
+  std::vector<std::string> stops;
+  if (v.is_string()) {
+    stops.push_back(v.get<std::string>());
+  } else {
+    GRPO_CHECK(v.is_array(), field("stop"), " must be a string or an array of strings, got ", v.dump());
+    for (const Json& s : v) {
+      GRPO_CHECK(s.is_string(), field("stop"), " must be a string or an array of strings, got ", v.dump());
+      stops.push_back(s.get<std::string>());
+    }
+  }
+  check_stops(stops, field("stop"));
+  return stops;
+}
+
+template <typename T>
+void override_sampling(const Json& j, const char* key, SamplingParams& p, T SamplingParams::*member) {
+  if (!j.contains(key)) return;
+  if constexpr (std::is_same_v<T, float>)
+    set_sampling(p, member, number_field(j, key), field(key));
+  else
+    set_sampling(p, member, static_cast<T>(integer_field(j, key, kInt32Min, kInt32Max)), field(key));
+}
+
+// Applies the line's own settings to r (the command line's), each checked with its option's rule.
+void apply_overrides(const Json& j, rollout::Request& r) {
+  if (j.contains("n")) r.n = static_cast<int32_t>(integer_field(j, "n", 1, kInt32Max));
+  if (j.contains("max_new_tokens"))
+    r.max_new_tokens = static_cast<int32_t>(integer_field(j, "max_new_tokens", 1, kInt32Max));
+  if (j.contains("seed")) r.seed = static_cast<uint64_t>(integer_field(j, "seed", 0, kInt64Max));
+  if (j.contains("stop")) r.stop_strings = stop_field(j);
+  override_sampling(j, "temperature", r.sampling, &SamplingParams::temperature);
+  override_sampling(j, "top_p", r.sampling, &SamplingParams::top_p);
+  override_sampling(j, "top_k", r.sampling, &SamplingParams::top_k);
+  override_sampling(j, "min_p", r.sampling, &SamplingParams::min_p);
+}
+
+// What a line is read with: the command line's settings, the tokenizer and the limits of model and KV cache.
+struct LineContext {
+  const rollout::Request& defaults;
+  const Tokenizer& tok;
+  bool chat;
+  int64_t vocab, context, kv_blocks, block_size;
+};
+
+std::vector<int32_t> input_ids_of(const Json& j, int64_t V) {
+  GRPO_CHECK(j["input_ids"].is_array(), "field \"input_ids\" must be an array of token ids");
+  std::vector<int32_t> ids;
+  for (const Json& v : j["input_ids"]) {
+    GRPO_CHECK(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() < V,
+               "field \"input_ids\": ids must be integers in [0, ", V, "), got ", v.dump());
+    ids.push_back(v.get<int32_t>());
+  }
+  return ids;
+}
+
+std::vector<int32_t> chat_prompt(const Tokenizer& tok, const Json& messages, const Json& tools) {
+  return tok.encode(tok.apply_chat_template(messages, tools, true, Json::object()));
+}
+
+// The prompt's tokens from "input_ids", "messages" (needs --chat) or "prompt"; `source` gets the field used.
+std::vector<int32_t> prompt_of(const Json& j, const LineContext& c, const char*& source) {
+  if (j.contains("input_ids")) {
+    source = "input_ids";
+    return input_ids_of(j, c.vocab);
+  }
+  if (j.contains("messages")) {
+    source = "messages";
+    GRPO_CHECK(c.chat, "field \"messages\" needs --chat (the model's chat template)");
+    GRPO_CHECK(j["messages"].is_array(), "field \"messages\" must be an array");
+    return chat_prompt(c.tok, j["messages"], j.value("tools", Json()));
+  }
+  GRPO_CHECK(j.contains("prompt"), "expected a field \"prompt\", \"messages\" or \"input_ids\"");
+  source = "prompt";
+  GRPO_CHECK(j["prompt"].is_string(), "field \"prompt\" must be a string");
+  const std::string p = j["prompt"].get<std::string>();
+  if (!c.chat) return c.tok.encode(p);
+  return chat_prompt(c.tok, Json::array({{{"role", "user"}, {"content", p}}}), nullptr);
+}
+
+// The engine's limits, checked per line so that a line too long for them is skipped instead of failing all.
+void check_fits(const rollout::Request& r, const char* source, const LineContext& c) {
+  const int64_t tokens = static_cast<int64_t>(r.prompt.size()) + r.max_new_tokens;
+  GRPO_CHECK(!r.prompt.empty(), "field \"", source, "\": the prompt is empty");
+  GRPO_CHECK(tokens <= c.context, "field \"", source, "\": the prompt's ", r.prompt.size(), " tokens + max_new_tokens ",
+             r.max_new_tokens, " exceed the model's context of ", c.context, " tokens (max_position_embeddings)");
+  const int64_t blocks = (tokens + c.block_size - 1) / c.block_size;
+  GRPO_CHECK(blocks <= c.kv_blocks, "field \"", source, "\": the prompt's ", r.prompt.size(),
+             " tokens + max_new_tokens ", r.max_new_tokens, " need ", blocks, " KV blocks, the cache has ", c.kv_blocks,
+             " (raise --kv-cache-memory or lower max_new_tokens)");
+}
+
+rollout::Request request_of(const Json& j, const LineContext& c, int64_t line) {
+  GRPO_CHECK(j.is_object(), "expected a JSON object, got ", j.dump());
+  rollout::Request r = c.defaults;
+  apply_overrides(j, r);
+  const char* source = "";
+  r.prompt = prompt_of(j, c, source);
+  check_fits(r, source, c);
+  r.id = static_cast<uint64_t>(line);  // the RNG key: a line's samples do not depend on the other lines
+  return r;
+}
+
+Json parse_line(const std::string& text) {
+  try {
+    return Json::parse(text);
+  } catch (const std::exception& e) {
+    fail("not valid JSON (", e.what(), ")");
+  }
+}
+
+// Every line's request and input; a bad line is reported on stderr and counted in `bad`.
+struct Lines {
+  std::vector<Json> inputs;
+  std::vector<rollout::Request> requests;
   int64_t bad = 0;
-  for_each_line(a.prompts, [&](int64_t line, const std::string& text) {
+};
+
+Lines read_lines(const std::string& path, const LineContext& c) {
+  Lines out;
+  for_each_line(path, [&](int64_t line, const std::string& text) {
     if (text.find_first_not_of(" \t") == std::string::npos) return;
     try {
-      nlohmann::ordered_json j;
-      try {
-        j = nlohmann::ordered_json::parse(text);
-      } catch (const std::exception& e) {
-        fail("not valid JSON (", e.what(), ")");
-      }
-      GRPO_CHECK(j.is_object(), "expected a JSON object");
-      rollout::Request r;
-      if (j.contains("input_ids")) {
-        GRPO_CHECK(j["input_ids"].is_array(), "field \"input_ids\" must be an array of token ids");
-        for (const auto& v : j["input_ids"]) {
-          GRPO_CHECK(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() < V,
-                     "field \"input_ids\": ids must be integers in [0, ", V, ")");
-          r.prompt.push_back(v.get<int32_t>());
-        }
-      } else if (j.contains("messages")) {
-        GRPO_CHECK(a.chat, "field \"messages\" needs --chat (the model's chat template)");
-        GRPO_CHECK(j["messages"].is_array(), "field \"messages\" must be an array");
-        r.prompt = tok.encode(tok.apply_chat_template(j["messages"], j.value("tools", nlohmann::ordered_json()), true,
-                                                      nlohmann::ordered_json::object()));
-      } else if (j.contains("prompt")) {
-        GRPO_CHECK(j["prompt"].is_string(), "field \"prompt\" must be a string");
-        const std::string p = j["prompt"].get<std::string>();
-        if (a.chat) {
-          nlohmann::ordered_json msgs = nlohmann::ordered_json::array({{{"role", "user"}, {"content", p}}});
-          r.prompt = tok.encode(tok.apply_chat_template(msgs, nullptr, true, nlohmann::ordered_json::object()));
-        } else {
-          r.prompt = tok.encode(p);
-        }
-      } else {
-        fail("expected a field \"prompt\", \"messages\" or \"input_ids\"");
-      }
-      GRPO_CHECK(!r.prompt.empty(), "the prompt is empty");
-      GRPO_CHECK(static_cast<int64_t>(r.prompt.size()) + a.max_new_tokens <= P, "the prompt's ", r.prompt.size(),
-                 " tokens + --max-new-tokens ", a.max_new_tokens, " exceed the model's context of ", P, " tokens");
-      r.n = a.n;
-      r.sampling = sp;
-      r.stop_token_ids = tok.stop_ids();
-      r.stop_strings = a.stop;
-      r.max_new_tokens = a.max_new_tokens;
-      r.seed = static_cast<uint64_t>(a.seed);
-      r.id = static_cast<uint64_t>(line);
-      reqs.push_back(std::move(r));
-      inputs.push_back(std::move(j));
-    } catch (const Error& e) {
-      ++bad;
-      std::fprintf(stderr, "error: %s:%lld: %s (line skipped)\n", a.prompts.c_str(), static_cast<long long>(line),
-                   e.what());
+      Json j = parse_line(text);
+      out.requests.push_back(request_of(j, c, line));
+      out.inputs.push_back(std::move(j));
+    } catch (const std::exception& e) {
+      ++out.bad;
+      std::fprintf(stderr, "error: %s:%lld: %s (line skipped)\n", path.c_str(), static_cast<long long>(line), e.what());
     }
   });
+  return out;
+}
 
-  rollout::EngineConfig ec;
-  ec.kv_dtype = kv_dtype_of(a.kv_dtype);
-  ec.kv_memory_bytes = a.kv_bytes;
-  ec.kv_memory_fraction = a.kv_fraction;
-  rollout::DecoderRolloutModel model(*weights, parse_compute_mode(a.dtype), ec.block_size);
-  rollout::Engine engine(model, ec, rollout::tokenizer_decode_fn(tok));
-  auto last = std::chrono::steady_clock::now();
-  auto progress = [&](const rollout::Progress& p) {
+rollout::ProgressFn progress_printer() {
+  auto last = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
+  return [last](const rollout::Progress& p) {
     auto now = std::chrono::steady_clock::now();
-    if (std::chrono::duration<double>(now - last).count() > 1.0 || p.requests_done == p.requests_total) {
+    if (std::chrono::duration<double>(now - *last).count() > 1.0 || p.requests_done == p.requests_total) {
       std::fprintf(stderr, "\r[generate] %lld/%lld requests, %lld tokens, %.0f tokens/s   ",
                    static_cast<long long>(p.requests_done), static_cast<long long>(p.requests_total),
                    static_cast<long long>(p.tokens_generated), p.tokens_per_second);
-      last = now;
+      *last = now;
     }
     return true;
   };
-  std::vector<rollout::RequestResult> res = engine.generate(reqs, progress);
-  std::fprintf(stderr, "\n");
+}
+
+std::string output_lines(const Lines& lines, const std::vector<rollout::RequestResult>& res) {
   std::string out;
   for (size_t i = 0; i < res.size(); ++i) {
-    nlohmann::ordered_json j = inputs[i];
-    nlohmann::ordered_json comps = nlohmann::ordered_json::array();
+    Json j = lines.inputs[i];
+    Json comps = Json::array();
     for (const rollout::SampleResult& s : res[i].samples)
       comps.push_back({{"text", s.text},
                        {"token_ids", s.tokens},
@@ -138,33 +277,66 @@ void run_generate(const GenerateArgs& a) {
     j["completions"] = comps;
     out += j.dump() + "\n";
   }
+  return out;
+}
+
+void run_generate(const GenerateArgs& a) {
+  rollout::Request defaults = request_defaults(a);
+  check_engine_options(a);
+  if (a.threads > 0) set_num_threads(a.threads);
+  auto weights = ModelWeights::load(a.model);
+  Tokenizer tok = Tokenizer::load(a.model);
+  defaults.stop_token_ids = tok.stop_ids();
+
+  rollout::EngineConfig ec;
+  ec.kv_dtype = kv_dtype_of(a.kv_dtype);
+  ec.kv_memory_bytes = a.kv_bytes;
+  ec.kv_memory_fraction = a.kv_fraction;
+  rollout::DecoderRolloutModel model(*weights, parse_compute_mode(a.dtype), ec.block_size);
+  rollout::Engine engine(model, ec, rollout::tokenizer_decode_fn(tok));
+  const LineContext context{.defaults = defaults,
+                            .tok = tok,
+                            .chat = a.chat,
+                            .vocab = model.vocab_size(),
+                            .context = model.max_positions(),
+                            .kv_blocks = engine.kv_cache().num_blocks(),
+                            .block_size = engine.kv_cache().block_size()};
+  const Lines lines = read_lines(a.prompts, context);
+  std::vector<rollout::RequestResult> res = engine.generate(lines.requests, progress_printer());
+  std::fprintf(stderr, "\n");
+  const std::string out = output_lines(lines, res);
   if (a.out == "-")
     std::fwrite(out.data(), 1, out.size(), stdout);
   else
     write_file_atomic(a.out, out);
-  GRPO_CHECK(bad == 0, "[generate] ", bad, " line(s) of ", a.prompts, " were skipped (see above)");
+  GRPO_CHECK(lines.bad == 0, "[generate] ", lines.bad, " line(s) of ", a.prompts, " were skipped (see above)");
 }
 
 void setup(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
   CLI::App* c = app.add_subcommand("generate", "Sample completions for JSONL prompts with the rollout engine");
   c->add_option("--model", a->model, "Hugging Face model folder (with tokenizer.json)")->required();
-  c->add_option("--prompts", a->prompts, "JSONL: {\"prompt\"}, {\"messages\"} or {\"input_ids\"} per line")->required();
-  c->add_option("--out", a->out, "JSONL output (- for stdout)")->required();
-  c->add_option("--n", a->n, "Samples per prompt");
-  c->add_option("--max-new-tokens", a->max_new_tokens, "Tokens to generate at most");
-  c->add_option("--temperature", a->temperature, "Sampling temperature (0: greedy)");
-  c->add_option("--top-p", a->top_p, "Nucleus sampling mass");
-  c->add_option("--top-k", a->top_k, "Keep the k most likely tokens (0: off)");
-  c->add_option("--min-p", a->min_p, "Drop tokens below min-p x the most likely one");
-  c->add_option("--seed", a->seed, "Seed");
+  c->add_option("--prompts", a->prompts,
+                "JSONL: {\"prompt\"}, {\"messages\"} or {\"input_ids\"} per line; optional \"n\", \"max_new_tokens\", "
+                "\"temperature\", \"top_p\", \"top_k\", \"min_p\", \"seed\", \"stop\" override the options for that "
+                "line; a bad line is reported and skipped")
+      ->required();
+  c->add_option("--out", a->out, "JSONL output: each input line plus \"completions\" (- for stdout)")->required();
+  c->add_option("--n", a->n, "Samples per prompt (>= 1)");
+  c->add_option("--max-new-tokens", a->max_new_tokens,
+                "Tokens to generate at most (>= 1; prompt + this must fit the model's context)");
+  c->add_option("--temperature", a->temperature, "Sampling temperature (finite, >= 0; 0: greedy)");
+  c->add_option("--top-p", a->top_p, "Nucleus sampling mass, in (0, 1]");
+  c->add_option("--top-k", a->top_k, "Keep the k most likely tokens (>= 0; 0: off)");
+  c->add_option("--min-p", a->min_p, "Drop tokens below min-p x the most likely one, in [0, 1]");
+  c->add_option("--seed", a->seed, "Seed (>= 0)");
   c->add_option("--kv-dtype", a->kv_dtype, "KV cache dtype: f32, bf16 or int8");
   c->add_option("--kv-cache-memory", a->kv_bytes, "KV cache budget in bytes (default: a fraction of free memory)");
-  c->add_option("--kv-cache-fraction", a->kv_fraction, "KV cache budget as a fraction of free memory");
+  c->add_option("--kv-cache-fraction", a->kv_fraction, "KV cache budget as a fraction of free memory, in (0, 1]");
   c->add_option("--dtype", a->dtype, "Weights read as f32 or bf16")->check(CLI::IsMember({"f32", "bf16"}));
   c->add_flag("--chat", a->chat, "Apply the model's chat template with the generation prompt");
-  c->add_option("--stop", a->stop, "Stop string (repeatable); excluded from the text");
-  c->add_option("--threads", a->threads, "Threads (default: all cores)");
+  c->add_option("--stop", a->stop, "Stop string (repeatable, not empty); excluded from the text");
+  c->add_option("--threads", a->threads, "Threads (default 0: all cores)");
   c->callback([a] { run_generate(*a); });
 }
 

@@ -11,6 +11,7 @@
 // a step are given in CSR form: indptr [S+1] into one array of block ids.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "core/dtype.h"
@@ -68,19 +69,32 @@ void paged_attention(float* o, const float* q, const PagedKvView& kv, int64_t la
 // rows (AVX-512 when present): for the small batches of decode, where a GEMM's set-up and packing dominate.
 // Every y[b, n] is summed in the same order whatever B and the thread count, so a row's result does not
 // depend on the rest of the batch.
-void gemv(float* y, const float* x, const void* W, DType w_dtype, int64_t B, int64_t N, int64_t K);
+// x_scratch [B, K] (optional): room for x in bf16, which lets bf16 weights use 4-row register tiles
+// (same results, faster for B >= 4).
+void gemv(float* y, const float* x, const void* W, DType w_dtype, int64_t B, int64_t N, int64_t K,
+          bf16_t* x_scratch = nullptr);
 
-// Largest batch for which gemv beats ops::gemm (measured with bench_kernels_paged.cpp on the 2-core Zen 4
-// machine, one thread, N=1536/K=512 and N=512/K=1536: f32 gemv wins up to B = 8 (181 vs 204 us at B = 8,
-// 362 vs 334 us at B = 16); bf16 gemv wins up to B = 2 (42 vs 61 us), ties at B = 4, loses from B = 8).
-constexpr int64_t kGemvMaxBatchF32 = 8;
-constexpr int64_t kGemvMaxBatchBf16 = 2;
+// Largest batch for which gemv beats ops::gemm (bench_kernels_paged.cpp on the 2-core Zen 4 machine, one
+// thread, N=1536/K=512 and N=512/K=1536, with the 4-row tiles): f32 ties at B = 16 (295 vs 305 us) and loses
+// at 32 (589 vs 529); bf16 wins up to B = 32 (251 vs 262 us at N=512/K=1536), loses at 64 (585 vs 487 us)
+// and is 0.8x oneDNN's speed at B = 128.
+constexpr int64_t kGemvMaxBatchF32 = 16;
+constexpr int64_t kGemvMaxBatchBf16 = 32;
 constexpr int64_t gemv_max_batch(DType w_dtype) {
   return w_dtype == DType::BF16 ? kGemvMaxBatchBf16 : kGemvMaxBatchF32;
 }
-// y [B, N] (=) = x [B, K] . W^T: gemv up to gemv_max_batch(w_dtype) rows, ops::gemm above (x converted to
-// bf16 in x_bf16 [B, K] when W is bf16; may be null when W is f32).
+
+// How the rollout's matmuls run. BatchInvariant: gemv at every batch size, so a row's result never depends
+// on the rest of the batch (the default: rollouts reproducible whatever the scheduling). Fastest: gemv up
+// to gemv_max_batch, oneDNN above (rows then depend slightly on the batch size). OneDnn: ops::gemm always
+// (the benchmarks' baseline).
+enum class DecodeMatmul { BatchInvariant, Fastest, OneDnn };
+DecodeMatmul parse_decode_matmul(const std::string& name);  // batch_invariant | fastest | onednn
+const char* decode_matmul_name(DecodeMatmul how);
+
+// y [B, N] (=) = x [B, K] . W^T as `how` says; x_bf16 [B, K] is scratch for x in bf16 when W is bf16
+// (may be null when W is f32).
 void decode_matmul(float* y, const float* x, bf16_t* x_bf16, const void* W, DType w_dtype, int64_t B, int64_t N,
-                   int64_t K);
+                   int64_t K, DecodeMatmul how = DecodeMatmul::BatchInvariant);
 
 }  // namespace grpo::ops

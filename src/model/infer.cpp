@@ -50,8 +50,8 @@ size_t carve(const ModelConfig& c, int64_t T, int64_t R, int64_t block_size, cha
 }
 }  // namespace
 
-InferenceModel::InferenceModel(ModelWeights& weights, ComputeMode mode, bool use_gemv)
-    : w_(weights), mode_(mode), use_gemv_(use_gemv) {
+InferenceModel::InferenceModel(ModelWeights& weights, ComputeMode mode, ops::DecodeMatmul matmul)
+    : w_(weights), mode_(mode), matmul_(matmul) {
   rope_ = make_rope_tables(w_.config(), w_.config().max_position_embeddings);
   if (mode_ == ComputeMode::BF16) w_.bf16();
 }
@@ -64,14 +64,7 @@ size_t InferenceModel::workspace_bytes(int64_t max_tokens, int64_t max_rows, int
 void InferenceModel::matmul(float* y, const float* x, bf16_t* x_bf, const void* w32, const void* w16, int64_t T,
                             int64_t N, int64_t K) const {
   const bool bf = mode_ == ComputeMode::BF16;
-  if (use_gemv_) {
-    ops::decode_matmul(y, x, bf ? x_bf : nullptr, bf ? w16 : w32, bf ? DType::BF16 : DType::F32, T, N, K);
-  } else if (bf) {
-    ops::f32_to_bf16(x_bf, x, T * K);
-    ops::gemm(ops::Trans::N, ops::Trans::T, T, N, K, 1.0f, x_bf, K, w16, K, 0.0f, y, N, DType::BF16);
-  } else {
-    ops::gemm(ops::Trans::N, ops::Trans::T, T, N, K, 1.0f, x, K, w32, K, 0.0f, y, N, DType::F32);
-  }
+  ops::decode_matmul(y, x, bf ? x_bf : nullptr, bf ? w16 : w32, bf ? DType::BF16 : DType::F32, T, N, K, matmul_);
 }
 
 void InferenceModel::forward(const InferStep& st, const ops::PagedKvView& kv, float* logits, Workspace& ws) const {

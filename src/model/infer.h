@@ -28,8 +28,9 @@ struct InferStep {
 class InferenceModel {
  public:
   // mode BF16 reads the bf16 shadow of the weights (half the memory traffic per decode step).
-  // use_gemv = false sends every matmul to oneDNN GEMM (the unoptimised baseline of the benchmarks).
-  InferenceModel(ModelWeights& weights, ComputeMode mode, bool use_gemv = true);
+  // `matmul`: see ops::DecodeMatmul (OneDnn is the unoptimised baseline of the benchmarks).
+  InferenceModel(ModelWeights& weights, ComputeMode mode,
+                 ops::DecodeMatmul matmul = ops::DecodeMatmul::BatchInvariant);
 
   size_t workspace_bytes(int64_t max_tokens, int64_t max_rows, int64_t block_size) const;
   // logits [R, V] (raw, no temperature).
@@ -44,7 +45,7 @@ class InferenceModel {
 
   ModelWeights& w_;
   ComputeMode mode_;
-  bool use_gemv_;
+  ops::DecodeMatmul matmul_;
   RopeTables rope_;
 };
 

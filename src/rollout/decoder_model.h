@@ -9,8 +9,9 @@ namespace grpo::rollout {
 
 class DecoderRolloutModel : public RolloutModel {
  public:
-  DecoderRolloutModel(ModelWeights& weights, ComputeMode mode, int64_t block_size, bool use_gemv = true)
-      : model_(weights, mode, use_gemv), block_size_(block_size) {}
+  DecoderRolloutModel(ModelWeights& weights, ComputeMode mode, int64_t block_size,
+                      ops::DecodeMatmul matmul = ops::DecodeMatmul::BatchInvariant)
+      : model_(weights, mode, matmul), block_size_(block_size) {}
 
   int64_t vocab_size() const override { return model_.config().vocab_size; }
   int64_t num_layers() const override { return model_.config().num_hidden_layers; }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 
 #include "core/error.h"
 #include "core/profiler.h"
@@ -226,12 +227,19 @@ void Engine::step(Run& run) {
     GRPO_PROFILE("rollout_sample");
     const int nt = std::max(1, std::min(num_threads(), static_cast<int>(samplers_.size())));
     const int64_t njobs = static_cast<int64_t>(run.jobs.size());
+    std::exception_ptr error;  // an exception may not leave the parallel region: the first is rethrown
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (njobs > 1 && njobs * V > (1 << 16))
     for (int64_t j = 0; j < njobs; ++j) {
       SampleJob& job = run.jobs[j];
       const Request& req = run.requests[job.seq->request];
-      job.out = samplers_[omp_get_thread_num()].sample(logits + job.row * V, req.sampling, job.seq->rng);
+      try {
+        job.out = samplers_[omp_get_thread_num()].sample(logits + job.row * V, req.sampling, job.seq->rng);
+      } catch (...) {
+#pragma omp critical(grpo_rollout_sample_error)
+        if (!error) error = std::current_exception();
+      }
     }
+    if (error) std::rethrow_exception(error);
   }
 
   // Forks first (plan order), then every draw is appended and checked for a stop.

@@ -12,6 +12,7 @@ namespace grpo::rollout {
 struct RolloutBenchOptions {
   int64_t prompts = 16, n = 8, prompt_len = 64, max_new_tokens = 64;
   ComputeMode mode = ComputeMode::BF16;
+  ops::DecodeMatmul matmul = ops::DecodeMatmul::BatchInvariant;  // of the optimised run
   uint64_t seed = 0;
 };
 

@@ -271,14 +271,28 @@ TEST(Gemv, MatchesReferenceOnOddSizesWithGuards) {
         }
 }
 
-TEST(Gemv, RowResultIndependentOfBatchSize) {
+// Bitwise: a row's result is the same alone, in a batch (4-row register tiles, with and without the bf16
+// scratch) and whatever the thread count, for f32 and bf16 weights.
+TEST(Gemv, RowResultIndependentOfBatchSizeTilesAndThreads) {
   const int64_t B = 11, N = 301, K = 333;  // enough work for the threaded path
-  auto x = randn(B * K, 5), w = randn(N * K, 6);
-  std::vector<float> all(B * N), one(N);
-  ops::gemv(all.data(), x.data(), w.data(), DType::F32, B, N, K);
-  for (int64_t b = 0; b < B; ++b) {
-    ops::gemv(one.data(), x.data() + b * K, w.data(), DType::F32, 1, N, K);
-    for (int64_t n = 0; n < N; ++n) ASSERT_EQ(one[n], all[b * N + n]);
+  auto x = randn(B * K, 5), wf = randn(N * K, 6);
+  std::vector<bf16_t> wb(N * K), scratch(B * K);
+  for (int64_t i = 0; i < N * K; ++i) wb[i] = f32_to_bf16(wf[i]);
+  for (DType wt : {DType::F32, DType::BF16}) {
+    const void* W = wt == DType::BF16 ? static_cast<const void*>(wb.data()) : wf.data();
+    std::vector<float> all(B * N), tiled(B * N), one(N);
+    ops::gemv(all.data(), x.data(), W, wt, B, N, K);
+    ops::gemv(tiled.data(), x.data(), W, wt, B, N, K, scratch.data());
+    const int threads = num_threads();
+    set_num_threads(1);
+    for (int64_t b = 0; b < B; ++b) {
+      ops::gemv(one.data(), x.data() + b * K, W, wt, 1, N, K);
+      for (int64_t n = 0; n < N; ++n) {
+        ASSERT_EQ(one[n], all[b * N + n]) << dtype_name(wt) << " b=" << b << " n=" << n;
+        ASSERT_EQ(one[n], tiled[b * N + n]) << dtype_name(wt) << " b=" << b << " n=" << n;
+      }
+    }
+    set_num_threads(threads);
   }
 }
 
@@ -292,10 +306,13 @@ TEST(DecodeMatmul, AgreesWithReferenceOnBothSidesOfTheCrossover) {
       const void* W = wt == DType::BF16 ? static_cast<const void*>(wb.data()) : wf.data();
       std::vector<float> y(B * N);
       std::vector<double> yd(B * N);
-      ops::decode_matmul(y.data(), x.data(), xb.data(), W, wt, B, N, K);
       ref::gemv<double>(yd.data(), x.data(), W, wt, B, N, K);
-      // both sides round x to bf16 for bf16 weights, as the reference does: f32 rounding only
-      const double tol = 1e-4;
-      for (int64_t i = 0; i < B * N; ++i) ASSERT_NEAR(y[i], yd[i], tol) << "B=" << B;
+      for (ops::DecodeMatmul how :
+           {ops::DecodeMatmul::BatchInvariant, ops::DecodeMatmul::Fastest, ops::DecodeMatmul::OneDnn}) {
+        ops::decode_matmul(y.data(), x.data(), xb.data(), W, wt, B, N, K, how);
+        // both sides round x to bf16 for bf16 weights, as the reference does: f32 rounding only
+        const double tol = 1e-4;
+        for (int64_t i = 0; i < B * N; ++i) ASSERT_NEAR(y[i], yd[i], tol) << "B=" << B << " " << decode_matmul_name(how);
+      }
     }
 }

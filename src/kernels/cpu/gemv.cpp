@@ -4,7 +4,9 @@
 // ops::gemm's bf16 path) and pairs are multiplied with avx512_bf16 dot products when the CPU has them,
 // else W is widened to f32 in registers. Every y[b,n] is accumulated the same way (lane partial sums over
 // k in order, masked tail, fixed reduction tree) whatever B, the tile it falls in and the thread count.
-// decode_matmul picks gemv or ops::gemm by batch size (crossover measured in bench/bench_kernels_paged.cpp).
+// With room for x in bf16 (x_scratch), 4 batch rows share each W load (4 x 4 register tiles), whose
+// elements are summed exactly as the one-row tiles sum them: the wide tiles change speed, not results.
+// decode_matmul uses gemv at every batch size (batch-invariant rollouts) or up to the measured crossover.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -19,7 +21,8 @@ namespace grpo::ops {
 
 namespace {
 
-constexpr int kRowTile = 4;  // weight rows per register tile (one batch row at a time)
+constexpr int kRowTile = 4;    // weight rows per register tile
+constexpr int kBatchTile = 4;  // batch rows per wide register tile (4 x 4 accumulators)
 
 #define GRPO_AVX512 [[gnu::target("avx512f,avx512bw,avx512vl,avx512dq")]]
 #define GRPO_AVX512_BF16 [[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")]]
@@ -103,6 +106,73 @@ GRPO_AVX512 void tile_fma(float* y, const float* x, const void* W, int64_t b, in
   for (int r = 0; r < NR; ++r) y[b * N + n0 + r] = reduce16(acc[r]);
 }
 
+// y[b0 .. b0+MR, n0 .. n0+NR] from x already in bf16 (xb [B, K], converted with the same instruction as
+// step_dot, so every element is the sum tile_dot makes). W's NR rows are loaded once per k step for MR
+// batch rows.
+template <int MR, int NR>
+GRPO_AVX512_BF16 void wide_tile_dot(float* y, const bf16_t* xb, const bf16_t* W, int64_t b0, int64_t n0, int64_t N,
+                                    int64_t K) {
+  __m512 acc[MR][NR];
+#pragma GCC unroll 16
+  for (int m = 0; m < MR; ++m)
+#pragma GCC unroll 16
+    for (int r = 0; r < NR; ++r) acc[m][r] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < K; k += 32) {
+    const __mmask32 mask = k + 32 <= K ? 0xffffffffu : static_cast<__mmask32>((1ull << (K - k)) - 1);
+    __m512bh w[NR];
+#pragma GCC unroll 16
+    for (int r = 0; r < NR; ++r) w[r] = (__m512bh)_mm512_maskz_loadu_epi16(mask, W + (n0 + r) * K + k);
+#pragma GCC unroll 16
+    for (int m = 0; m < MR; ++m) {
+      const __m512bh xv = (__m512bh)_mm512_maskz_loadu_epi16(mask, xb + (b0 + m) * K + k);
+#pragma GCC unroll 16
+      for (int r = 0; r < NR; ++r) acc[m][r] = _mm512_dpbf16_ps(acc[m][r], xv, w[r]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int m = 0; m < MR; ++m)
+#pragma GCC unroll 16
+    for (int r = 0; r < NR; ++r) y[(b0 + m) * N + n0 + r] = reduce16(acc[m][r]);
+}
+
+// The f32 version: MR x NR 16-lane FMA accumulators, k in order, the same masked tail as tile_fma.
+template <int MR, int NR>
+GRPO_AVX512 void wide_tile_fma(float* y, const float* x, const float* W, int64_t b0, int64_t n0, int64_t N, int64_t K) {
+  __m512 acc[MR][NR];
+#pragma GCC unroll 16
+  for (int m = 0; m < MR; ++m)
+#pragma GCC unroll 16
+    for (int r = 0; r < NR; ++r) acc[m][r] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < K; k += 16) {
+    const __mmask16 mask = k + 16 <= K ? 0xffff : static_cast<__mmask16>((1u << (K - k)) - 1);
+    __m512 w[NR];
+#pragma GCC unroll 16
+    for (int r = 0; r < NR; ++r) w[r] = _mm512_maskz_loadu_ps(mask, W + (n0 + r) * K + k);
+#pragma GCC unroll 16
+    for (int m = 0; m < MR; ++m) {
+      const __m512 xv = _mm512_maskz_loadu_ps(mask, x + (b0 + m) * K + k);
+#pragma GCC unroll 16
+      for (int r = 0; r < NR; ++r) acc[m][r] = _mm512_fmadd_ps(xv, w[r], acc[m][r]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int m = 0; m < MR; ++m)
+#pragma GCC unroll 16
+    for (int r = 0; r < NR; ++r) y[(b0 + m) * N + n0 + r] = reduce16(acc[m][r]);
+}
+
+// x [B, K] f32 -> bf16 with the instruction step_dot uses (pairs of 16 lanes, round to nearest even).
+GRPO_AVX512_BF16 void convert_x_bf16(bf16_t* xb, const float* x, int64_t B, int64_t K) {
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t k = 0; k < K; k += 32) {
+      const __mmask32 mask = k + 32 <= K ? 0xffffffffu : static_cast<__mmask32>((1ull << (K - k)) - 1);
+      const __mmask16 mlo = static_cast<__mmask16>(mask), mhi = static_cast<__mmask16>(mask >> 16);
+      const float* xr = x + b * K + k;
+      const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(mhi, xr + 16), _mm512_maskz_loadu_ps(mlo, xr));
+      _mm512_mask_storeu_epi16(xb + b * K + k, mask, (__m512i)v);
+    }
+}
+
 template <int NR, Kind kKind>
 void tile(float* y, const float* x, const void* W, int64_t b, int64_t n0, int64_t N, int64_t K) {
   if constexpr (kKind == Kind::Bf16Dot)
@@ -111,21 +181,36 @@ void tile(float* y, const float* x, const void* W, int64_t b, int64_t n0, int64_
     tile_fma<NR, kKind>(y, x, W, b, n0, N, K);
 }
 
-// All batch rows against weight rows n0 .. n0+NR (the W tile stays in L1 while x streams).
+// All batch rows against weight rows n0 .. n0+NR (the W tile stays in L1 while x streams): kBatchTile
+// rows at a time through the wide tiles when x is available in bf16 (xb) or W is f32, the rest one by one.
 template <int NR, Kind kKind>
-void rows(float* y, const float* x, const void* W, int64_t B, int64_t n0, int64_t N, int64_t K) {
-  for (int64_t b = 0; b < B; ++b) tile<NR, kKind>(y, x, W, b, n0, N, K);
+void rows(float* y, const float* x, const bf16_t* xb, const void* W, int64_t B, int64_t n0, int64_t N, int64_t K) {
+  int64_t b = 0;
+  if constexpr (kKind == Kind::F32) {
+    for (; b + kBatchTile <= B; b += kBatchTile)
+      wide_tile_fma<kBatchTile, NR>(y, x, static_cast<const float*>(W), b, n0, N, K);
+  } else if constexpr (kKind == Kind::Bf16Dot) {
+    if (xb)
+      for (; b + kBatchTile <= B; b += kBatchTile)
+        wide_tile_dot<kBatchTile, NR>(y, xb, static_cast<const bf16_t*>(W), b, n0, N, K);
+  }
+  for (; b < B; ++b) tile<NR, kKind>(y, x, W, b, n0, N, K);
 }
 
 template <Kind kKind>
-void gemv_avx512(float* y, const float* x, const void* W, int64_t B, int64_t N, int64_t K) {
+void gemv_avx512(float* y, const float* x, bf16_t* x_scratch, const void* W, int64_t B, int64_t N, int64_t K) {
+  const bf16_t* xb = nullptr;
+  if (kKind == Kind::Bf16Dot && x_scratch && B >= kBatchTile) {
+    convert_x_bf16(x_scratch, x, B, K);
+    xb = x_scratch;
+  }
   const int64_t full = N / kRowTile;
-#pragma omp parallel for schedule(static) if (N * K * (kKind == Kind::F32 ? 4 : 2) > (1 << 18))
+#pragma omp parallel for schedule(static) if (B * N * K > (1 << 17))
   for (int64_t i = 0; i <= full; ++i) {
     if (i < full) {
-      rows<kRowTile, kKind>(y, x, W, B, i * kRowTile, N, K);
+      rows<kRowTile, kKind>(y, x, xb, W, B, i * kRowTile, N, K);
     } else {
-      for (int64_t n = full * kRowTile; n < N; ++n) rows<1, kKind>(y, x, W, B, n, N, K);
+      for (int64_t n = full * kRowTile; n < N; ++n) rows<1, kKind>(y, x, xb, W, B, n, N, K);
     }
   }
 }
@@ -151,23 +236,41 @@ void gemv_baseline(float* y, const float* x, const void* W, DType w_dtype, int64
 
 }  // namespace
 
-void gemv(float* y, const float* x, const void* W, DType w_dtype, int64_t B, int64_t N, int64_t K) {
+void gemv(float* y, const float* x, const void* W, DType w_dtype, int64_t B, int64_t N, int64_t K,
+          bf16_t* x_scratch) {
   GRPO_PROFILE("gemv");
   GRPO_CHECK(w_dtype == DType::F32 || w_dtype == DType::BF16, "[gemv] W must be f32 or bf16, got ",
              dtype_name(w_dtype));
   GRPO_CHECK(B >= 0 && N >= 0 && K >= 0, "[gemv] negative size B=", B, " N=", N, " K=", K);
   if (B == 0 || N == 0) return;
   if (!cpu_has_avx512()) return gemv_baseline(y, x, W, w_dtype, B, N, K);
-  if (w_dtype == DType::F32) return gemv_avx512<Kind::F32>(y, x, W, B, N, K);
-  if (cpu_has_avx512_bf16()) return gemv_avx512<Kind::Bf16Dot>(y, x, W, B, N, K);
-  gemv_avx512<Kind::Bf16Widen>(y, x, W, B, N, K);
+  if (w_dtype == DType::F32) return gemv_avx512<Kind::F32>(y, x, nullptr, W, B, N, K);
+  if (cpu_has_avx512_bf16()) return gemv_avx512<Kind::Bf16Dot>(y, x, x_scratch, W, B, N, K);
+  gemv_avx512<Kind::Bf16Widen>(y, x, nullptr, W, B, N, K);
+}
+
+DecodeMatmul parse_decode_matmul(const std::string& name) {
+  if (name == "batch_invariant") return DecodeMatmul::BatchInvariant;
+  if (name == "fastest") return DecodeMatmul::Fastest;
+  if (name == "onednn") return DecodeMatmul::OneDnn;
+  fail("[decode_matmul] unknown kind \"", name, "\": expected batch_invariant, fastest or onednn");
+}
+
+const char* decode_matmul_name(DecodeMatmul how) {
+  switch (how) {
+    case DecodeMatmul::BatchInvariant: return "batch_invariant";
+    case DecodeMatmul::Fastest: return "fastest";
+    case DecodeMatmul::OneDnn: return "onednn";
+  }
+  return "?";
 }
 
 void decode_matmul(float* y, const float* x, bf16_t* x_bf16, const void* W, DType w_dtype, int64_t B, int64_t N,
-                   int64_t K) {
-  if (B <= gemv_max_batch(w_dtype)) return gemv(y, x, W, w_dtype, B, N, K);
+                   int64_t K, DecodeMatmul how) {
+  GRPO_CHECK(w_dtype == DType::F32 || x_bf16, "[decode_matmul] bf16 weights need an x_bf16 buffer");
+  if (how == DecodeMatmul::BatchInvariant || (how == DecodeMatmul::Fastest && B <= gemv_max_batch(w_dtype)))
+    return gemv(y, x, W, w_dtype, B, N, K, x_bf16);
   if (w_dtype == DType::F32) return gemm(Trans::N, Trans::T, B, N, K, 1.0f, x, K, W, K, 0.0f, y, N, DType::F32);
-  GRPO_CHECK(x_bf16, "[decode_matmul] bf16 weights with B = ", B, " > ", kGemvMaxBatchBf16, " need an x_bf16 buffer");
   f32_to_bf16(x_bf16, x, B * K);
   gemm(Trans::N, Trans::T, B, N, K, 1.0f, x_bf16, K, W, K, 0.0f, y, N, DType::BF16);
 }

@@ -1,0 +1,232 @@
+// `grpo generate` through the built binary (GRPO_BINARY) on a `grpo init` tiny model with the byte tokenizer:
+// a bad prompt line (invalid JSON, a missing field or one of the wrong type, a per-line sampling override out
+// of range, a prompt longer than the context or the KV cache) is reported naming file:line and the field and
+// skipped while the good lines are still generated (per-line n honoured, other fields echoed) and the exit
+// status is non-zero; an invalid option fails before the model is loaded, naming the option, and writes
+// nothing; greedy results do not depend on the other lines of the file or on the thread count.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/files.h"
+#include "grpo/temp_dir.h"
+
+namespace grpo {
+namespace {
+
+using nlohmann::json;
+
+struct CommandResult {
+  int status;
+  std::string err;  // stderr
+};
+
+// Runs `grpo args`, stdout discarded (--out writes files), stderr captured.
+CommandResult run(const std::string& args) {
+  const std::string cmd = std::string(GRPO_BINARY) + " " + args + " 2>&1 >/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string err;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) err.append(buf, n);
+  const int raw = pclose(p);
+  return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, err};
+}
+
+std::vector<json> lines_of(const std::string& path) {
+  std::vector<json> out;
+  for_each_line(path, [&](int64_t, const std::string& line) { out.push_back(json::parse(line)); });
+  return out;
+}
+
+// The stderr lines "error: PATH:LINE: ..." by line number.
+std::map<int, std::string> errors_by_line(const std::string& err, const std::string& path) {
+  std::map<int, std::string> out;
+  std::istringstream in(err);
+  const std::string prefix = "error: " + path + ":";
+  for (std::string l; std::getline(in, l);) {
+    const size_t at = l.find(prefix);
+    if (at != std::string::npos) out[std::stoi(l.substr(at + prefix.size()))] += l;
+  }
+  return out;
+}
+
+class CliGenerate : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    model_dir_ = std::make_unique<test::TempDir>();
+    const CommandResult r = run("init --arch qwen3 --preset tiny --seed 1 --out " + model());
+    ASSERT_EQ(r.status, 0) << r.err;
+  }
+  static void TearDownTestSuite() { model_dir_.reset(); }
+  static std::string model() { return model_dir_->path() + "/model"; }
+
+  // `grpo generate` of `text` (written to prompts()) into out(), with a small KV cache (fast to set up).
+  CommandResult generate(const std::string& text, const std::string& options, int64_t kv_bytes = 4000000) {
+    dir_.write("prompts.jsonl", text);
+    return run("generate --model " + model() + " --prompts " + prompts() + " --out " + out() + " --kv-cache-memory " +
+               std::to_string(kv_bytes) + " " + options);
+  }
+  std::string prompts() const { return dir_.path() + "/prompts.jsonl"; }
+  std::string out() const { return dir_.path() + "/out.jsonl"; }
+
+  static std::unique_ptr<test::TempDir> model_dir_;
+  test::TempDir dir_;
+};
+
+std::unique_ptr<test::TempDir> CliGenerate::model_dir_;
+
+void expect_completions(const json& line, size_t n, size_t max_new_tokens) {
+  ASSERT_TRUE(line.contains("completions")) << line.dump();
+  ASSERT_EQ(line["completions"].size(), n) << line.dump();
+  for (const json& c : line["completions"]) {
+    EXPECT_TRUE(c["finish_reason"] == "stop" || c["finish_reason"] == "length") << c.dump();
+    EXPECT_TRUE(c["text"].is_string());
+    EXPECT_EQ(c["token_ids"].size(), c["logprobs"].size()) << c.dump();
+    EXPECT_GE(c["token_ids"].size(), 1u);
+    EXPECT_LE(c["token_ids"].size(), max_new_tokens);
+  }
+}
+
+TEST_F(CliGenerate, BadLinesAreNamedAndSkippedTheRestIsGenerated) {
+  const std::string long_prompt(4100, 'x');  // the tiny preset's context is 4096 tokens, one byte a token
+  const std::vector<std::pair<std::string, std::string>> lines = {
+      {R"({"prompt": "good one", "tag": "a"})", ""},
+      {R"(not json)", "not valid JSON"},
+      {R"([1, 2, 3])", "expected a JSON object"},
+      {R"({"text": "neither"})", "expected a field \"prompt\", \"messages\" or \"input_ids\""},
+      {R"({"input_ids": [1, 2, 384]})", "field \"input_ids\""},
+      {R"({"messages": [{"role": "user", "content": "hi"}]})", "field \"messages\" needs --chat"},
+      {R"({"prompt": ")" + long_prompt + R"("})", "field \"prompt\": the prompt's 4100 tokens"},
+      {R"({"prompt": "n zero", "n": 0})", "field \"n\""},
+      {R"({"prompt": "negative", "temperature": -0.5})", "field \"temperature\": temperature must be"},
+      {R"({"prompt": "string", "top_p": "nan"})", "field \"top_p\" must be a number"},
+      {R"({"prompt": "above one", "top_p": 1.5})", "field \"top_p\": top_p must be in (0, 1]"},
+      {R"({"input_ids": [10, 20, 30], "n": 3, "extra": {"k": [1]}})", ""},
+      {"", ""},  // blank: ignored
+      {R"({"prompt": "float n", "max_new_tokens": 2.5})", "field \"max_new_tokens\" must be an integer"},
+      {R"({"prompt": "stop type", "stop": [5]})", "field \"stop\""},
+      {R"({"prompt": "negative seed", "seed": -1})", "field \"seed\""},
+      {R"({"prompt": "negative k", "top_k": -3})", "field \"top_k\": top_k must be >= 0"},
+      {R"({"prompt": ""})", "field \"prompt\": the prompt is empty"},
+      {R"({"prompt": "good three", "n": 2, "temperature": 0.7, "top_k": 5, "seed": 9, "stop": "zz"})", ""},
+  };
+  std::string text;
+  for (const auto& [line, error] : lines) text += line + "\n";
+  const CommandResult r = generate(text, "--max-new-tokens 6");
+  EXPECT_NE(r.status, 0);
+  const std::map<int, std::string> errors = errors_by_line(r.err, prompts());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const int line = static_cast<int>(i) + 1;
+    if (lines[i].second.empty()) {
+      EXPECT_EQ(errors.count(line), 0u) << "line " << line << ": " << r.err;
+    } else {
+      ASSERT_EQ(errors.count(line), 1u) << "line " << line << ": " << r.err;
+      EXPECT_NE(errors.at(line).find(lines[i].second), std::string::npos) << errors.at(line);
+      EXPECT_NE(errors.at(line).find("(line skipped)"), std::string::npos) << errors.at(line);
+    }
+  }
+  EXPECT_NE(r.err.find("15 line(s) of"), std::string::npos) << r.err;
+  EXPECT_NE(errors.at(7).find("context of 4096 tokens"), std::string::npos) << errors.at(7);
+
+  const std::vector<json> got = lines_of(out());
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0]["prompt"], "good one");
+  EXPECT_EQ(got[0]["tag"], "a");
+  expect_completions(got[0], 1, 6);
+  EXPECT_EQ(got[1]["extra"], json({{"k", {1}}}));
+  expect_completions(got[1], 3, 6);
+  EXPECT_EQ(got[2]["prompt"], "good three");
+  expect_completions(got[2], 2, 6);
+}
+
+TEST_F(CliGenerate, PerLineMaxNewTokensIsCheckedAgainstContextAndKvCache) {
+  const CommandResult r = generate(R"({"prompt": "short", "max_new_tokens": 4092})" "\n"
+                                   R"({"prompt": "fits", "max_new_tokens": 3})" "\n"
+                                   R"({"prompt": "kv", "max_new_tokens": 3000})" "\n",
+                                   "", 1000000);
+  EXPECT_NE(r.status, 0);
+  const std::map<int, std::string> errors = errors_by_line(r.err, prompts());
+  ASSERT_EQ(errors.size(), 2u) << r.err;
+  EXPECT_NE(errors.at(1).find("5 tokens + max_new_tokens 4092 exceed the model's context"), std::string::npos)
+      << errors.at(1);
+  EXPECT_NE(errors.at(3).find("KV blocks"), std::string::npos) << errors.at(3);
+  const std::vector<json> got = lines_of(out());
+  ASSERT_EQ(got.size(), 1u);
+  expect_completions(got[0], 1, 3);
+}
+
+TEST_F(CliGenerate, InvalidOptionsFailBeforeLoadingTheModel) {
+  dir_.write("prompts.jsonl", "{\"prompt\": \"hi\"}\n");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--n 0", "--n must be >= 1, got 0"},
+      {"--max-new-tokens 0", "--max-new-tokens must be >= 1, got 0"},
+      {"--temperature -1", "--temperature: temperature must be a finite number >= 0, got -1"},
+      {"--temperature nan", "--temperature: temperature must be a finite number >= 0, got nan"},
+      {"--top-p 1.5", "--top-p: top_p must be in (0, 1], got 1.5"},
+      {"--top-k -3", "--top-k: top_k must be >= 0"},
+      {"--min-p nan", "--min-p: min_p must be in [0, 1], got nan"},
+      {"--seed -1", "--seed must be >= 0"},
+      {"--stop ''", "--stop: a stop string must not be empty"},
+      {"--kv-cache-fraction 0", "--kv-cache-fraction must be in (0, 1]"},
+      {"--threads -1", "--threads must be >= 0"},
+  };
+  for (const auto& [option, message] : cases) {
+    // A model folder that does not exist: the option's error must come first.
+    const CommandResult r =
+        run("generate --model " + dir_.path() + "/no-model --prompts " + prompts() + " --out " + out() + " " + option);
+    EXPECT_NE(r.status, 0) << option;
+    EXPECT_NE(r.err.find(message), std::string::npos) << option << ": " << r.err;
+    EXPECT_EQ(r.err.find("no-model"), std::string::npos) << option << ": " << r.err;
+    EXPECT_FALSE(std::filesystem::exists(out())) << option;
+  }
+}
+
+// The "completions" of output line i of the JSONL file at path (null when there is no such line).
+json completions_of(const std::string& path, size_t i) {
+  const std::vector<json> out = lines_of(path);
+  return i < out.size() ? out[i]["completions"] : json();
+}
+
+// The target prompt among others of other lengths and n (so that the batches differ from its own).
+const std::string kTarget = R"({"prompt": "The answer is"})";
+const std::string kMixed = R"({"prompt": "a much longer prompt than the others, to change the batch", "n": 3})"
+                           "\n" R"({"input_ids": [7, 8, 9]})" "\n" +
+                           kTarget + "\n" + R"({"prompt": "z", "n": 2})" + "\n";
+const std::string kGreedy = "--temperature 0 --max-new-tokens 12 ";
+
+// Greedy tokens and log-probs, bitwise, for bf16 (the default) and f32 weights and the three KV dtypes, and
+// sampled ones too (each sample's RNG is keyed by the seed, its line and its index; the line is the same).
+TEST_F(CliGenerate, ResultsDoNotDependOnTheOtherLines) {
+  for (const std::string opts : {kGreedy, kGreedy + "--dtype f32 ", kGreedy + "--kv-dtype f32 ",
+                                 kGreedy + "--kv-dtype int8 ", std::string("--temperature 1 --max-new-tokens 12 ")}) {
+    SCOPED_TRACE(opts);
+    const std::string padded = "{}\n{}\n" + kTarget + "\n";  // two skipped lines: the target stays line 3
+    CommandResult r = generate(padded, opts);
+    const json alone = completions_of(out(), 0);
+    ASSERT_FALSE(alone.is_null()) << r.err;
+    r = generate(kMixed, opts);
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(completions_of(out(), 2), alone);
+  }
+}
+
+TEST_F(CliGenerate, GreedyDoesNotDependOnTheThreadCount) {
+  CommandResult r = generate(kMixed, kGreedy + "--threads 1");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string one_thread = read_file(out());
+  ASSERT_EQ(lines_of(out()).size(), 4u);
+  r = generate(kMixed, kGreedy + "--threads 2");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(read_file(out()), one_thread);
+}
+
+}  // namespace
+}  // namespace grpo
