@@ -12,6 +12,7 @@ struct ArithArgs {
   int64_t train = 5000, test = 500;
   uint64_t seed = 0;
   std::string difficulty = "mixed";
+  double columns_fraction = 0;
 };
 
 void setup(CLI::App& app) {
@@ -28,8 +29,13 @@ void setup(CLI::App& app) {
   cmd->add_option("--difficulty", args->difficulty,
                   "easy (levels 1-2), medium (1-3), hard (3-5), mixed (1-5) or one level 1..5")
       ->capture_default_str();
+  cmd->add_option("--columns-fraction", args->columns_fraction,
+                  "Fraction of worked responses that add and subtract digit by digit (column style)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   cmd->callback([args] {
-    const ArithSplit split = write_arith_dataset(args->out, args->train, args->test, args->seed, args->difficulty);
+    const ArithSplit split = write_arith_dataset(args->out, args->train, args->test, args->seed, args->difficulty,
+                                                 args->columns_fraction);
     std::printf("wrote %s (%lld problems) and %s (%lld problems)\n", split.train_path.c_str(),
                 static_cast<long long>(split.train), split.test_path.c_str(), static_cast<long long>(split.test));
   });

@@ -19,6 +19,7 @@ void setup(CLI::App& app) {
   c->add_option("--test", o->test_examples, "Held-out problems");
   c->add_option("--seed", o->seed, "Seed");
   c->add_option("--difficulty", o->difficulty, "Arithmetic levels: easy, medium, hard, mixed or 1..5");
+  c->add_option("--columns-fraction", o->columns_fraction, "Fraction of SFT responses worked digit by digit");
   c->add_option("--sft-set", o->sft_overrides, "Override an SFT config key (repeatable)");
   c->add_option("--grpo-set", o->grpo_overrides, "Override a GRPO config key (repeatable)");
   c->add_option("--threads", *threads, "Threads (default: all cores)");

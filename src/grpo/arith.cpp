@@ -37,7 +37,7 @@ std::string join_expression(const std::vector<int64_t>& nums, const std::string&
 // (expr)) that records each operation as it is performed.
 class Evaluator {
  public:
-  Evaluator(const std::string& text, std::vector<std::string>& steps) : s_(text), steps_(steps) {}
+  Evaluator(const std::string& text, std::vector<ArithStep>& steps) : s_(text), steps_(steps) {}
   int64_t run() {
     int64_t v = expr();
     GRPO_CHECK(pos_ == s_.size(), "[arith] trailing text in \"", s_, "\" at ", pos_);
@@ -78,15 +78,66 @@ class Evaluator {
     return std::stoll(s_.substr(start, pos_ - start));
   }
   int64_t record(int64_t a, char op, int64_t b, int64_t result) {
-    // A negative right operand is parenthesised: "7*(-2)=-14", "11-(-14)=25".
-    steps_.push_back(b < 0 ? cat(a, op, "(", b, ")=", result) : cat(a, op, b, "=", result));
+    steps_.push_back({a, op, b, result});
     return result;
   }
 
   const std::string& s_;
-  std::vector<std::string>& steps_;
+  std::vector<ArithStep>& steps_;
   size_t pos_ = 0;
 };
+
+// A negative right operand is parenthesised: "7*(-2)=-14", "11-(-14)=25".
+std::string step_text(const ArithStep& st) {
+  return st.b < 0 ? cat(st.a, st.op, "(", st.b, ")=", st.result) : cat(st.a, st.op, st.b, "=", st.result);
+}
+
+std::vector<int> digits_lsb_first(int64_t v, size_t n) {
+  std::vector<int> d(n, 0);
+  for (size_t i = 0; i < n && v > 0; ++i, v /= 10) d[i] = static_cast<int>(v % 10);
+  return d;
+}
+
+size_t digit_count(int64_t v) { return std::to_string(v).size(); }
+
+// Column addition, units first, the carry written out: 79+99 -> "9+9=18, 7+9+1=17".
+std::string column_addition(int64_t a, int64_t b) {
+  const size_t n = std::max(digit_count(a), digit_count(b));
+  const auto da = digits_lsb_first(a, n), db = digits_lsb_first(b, n);
+  std::string s;
+  int carry = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const int sum = da[i] + db[i] + carry;
+    s += cat(i ? ", " : "", da[i], "+", db[i], carry ? "+1" : "", "=", sum);
+    carry = sum / 10;
+  }
+  return s;
+}
+
+// Column subtraction of a >= b, units first, borrows written out: 73-69 -> "13-9=4, 7-1-6=0".
+std::string column_subtraction(int64_t a, int64_t b) {
+  const size_t n = digit_count(a);
+  const auto da = digits_lsb_first(a, n), db = digits_lsb_first(b, n);
+  std::string s;
+  int borrow = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const int need = da[i] - borrow < db[i] ? 1 : 0;
+    const int top = da[i] + 10 * need;
+    s += cat(i ? ", " : "", top, borrow ? "-1" : "", "-", db[i], "=", top - borrow - db[i]);
+    borrow = need;
+  }
+  return s;
+}
+
+// The digit-by-digit work of a + or - step on non-negative operands ("" for other steps); a - b with
+// a < b is worked as -(b-a).
+std::string column_work(const ArithStep& st) {
+  if (st.a < 0 || st.b < 0) return "";
+  if (st.op == '+') return column_addition(st.a, st.b);
+  if (st.op != '-') return "";
+  if (st.a >= st.b) return column_subtraction(st.a, st.b);
+  return cat("-(", st.b, "-", st.a, "), ", column_subtraction(st.b, st.a));
+}
 
 std::string level_expression(Rng& rng, int level) {
   switch (level) {
@@ -161,31 +212,40 @@ std::vector<ArithProblem> generate_arith(int64_t n, uint64_t seed, const std::ve
 
 std::string arith_prompt(const ArithProblem& p) { return "Compute " + p.expression + "."; }
 
-std::string arith_response(const ArithProblem& p) {
+std::string arith_response(const ArithProblem& p, ArithStyle style) {
   std::string s;
-  for (size_t i = 0; i < p.steps.size(); ++i) s += (i ? ", " : "") + p.steps[i];
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    const ArithStep& st = p.steps[i];
+    const std::string direct = step_text(st);
+    const std::string columns = style == ArithStyle::Columns ? column_work(st) : "";
+    s += (i ? ", " : "") + (columns.empty() ? direct : direct.substr(0, direct.find('=')) + ": " + columns + ", so " + direct);
+  }
   return s + ". \\boxed{" + std::to_string(p.answer) + "}";
 }
 
-nlohmann::json arith_example(const ArithProblem& p, const std::string& id) {
+nlohmann::json arith_example(const ArithProblem& p, const std::string& id, ArithStyle style) {
   return {{"id", id},
           {"prompt", arith_prompt(p)},
           {"answer", std::to_string(p.answer)},
-          {"response", arith_response(p)},
+          {"response", arith_response(p, style)},
           {"level", p.level}};
 }
 
 ArithSplit write_arith_dataset(const std::string& dir, int64_t n_train, int64_t n_test, uint64_t seed,
-                               const std::string& difficulty) {
+                               const std::string& difficulty, double columns_fraction) {
+  GRPO_CHECK(columns_fraction >= 0 && columns_fraction <= 1, "[arith] the fraction of column-worked responses must be in [0, 1], got ",
+             columns_fraction);
   const auto levels = arith_levels(difficulty);
   const auto test = generate_arith(n_test, seed ^ 0x7465737400000000ull, levels);
   const auto train = generate_arith(n_train, seed, levels, test);
   make_dirs(dir);
   ArithSplit split{dir + "/train.jsonl", dir + "/test.jsonl", n_train, n_test};
-  auto write = [](const std::string& path, const std::vector<ArithProblem>& problems, const std::string& prefix) {
+  auto write = [&](const std::string& path, const std::vector<ArithProblem>& problems, const std::string& prefix) {
+    Rng style_rng({seed, 0x7374796c65ull});
     write_file_atomic_with(path, [&](std::FILE* f) {
       for (size_t i = 0; i < problems.size(); ++i) {
-        const std::string line = arith_example(problems[i], prefix + std::to_string(i)).dump() + "\n";
+        const ArithStyle style = style_rng.uniform() < columns_fraction ? ArithStyle::Columns : ArithStyle::Direct;
+        const std::string line = arith_example(problems[i], prefix + std::to_string(i), style).dump() + "\n";
         GRPO_CHECK(std::fwrite(line.data(), 1, line.size(), f) == line.size(), "[arith] cannot write ", path);
       }
     });

@@ -18,12 +18,23 @@ namespace grpo {
 
 constexpr int kArithMaxLevel = 5;
 
+struct ArithStep {  // one operation, e.g. 3-1=2
+  int64_t a = 0;
+  char op = '+';
+  int64_t b = 0, result = 0;
+};
+
 struct ArithProblem {
   std::string expression;  // e.g. "12+7*(3-1)"
   int64_t answer = 0;
   int level = 1;
-  std::vector<std::string> steps;  // one operation a time in evaluation order, e.g. "3-1=2"
+  std::vector<ArithStep> steps;  // one operation a time in evaluation order
 };
+
+// How a worked response is written. Direct: each operation and its result ("79+99=178"). Columns:
+// + and - on non-negative numbers are also worked digit by digit, units first, with the carries and
+// borrows written out ("79+99: 9+9=18, 7+9+1=17, so 79+99=178"); slower to write, easier to get right.
+enum class ArithStyle { Direct, Columns };
 
 // Difficulty names: easy (levels 1-2), medium (1-3), hard (3-5), mixed (1-5), or one level "1".."5".
 // Returns the allowed levels; an unknown name is an error listing the choices.
@@ -37,15 +48,17 @@ std::vector<ArithProblem> generate_arith(int64_t n, uint64_t seed, const std::ve
                                          const std::vector<ArithProblem>& exclude = {});
 
 std::string arith_prompt(const ArithProblem& p);    // "Compute 12+7*(3-1)."
-std::string arith_response(const ArithProblem& p);  // "3-1=2, 7*2=14, 12+14=26. \boxed{26}"
-nlohmann::json arith_example(const ArithProblem& p, const std::string& id);
+// "3-1=2, 7*2=14, 12+14=26. \boxed{26}" (Direct) or with the column work of each + and - step.
+std::string arith_response(const ArithProblem& p, ArithStyle style = ArithStyle::Direct);
+nlohmann::json arith_example(const ArithProblem& p, const std::string& id, ArithStyle style = ArithStyle::Direct);
 
 struct ArithSplit {
   std::string train_path, test_path;
   int64_t train = 0, test = 0;
 };
-// Writes DIR/train.jsonl and DIR/test.jsonl (atomically); test problems never appear in train.
+// Writes DIR/train.jsonl and DIR/test.jsonl (atomically); test problems never appear in train. A
+// `columns_fraction` of the worked responses, drawn at random, use ArithStyle::Columns.
 ArithSplit write_arith_dataset(const std::string& dir, int64_t n_train, int64_t n_test, uint64_t seed,
-                               const std::string& difficulty);
+                               const std::string& difficulty, double columns_fraction = 0);
 
 }  // namespace grpo

@@ -287,7 +287,8 @@ std::vector<std::string> cross_checks(const Config& c) {
     const std::string at = cat("[config] reward.functions[", i, "] (", f.name, "): ");
     if (f.name != "math" && f.name != "exact" && f.name != "format" && f.name != "external")
       e.push_back(at + "name must be one of: math, exact, format, external");
-    if (!std::isfinite(f.weight)) e.push_back(at + "weight must be a finite number");
+    if (!std::isfinite(f.weight) || std::fabs(f.weight) > 1e30)
+      e.push_back(at + "weight must be a finite number of magnitude at most 1e30");
     if (f.name == "format" && f.pattern.empty()) e.push_back(at + "needs a pattern (a regular expression)");
     if (f.name == "external" && f.command.empty()) e.push_back(at + "needs a command");
     if (f.timeout_s <= 0 || f.workers < 1) e.push_back(at + "timeout_s must be > 0 and workers >= 1");

@@ -36,7 +36,8 @@ struct DataConfig {
 struct ModelSection {
   std::string path;  // Hugging Face model folder (required)
   bool enable_gradient_checkpointing = false;
-  bool use_remove_padding = true;  // padding-free (packed) forward; false pads fixed micro-batches
+  bool use_remove_padding = true;  // fixed micro-batches packed padding-free; false pads them to their longest
+  bool use_fused_kernels = true;   // false: the unfused kernels and full [tokens x vocab] logits (baseline)
 };
 
 struct OptimConfig {
@@ -89,6 +90,8 @@ struct RolloutConfig {
   int64_t max_num_batched_tokens = 8192;
   int64_t max_num_seqs = 1024;
   bool enable_prefix_caching = true;
+  bool share_group_prompt = true;  // prefill a prompt once for its n samples (false: once per sample)
+  std::string decode_matmul = "batch_invariant";  // batch_invariant | fastest | onednn (ops::DecodeMatmul)
   ValKwargs val_kwargs;
 };
 

@@ -134,7 +134,9 @@ std::vector<KeySpec> build_table() {
       KEY(actor_rollout_ref.model.enable_gradient_checkpointing, any(),
           "recompute layer activations in backward instead of storing them"),
       KEY(actor_rollout_ref.model.use_remove_padding, any(),
-          "padding-free packed forward (false: fixed micro-batches are padded to their longest)"),
+          "fixed micro-batches packed padding-free (false: padded to their longest)"),
+      KEY(actor_rollout_ref.model.use_fused_kernels, any(),
+          "fused kernels and chunked lm_head log-probs (false: unfused kernels, full [tokens x vocab] logits)"),
 
       KEY(actor_rollout_ref.actor.ppo_mini_batch_size, at_least(1),
           "prompts per optimizer step (each with rollout.n responses)"),
@@ -184,6 +186,11 @@ std::vector<KeySpec> build_table() {
       KEY(actor_rollout_ref.rollout.max_num_batched_tokens, at_least(1), "tokens per engine step at most"),
       KEY(actor_rollout_ref.rollout.max_num_seqs, at_least(1), "sequences running at once at most"),
       KEY(actor_rollout_ref.rollout.enable_prefix_caching, any(), "reuse KV blocks of repeated prefixes"),
+      KEY(actor_rollout_ref.rollout.share_group_prompt, any(),
+          "prefill each prompt once and share its KV blocks with its n samples (false: once per sample)"),
+      KEY(actor_rollout_ref.rollout.decode_matmul, one_of({"batch_invariant", "fastest", "onednn"}),
+          "rollout matmuls: batch_invariant (hand-written kernel at every batch size: results independent of "
+          "the batch), fastest (it up to the measured crossover, oneDNN above), onednn (baseline)"),
       KEY(actor_rollout_ref.rollout.val_kwargs.temperature, at_least(0), "validation temperature; 0: greedy"),
       KEY(actor_rollout_ref.rollout.val_kwargs.top_p, open_closed(0, 1), "validation nucleus mass"),
       KEY(actor_rollout_ref.rollout.val_kwargs.top_k, at_least(1).or_value(-1), "validation top-k; -1: off"),

@@ -3,44 +3,29 @@
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 
 #include "core/files.h"
 #include "grpo/arith.h"
+#include "grpo/byte_model.h"
 #include "grpo/config.h"
 #include "grpo/example_configs.h"
 #include "grpo/sft.h"
 #include "grpo/trainer.h"
-#include "model/checkpoint.h"
-#include "model/init.h"
-#include "model/presets.h"
-#include "model/weights.h"
-#include "tokenizer/byte_tokenizer.h"
 
 namespace grpo {
 
 DemoResult run_demo(const DemoOptions& opt) {
-  namespace fs = std::filesystem;
   const std::string out = opt.out, data = out + "/data", init = out + "/init";
   make_dirs(out);
   DemoResult r;
 
   std::fprintf(stderr, "[demo] 1/4 arithmetic task: %lld train / %lld held-out problems -> %s\n",
                static_cast<long long>(opt.train_examples), static_cast<long long>(opt.test_examples), data.c_str());
-  ArithSplit split = write_arith_dataset(data, opt.train_examples, opt.test_examples, opt.seed, opt.difficulty);
+  ArithSplit split = write_arith_dataset(data, opt.train_examples, opt.test_examples, opt.seed, opt.difficulty, opt.columns_fraction);
 
   std::fprintf(stderr, "[demo] 2/4 random-initialised qwen3 `small` model with a byte-level tokenizer -> %s\n",
                init.c_str());
-  {
-    ModelWeights w(preset_config("qwen3", "small"));
-    init_parameters(w, opt.seed);
-    const std::string tok = out + "/.byte_tokenizer";
-    make_dirs(tok);
-    write_byte_tokenizer(tok);
-    save_checkpoint(init, w.config(), w.named_tensors(), DType::F32, 0,
-                    {tok + "/tokenizer.json", tok + "/tokenizer_config.json"});
-    fs::remove_all(tok);
-  }
+  write_byte_model(init, "qwen3", "small", opt.seed);
 
   write_file_atomic(out + "/arith-sft.yaml", kArithSftYaml);
   write_file_atomic(out + "/arith-grpo.yaml", kArithGrpoYaml);

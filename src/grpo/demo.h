@@ -12,7 +12,8 @@ struct DemoOptions {
   std::string out = "runs/demo";
   int64_t train_examples = 16000, test_examples = 200;
   uint64_t seed = 0;
-  std::string difficulty = "easy";  // arith levels (see grpo/arith.h)
+  std::string difficulty = "2";     // arith levels (see grpo/arith.h): two-digit + and -
+  double columns_fraction = 0.25;   // SFT responses worked digit by digit (ArithStyle::Columns)
   std::vector<std::string> sft_overrides, grpo_overrides;  // extra --set values
 };
 

@@ -62,7 +62,8 @@ std::unique_ptr<Session> Session::open(const Config& config, bool require_respon
     s->val = load_dataset(config.data.val_files, dopt);
   }
   rollout::EngineConfig ec = engine_config(config, s->weights->config());
-  s->rollout_model = std::make_unique<rollout::DecoderRolloutModel>(*s->weights, s->mode, ec.block_size);
+  s->rollout_model = std::make_unique<rollout::DecoderRolloutModel>(*s->weights, s->mode, ec.block_size,
+                                                                   ops::parse_decode_matmul(config.actor_rollout_ref.rollout.decode_matmul));
   s->engine = std::make_unique<rollout::Engine>(*s->rollout_model, ec, rollout::tokenizer_decode_fn(tok));
   return s;
 }

@@ -48,6 +48,7 @@ SftSummary run_sft(const Config& cfg, bool quiet) {
   DecoderOptions dopt;
   dopt.mode = s->mode;
   dopt.checkpoint_activations = cfg.actor_rollout_ref.model.enable_gradient_checkpointing;
+  if (!cfg.actor_rollout_ref.model.use_fused_kernels) dopt.kernels = &plain_kernels();
   train::MicroBatching mb;
   mb.dynamic = true;
   mb.max_tokens = std::max(cfg.actor_rollout_ref.actor.ppo_max_token_len_per_gpu, sc.max_length);

@@ -70,11 +70,13 @@ GrpoTrainer::GrpoTrainer(const Config& config, const TrainOptions& opt) : cfg_(c
   DecoderOptions dopt;
   dopt.mode = s_->mode;
   dopt.checkpoint_activations = cfg_.actor_rollout_ref.model.enable_gradient_checkpointing;
+  if (!cfg_.actor_rollout_ref.model.use_fused_kernels) dopt.kernels = &plain_kernels();
   dopt.logit_scale = static_cast<float>(1.0 / std::max(1e-6, cfg_.actor_rollout_ref.rollout.temperature));
   train::MicroBatching mb;
   mb.dynamic = ac.use_dynamic_bsz;
   mb.max_tokens = ac.ppo_max_token_len_per_gpu;
   mb.micro_batch_size = ac.ppo_micro_batch_size_per_gpu;
+  mb.pad_fixed = !cfg_.actor_rollout_ref.model.use_remove_padding;
   train::AdamWConfig adam;
   adam.lr = static_cast<float>(ac.optim.lr);
   adam.beta1 = static_cast<float>(ac.optim.betas[0]);
@@ -130,11 +132,14 @@ void GrpoTrainer::next_prompts(std::vector<const Example*>* out) {
 void GrpoTrainer::generate_groups(const std::vector<const Example*>& prompts, StepData& d, int64_t step,
                                   int64_t batch_index) {
   const RolloutConfig& rc = cfg_.actor_rollout_ref.rollout;
+  // Shared: one request of n samples per prompt. Not shared (the baseline): n requests of one sample.
+  const int64_t requests_per_prompt = rc.share_group_prompt ? 1 : rc.n;
   std::vector<rollout::Request> reqs;
-  for (size_t i = 0; i < prompts.size(); ++i) {
+  for (size_t r = 0; r < prompts.size() * requests_per_prompt; ++r) {
+    const size_t i = r / requests_per_prompt;
     rollout::Request q;
     q.prompt = prompts[i]->prompt_ids;
-    q.n = static_cast<int32_t>(rc.n);
+    q.n = static_cast<int32_t>(rc.n / requests_per_prompt);
     q.sampling.temperature = static_cast<float>(rc.temperature);
     q.sampling.top_p = static_cast<float>(rc.top_p);
     q.sampling.top_k = rc.top_k > 0 ? static_cast<int32_t>(rc.top_k) : 0;
@@ -142,7 +147,7 @@ void GrpoTrainer::generate_groups(const std::vector<const Example*>& prompts, St
     q.stop_token_ids = s_->stop_ids;
     q.max_new_tokens = static_cast<int32_t>(cfg_.data.max_response_length);
     q.seed = static_cast<uint64_t>(cfg_.trainer.seed);
-    q.id = static_cast<uint64_t>(step) * 1000003ull + static_cast<uint64_t>(batch_index) * 10007ull + i;
+    q.id = static_cast<uint64_t>(step) * 1000003ull + static_cast<uint64_t>(batch_index) * 10007ull + r;
     reqs.push_back(std::move(q));
   }
   auto t0 = Clock::now();
@@ -157,7 +162,11 @@ void GrpoTrainer::generate_groups(const std::vector<const Example*>& prompts, St
   std::vector<RewardInput> inputs;
   StepData part;
   for (size_t i = 0; i < prompts.size(); ++i) {
-    for (const rollout::SampleResult& r : out[i].samples) {
+    std::vector<const rollout::SampleResult*> group;
+    for (int64_t k = 0; k < requests_per_prompt; ++k)
+      for (const rollout::SampleResult& r : out[i * requests_per_prompt + k].samples) group.push_back(&r);
+    for (const rollout::SampleResult* rp : group) {
+      const rollout::SampleResult& r = *rp;
       train::TrainSample ts;
       ts.tokens = prompts[i]->prompt_ids;
       ts.prompt_len = ts.tokens.size();
@@ -171,7 +180,7 @@ void GrpoTrainer::generate_groups(const std::vector<const Example*>& prompts, St
       part.samples.push_back(std::move(ts));
       inputs.push_back({prompts[i]->id, prompts[i]->prompt, r.text, prompts[i]->answer});
     }
-    part.group_sizes.push_back(out[i].samples.size());
+    part.group_sizes.push_back(group.size());
   }
   RewardScores sc = score_batch(rewards_, inputs);
   part.scores = sc.total;

@@ -58,7 +58,7 @@ void response_logprobs(Decoder& dec, const std::vector<TrainSample>& samples, co
   std::vector<float> lp, ent;
   std::vector<int64_t> row_of;
   for (const MicroBatch& m : plan.micro_batches) {
-    PackedBatch b = build_batch(samples, m, !mb.dynamic, &row_of);
+    PackedBatch b = build_batch(samples, m, !mb.dynamic && mb.pad_fixed, &row_of);
     lp.resize(b.T());
     ent.resize(b.T());
     dec.forward(b, lp.data(), ent.data());
@@ -93,7 +93,7 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
   std::vector<int64_t> row_of;
   bool finite = true;
   for (const MicroBatch& m : plan.micro_batches) {
-    PackedBatch b = build_batch(samples, m, !mb_.dynamic, &row_of);
+    PackedBatch b = build_batch(samples, m, !mb_.dynamic && mb_.pad_fixed, &row_of);
     const int64_t T = b.T();
     st.tokens += T;
     lp.resize(T);

@@ -30,9 +30,10 @@ struct TrainSample {
 };
 
 struct MicroBatching {
-  bool dynamic = true;          // FFD packing by token budget (else fixed size, padded)
+  bool dynamic = true;          // FFD packing by token budget (else fixed size)
   int64_t max_tokens = 16384;   // token budget per micro-batch (dynamic)
-  int64_t micro_batch_size = 4; // sequences per micro-batch (padded baseline)
+  int64_t micro_batch_size = 4; // sequences per micro-batch (fixed size)
+  bool pad_fixed = true;        // fixed-size micro-batches padded to their longest (else packed)
 };
 
 struct UpdateStats {

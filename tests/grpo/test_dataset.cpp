@@ -3,6 +3,7 @@
 // train/test disjointness, difficulty levels).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 
 #include "core/error.h"
@@ -205,13 +206,17 @@ TEST(Arith, AnswersAreRightAndStepsEndAtTheAnswer) {
       ArithProblem p = generate_arith_problem(rng, level);
       EXPECT_EQ(p.answer, evaluate_independently(p.expression)) << p.expression;
       ASSERT_FALSE(p.steps.empty());
-      for (const auto& step : p.steps) {  // every step is itself a correct operation
+      // Every step, as written in the direct response, is itself a correct operation.
+      const std::string response = arith_response(p);
+      const std::string steps = response.substr(0, response.find(". \\boxed{"));
+      for (size_t start = 0; start < steps.size();) {
+        const size_t end = std::min(steps.find(", ", start), steps.size());
+        const std::string step = steps.substr(start, end - start);
         const size_t eq = step.rfind('=');
         EXPECT_EQ(std::to_string(evaluate_independently(step.substr(0, eq), true)), step.substr(eq + 1)) << step;
+        start = end + 2;
       }
-      const std::string& last = p.steps.back();
-      EXPECT_EQ(last.substr(last.rfind('=') + 1), std::to_string(p.answer)) << p.expression;
-      const std::string response = arith_response(p);
+      EXPECT_EQ(p.steps.back().result, p.answer) << p.expression;
       EXPECT_NE(response.find("\\boxed{" + std::to_string(p.answer) + "}"), std::string::npos);
       EXPECT_LE(arith_prompt(p).size(), 32u) << "prompts stay short for byte-level models";
       if (level == 1) {
@@ -222,6 +227,105 @@ TEST(Arith, AnswersAreRightAndStepsEndAtTheAnswer) {
       }
     }
   }
+}
+
+// Checks the column work "d+d(+1)=s, ..." or "t(-1)-d=r, ..." of `a op b` digit by digit, independently
+// of the generator: each column's arithmetic, the carries and borrows it passes on, and that the
+// columns spell the result.
+void check_column_work(int64_t a, char op, int64_t b, const std::string& work) {
+  SCOPED_TRACE(std::to_string(a) + op + std::to_string(b) + ": " + work);
+  std::vector<std::string> cols;
+  for (size_t start = 0; start <= work.size();) {
+    const size_t end = std::min(work.find(", ", start), work.size());
+    cols.push_back(work.substr(start, end - start));
+    start = end + 2;
+  }
+  int carry = 0;
+  std::string digits;  // result digits, most significant first
+  for (size_t i = 0; i < cols.size(); ++i) {
+    const std::string& c = cols[i];
+    const size_t eq = c.find('=');
+    ASSERT_NE(eq, std::string::npos);
+    const std::string lhs = c.substr(0, eq);
+    const int value = std::stoi(c.substr(eq + 1));
+    EXPECT_EQ(evaluate_independently(lhs, true), value) << c;
+    const int64_t da = a / static_cast<int64_t>(std::pow(10, i)) % 10;
+    const int64_t db = b / static_cast<int64_t>(std::pow(10, i)) % 10;
+    if (op == '+') {
+      EXPECT_EQ(lhs, std::to_string(da) + "+" + std::to_string(db) + (carry ? "+1" : ""));
+      carry = value / 10;
+      digits = (i + 1 == cols.size() ? std::to_string(value) : std::to_string(value % 10)) + digits;
+    } else {
+      const bool borrow = da - carry < db;  // this column borrows from the next
+      EXPECT_EQ(lhs, std::to_string(borrow ? da + 10 : da) + (carry ? "-1" : "") + "-" + std::to_string(db));
+      EXPECT_GE(value, 0);
+      EXPECT_LE(value, 9);
+      carry = borrow;
+      digits = std::to_string(value) + digits;
+    }
+  }
+  if (op == '-') EXPECT_EQ(carry, 0) << "no borrow out of the top column";
+  EXPECT_EQ(std::stoll(digits), op == '+' ? a + b : a - b);
+}
+
+TEST(Arith, ColumnStyleWorksPlusAndMinusDigitByDigit) {
+  ArithProblem add;
+  add.expression = "79+99";
+  add.steps = {{79, '+', 99, 178}};
+  add.answer = 178;
+  EXPECT_EQ(arith_response(add, ArithStyle::Columns), "79+99: 9+9=18, 7+9+1=17, so 79+99=178. \\boxed{178}");
+  EXPECT_EQ(arith_response(add), "79+99=178. \\boxed{178}");
+  ArithProblem sub;
+  sub.expression = "59-84";
+  sub.steps = {{59, '-', 84, -25}};
+  sub.answer = -25;
+  EXPECT_EQ(arith_response(sub, ArithStyle::Columns), "59-84: -(84-59), 14-9=5, 8-1-5=2, so 59-84=-25. \\boxed{-25}");
+  ArithProblem mul;  // multiplication stays direct
+  mul.expression = "7*46";
+  mul.steps = {{7, '*', 46, 322}};
+  mul.answer = 322;
+  EXPECT_EQ(arith_response(mul, ArithStyle::Columns), "7*46=322. \\boxed{322}");
+
+  // Every + and - of non-negative numbers up to three digits, checked column by column.
+  Rng rng({3, 4});
+  for (int i = 0; i < 3000; ++i) {
+    const int64_t a = static_cast<int64_t>(rng.below(1000)), b = static_cast<int64_t>(rng.below(1000));
+    for (char op : {'+', '-'}) {
+      ArithProblem p;
+      p.expression = std::to_string(a) + op + std::to_string(b);
+      p.answer = op == '+' ? a + b : a - b;
+      p.steps = {{a, op, b, p.answer}};
+      const std::string r = arith_response(p, ArithStyle::Columns);
+      const std::string head = p.expression + ": ", tail = ", so " + p.expression + "=" + std::to_string(p.answer);
+      ASSERT_EQ(r.rfind(head, 0), 0u) << r;
+      const size_t so = r.find(tail);
+      ASSERT_NE(so, std::string::npos) << r;
+      std::string work = r.substr(head.size(), so - head.size());
+      if (op == '-' && a < b) {
+        const std::string neg = "-(" + std::to_string(b) + "-" + std::to_string(a) + "), ";
+        ASSERT_EQ(work.rfind(neg, 0), 0u) << r;
+        check_column_work(b, '-', a, work.substr(neg.size()));
+      } else {
+        check_column_work(a, op, b, work);
+      }
+    }
+  }
+}
+
+TEST(Arith, ColumnFractionMixesStylesDeterministically) {
+  test::TempDir dir;
+  ArithSplit s = write_arith_dataset(dir.path() + "/mix", 2000, 10, 1, "2", 0.25);
+  int columns = 0, n = 0;
+  for_each_line(s.train_path, [&](int64_t, const std::string& line) {
+    const auto j = nlohmann::json::parse(line);
+    columns += j["response"].get<std::string>().find(": ") != std::string::npos;
+    ++n;
+  });
+  EXPECT_EQ(n, 2000);
+  EXPECT_NEAR(columns / 2000.0, 0.25, 0.04);
+  EXPECT_EQ(read_file(write_arith_dataset(dir.path() + "/again", 2000, 10, 1, "2", 0.25).train_path),
+            read_file(s.train_path));
+  EXPECT_THROW(write_arith_dataset(dir.path() + "/bad", 10, 10, 1, "2", 1.5), Error);
 }
 
 TEST(Arith, DeterministicDisjointAndWrittenAsJsonl) {

@@ -1,0 +1,109 @@
+// `grpo bench grpo`: the mission's table. Writes a random preset model and arithmetic prompts into a work
+// folder, runs `grpo train` on them twice in child processes (every optimisation on, then off; see
+// grpo/grpo_bench.h), prints the table and, as the last stdout line, a JSON object.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "cli/command.h"
+#include "core/error.h"
+#include "core/files.h"
+#include "grpo/arith.h"
+#include "grpo/byte_model.h"
+#include "grpo/example_configs.h"
+#include "grpo/grpo_bench.h"
+
+namespace grpo::cli {
+namespace {
+
+struct BenchGrpoArgs {
+  GrpoBenchOptions o;
+  std::string out;
+  int threads = 0;
+};
+
+// Runs this executable with `args` and waits; its stderr (the training progress) passes through.
+void run_self(const std::vector<std::string>& args, const std::string& what) {
+  std::vector<char*> argv;
+  static char self[] = "/proc/self/exe";
+  argv.push_back(self);
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  GRPO_CHECK(pid >= 0, "[bench grpo] fork failed");
+  if (pid == 0) {
+    dup2(STDERR_FILENO, STDOUT_FILENO);  // the parent's stdout carries only the table and the JSON
+    execv(self, argv.data());
+    std::perror("[bench grpo] exec /proc/self/exe");
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  GRPO_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "[bench grpo] the ", what,
+             " run failed (exit status ", WIFEXITED(status) ? WEXITSTATUS(status) : -1, "); its errors are above");
+}
+
+void run(const BenchGrpoArgs& a) {
+  namespace fs = std::filesystem;
+  const GrpoBenchOptions& o = a.o;
+  GRPO_CHECK(o.steps >= 1 && o.prompts >= 1 && o.n >= 1 && o.max_response_length >= 1,
+             "[bench grpo] --steps, --prompts, --n and --max-response-length must be >= 1");
+  std::string out = a.out;
+  if (out.empty()) {
+    std::string tmpl = (fs::temp_directory_path() / "grpo-bench-XXXXXX").string();
+    GRPO_CHECK(mkdtemp(tmpl.data()) != nullptr, "[bench grpo] cannot create a folder in ", fs::temp_directory_path());
+    out = tmpl;
+  }
+  make_dirs(out);
+  std::fprintf(stderr, "[bench grpo] work folder %s: random %s:%s model, arithmetic prompts\n", out.c_str(),
+               o.arch.c_str(), o.preset.c_str());
+  write_byte_model(out + "/model", o.arch, o.preset, 1234 + o.seed);
+  const ArithSplit data = write_arith_dataset(out + "/data", std::max<int64_t>(1000, o.prompts * o.steps), 0, o.seed,
+                                              "mixed");
+  write_file_atomic(out + "/arith-grpo.yaml", kArithGrpoYaml);
+  GrpoBenchRun runs[2];
+  for (bool optimised : {true, false}) {
+    const std::string name = optimised ? "optimised" : "baseline";
+    std::fprintf(stderr, "[bench grpo] %s: %lld steps of %lld prompts x %lld samples\n", name.c_str(),
+                 static_cast<long long>(o.steps), static_cast<long long>(o.prompts), static_cast<long long>(o.n));
+    const std::string run_dir = out + "/" + name;
+    std::vector<std::string> args = {"train", out + "/arith-grpo.yaml"};
+    if (a.threads > 0) args.insert(args.end(), {"--threads", std::to_string(a.threads)});
+    for (const std::string& s : grpo_bench_overrides(o, out + "/model", data.train_path, run_dir, optimised))
+      args.insert(args.end(), {"--set", s});
+    run_self(args, name);
+    runs[optimised ? 0 : 1] = summarise_grpo_bench_run(run_dir + "/metrics.jsonl");
+  }
+  std::printf("%s", grpo_bench_table(runs[0], runs[1]).c_str());
+  std::printf("%s\n", grpo_bench_json(o, runs[0], runs[1]).dump().c_str());
+  if (a.out.empty()) fs::remove_all(out);
+}
+
+void setup(CLI::App& app) {
+  CLI::App* bench = group_command(app, "bench", "Benchmarks (print JSON)");
+  auto a = std::make_shared<BenchGrpoArgs>();
+  CLI::App* c = bench->add_subcommand("grpo", "The mission's table: GRPO steps with every optimisation on vs off");
+  c->add_option("--preset", a->o.preset, "Model preset (random init)")->capture_default_str();
+  c->add_option("--arch", a->o.arch, "Architecture of the preset")->capture_default_str();
+  c->add_option("--steps", a->o.steps, "Training steps per run; the first is a warm-up")->capture_default_str();
+  c->add_option("--prompts", a->o.prompts, "Prompts per step (data.train_batch_size)")->capture_default_str();
+  c->add_option("--n", a->o.n, "Samples per prompt (rollout.n)")->capture_default_str();
+  c->add_option("--max-response-length", a->o.max_response_length, "Response tokens at most")->capture_default_str();
+  c->add_option("--token-budget", a->o.token_budget, "Micro-batch token budget of the optimised run")
+      ->capture_default_str();
+  c->add_option("--micro-batch", a->o.micro_batch, "Sequences per padded micro-batch of the baseline")
+      ->capture_default_str();
+  c->add_option("--seed", a->o.seed, "Seed")->capture_default_str();
+  c->add_option("--out", a->out, "Work folder, kept (default: a temporary folder, removed)");
+  c->add_option("--threads", a->threads, "Threads of the runs (default: all cores)");
+  c->callback([a] { run(*a); });
+}
+
+GRPO_REGISTER_COMMAND(setup);
+
+}  // namespace
+}  // namespace grpo::cli

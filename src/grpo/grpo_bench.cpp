@@ -1,0 +1,136 @@
+// GRPO benchmark configurations and summaries (see grpo_bench.h).
+#include "grpo/grpo_bench.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/error.h"
+#include "grpo/metrics.h"
+
+namespace grpo {
+
+std::vector<std::string> grpo_bench_overrides(const GrpoBenchOptions& o, const std::string& model_dir,
+                                              const std::string& train_file, const std::string& run_dir,
+                                              bool optimised) {
+  const std::string on = optimised ? "true" : "false";
+  std::vector<std::string> s = {
+      "actor_rollout_ref.model.path=" + model_dir,
+      "data.train_files=" + train_file,
+      "data.val_files=''",
+      "data.train_batch_size=" + std::to_string(o.prompts),
+      "data.max_response_length=" + std::to_string(o.max_response_length),
+      "actor_rollout_ref.rollout.n=" + std::to_string(o.n),
+      "actor_rollout_ref.actor.ppo_mini_batch_size=" + std::to_string(o.prompts),
+      "actor_rollout_ref.actor.optim.lr=1e-6",
+      "algorithm.filter_groups.enable=false",
+      "trainer.total_training_steps=" + std::to_string(o.steps),
+      "trainer.val_before_train=false",
+      "trainer.test_freq=-1",
+      "trainer.save_freq=-1",
+      "trainer.seed=" + std::to_string(o.seed),
+      "trainer.default_local_dir=" + run_dir,
+      "actor_rollout_ref.actor.use_dynamic_bsz=" + on,
+      "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=" + std::to_string(o.token_budget),
+      "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=" + std::to_string(o.micro_batch),
+      "actor_rollout_ref.model.use_remove_padding=" + on,
+      "actor_rollout_ref.model.use_fused_kernels=" + on,
+      "actor_rollout_ref.rollout.enable_prefix_caching=" + on,
+      "actor_rollout_ref.rollout.share_group_prompt=" + on,
+      std::string("actor_rollout_ref.rollout.decode_matmul=") + (optimised ? "batch_invariant" : "onednn"),
+      std::string("actor_rollout_ref.rollout.kv_cache_dtype=") + (optimised ? "bf16" : "f32"),
+  };
+  return s;
+}
+
+GrpoBenchRun summarise_grpo_bench_run(const std::string& metrics_path) {
+  std::vector<nlohmann::json> steps;
+  for (nlohmann::json& m : read_metrics(metrics_path))
+    if (m.contains("timing_s/step")) steps.push_back(std::move(m));
+  GRPO_CHECK(!steps.empty(), "[bench grpo] ", metrics_path, " has no training step");
+  GrpoBenchRun r;
+  const size_t first = steps.size() > 1 ? 1 : 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const nlohmann::json& m = steps[i];
+    r.peak_rss_bytes = std::max(r.peak_rss_bytes, m.value("perf/peak_rss_bytes", int64_t{0}));
+    if (i < first) continue;
+    const double step = m.at("timing_s/step").get<double>();
+    r.step_time_s += step;
+    r.rollout_tokens_per_s += m.value("perf/rollout_tokens_per_s", 0.0);
+    r.packing_efficiency += m.value("perf/packing_efficiency", 0.0);
+    r.rollout_share += m.value("timing_s/gen", 0.0) / std::max(1e-9, step);
+    r.train_tokens_per_step += m.value("perf/train_tokens", 0.0);
+    r.steps_measured++;
+  }
+  const double n = static_cast<double>(r.steps_measured);
+  r.step_time_s /= n;
+  r.rollout_tokens_per_s /= n;
+  r.packing_efficiency /= n;
+  r.rollout_share /= n;
+  r.train_tokens_per_step /= n;
+  return r;
+}
+
+namespace {
+
+std::string row(const char* name, const std::string& base, const std::string& opt, const std::string& change,
+                const char* mission) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "| %-28s | %12s | %12s | %10s | %-22s |\n", name, base.c_str(), opt.c_str(),
+                change.c_str(), mission);
+  return buf;
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string relative(double opt, double base) { return fmt("%+.1f%%", 100.0 * (opt / base - 1.0)); }
+
+}  // namespace
+
+std::string grpo_bench_table(const GrpoBenchRun& o, const GrpoBenchRun& b) {
+  std::string t = row("metric", "baseline", "optimised", "change", "mission (8 GPUs)");
+  t += "|------------------------------|--------------|--------------|------------|------------------------|\n";
+  t += row("step time (s)", fmt("%.2f", b.step_time_s), fmt("%.2f", o.step_time_s),
+           relative(o.step_time_s, b.step_time_s), "-31%");
+  t += row("rollout tokens/s", fmt("%.0f", b.rollout_tokens_per_s), fmt("%.0f", o.rollout_tokens_per_s),
+           relative(o.rollout_tokens_per_s, b.rollout_tokens_per_s), "+45.6%");
+  t += row("memory utilisation (packing)", fmt("%.1f%%", 100 * b.packing_efficiency),
+           fmt("%.1f%%", 100 * o.packing_efficiency), fmt("%+.1f pt", 100 * (o.packing_efficiency - b.packing_efficiency)),
+           "68% -> 85%");
+  t += row("peak RSS (MiB)", fmt("%.0f", b.peak_rss_bytes / 1048576.0), fmt("%.0f", o.peak_rss_bytes / 1048576.0),
+           relative(static_cast<double>(o.peak_rss_bytes), static_cast<double>(b.peak_rss_bytes)), "");
+  t += row("rollout share of the step", fmt("%.1f%%", 100 * b.rollout_share), fmt("%.1f%%", 100 * o.rollout_share),
+           "", "58% before");
+  t += row("communication share", "n/a", "n/a", "", "18% -> 9%");
+  t += row("training tokens per step", fmt("%.0f", b.train_tokens_per_step), fmt("%.0f", o.train_tokens_per_step),
+           "", "");
+  return t;
+}
+
+nlohmann::json grpo_bench_json(const GrpoBenchOptions& opt, const GrpoBenchRun& o, const GrpoBenchRun& b) {
+  return {{"model", opt.arch + ":" + opt.preset},
+          {"steps_measured", o.steps_measured},
+          {"prompts", opt.prompts},
+          {"n", opt.n},
+          {"max_response_length", opt.max_response_length},
+          {"step_time_s", o.step_time_s},
+          {"baseline_step_time_s", b.step_time_s},
+          {"step_time_change", o.step_time_s / b.step_time_s - 1.0},
+          {"rollout_tokens_per_s", o.rollout_tokens_per_s},
+          {"baseline_rollout_tokens_per_s", b.rollout_tokens_per_s},
+          {"rollout_throughput_change", o.rollout_tokens_per_s / b.rollout_tokens_per_s - 1.0},
+          {"packing_efficiency", o.packing_efficiency},
+          {"baseline_packing_efficiency", b.packing_efficiency},
+          {"peak_rss_bytes", o.peak_rss_bytes},
+          {"baseline_peak_rss_bytes", b.peak_rss_bytes},
+          {"rollout_share", o.rollout_share},
+          {"baseline_rollout_share", b.rollout_share},
+          {"train_tokens_per_step", o.train_tokens_per_step},
+          {"baseline_train_tokens_per_step", b.train_tokens_per_step},
+          {"comm_share", nullptr}};
+}
+
+}  // namespace grpo

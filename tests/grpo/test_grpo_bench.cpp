@@ -1,0 +1,78 @@
+// Tests of `grpo bench grpo`'s pieces: the two runs' overrides load as valid configs that switch every
+// optimisation on or off, and the summary of a metrics file (warm-up step left out, peak RSS the maximum)
+// feeds the table and the JSON keys the mission's table needs.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "core/files.h"
+#include "grpo/config.h"
+#include "grpo/grpo_bench.h"
+#include "grpo/metrics.h"
+#include "temp_dir.h"
+
+using namespace grpo;
+
+TEST(GrpoBench, OverridesSwitchEveryOptimisation) {
+  GrpoBenchOptions o;
+  const std::string yaml = std::string(GRPO_SOURCE_DIR) + "/examples/arith-grpo.yaml";
+  const Config on = load_config(yaml, grpo_bench_overrides(o, "m", "t.jsonl", "runs/on", true));
+  const Config off = load_config(yaml, grpo_bench_overrides(o, "m", "t.jsonl", "runs/off", false));
+  for (const Config* c : {&on, &off}) {
+    EXPECT_EQ(c->data.train_batch_size, o.prompts);
+    EXPECT_EQ(c->actor_rollout_ref.rollout.n, o.n);
+    EXPECT_EQ(c->trainer.total_training_steps, o.steps);
+    EXPECT_TRUE(c->data.val_files.empty());
+    EXPECT_FALSE(c->algorithm.filter_groups.enable);
+    EXPECT_TRUE(c->mixed_precision.enabled);  // same precision in both runs
+  }
+  EXPECT_TRUE(on.actor_rollout_ref.actor.use_dynamic_bsz);
+  EXPECT_FALSE(off.actor_rollout_ref.actor.use_dynamic_bsz);
+  EXPECT_FALSE(off.actor_rollout_ref.model.use_remove_padding);
+  EXPECT_TRUE(on.actor_rollout_ref.model.use_fused_kernels);
+  EXPECT_FALSE(off.actor_rollout_ref.model.use_fused_kernels);
+  EXPECT_TRUE(on.actor_rollout_ref.rollout.share_group_prompt && on.actor_rollout_ref.rollout.enable_prefix_caching);
+  EXPECT_FALSE(off.actor_rollout_ref.rollout.share_group_prompt || off.actor_rollout_ref.rollout.enable_prefix_caching);
+  EXPECT_EQ(on.actor_rollout_ref.rollout.decode_matmul, "batch_invariant");
+  EXPECT_EQ(off.actor_rollout_ref.rollout.decode_matmul, "onednn");
+  EXPECT_EQ(on.actor_rollout_ref.rollout.kv_cache_dtype, "bf16");
+  EXPECT_EQ(off.actor_rollout_ref.rollout.kv_cache_dtype, "f32");
+  EXPECT_EQ(off.trainer.default_local_dir, "runs/off");
+}
+
+TEST(GrpoBench, SummaryLeavesOutTheWarmUpStep) {
+  test::TempDir dir;
+  const std::string path = dir.path() + "/metrics.jsonl";
+  {
+    MetricsWriter w(path, true);
+    w.write(0, {{"val/accuracy", 0.5}});  // validation lines are not steps
+    w.write(1, {{"timing_s/step", 10.0}, {"timing_s/gen", 5.0}, {"perf/rollout_tokens_per_s", 1.0},
+                {"perf/packing_efficiency", 0.1}, {"perf/peak_rss_bytes", 300}, {"perf/train_tokens", 1}});
+    w.write(2, {{"timing_s/step", 2.0}, {"timing_s/gen", 1.0}, {"perf/rollout_tokens_per_s", 100.0},
+                {"perf/packing_efficiency", 0.8}, {"perf/peak_rss_bytes", 200}, {"perf/train_tokens", 1000}});
+    w.write(3, {{"timing_s/step", 4.0}, {"timing_s/gen", 1.0}, {"perf/rollout_tokens_per_s", 300.0},
+                {"perf/packing_efficiency", 0.9}, {"perf/peak_rss_bytes", 250}, {"perf/train_tokens", 3000}});
+  }
+  const GrpoBenchRun r = summarise_grpo_bench_run(path);
+  EXPECT_EQ(r.steps_measured, 2);
+  EXPECT_DOUBLE_EQ(r.step_time_s, 3.0);
+  EXPECT_DOUBLE_EQ(r.rollout_tokens_per_s, 200.0);
+  EXPECT_DOUBLE_EQ(r.packing_efficiency, 0.85);
+  EXPECT_DOUBLE_EQ(r.rollout_share, (0.5 + 0.25) / 2);
+  EXPECT_DOUBLE_EQ(r.train_tokens_per_step, 2000.0);
+  EXPECT_EQ(r.peak_rss_bytes, 300);  // the maximum over every step, warm-up included
+
+  GrpoBenchRun base = r;
+  base.step_time_s = 6.0;
+  const nlohmann::json j = grpo_bench_json(GrpoBenchOptions{}, r, base);
+  for (const char* key : {"step_time_s", "baseline_step_time_s", "rollout_tokens_per_s", "baseline_rollout_tokens_per_s",
+                          "packing_efficiency", "baseline_packing_efficiency", "peak_rss_bytes",
+                          "baseline_peak_rss_bytes", "comm_share"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_TRUE(j["comm_share"].is_null());
+  EXPECT_DOUBLE_EQ(j["step_time_change"].get<double>(), -0.5);
+  const std::string table = grpo_bench_table(r, base);
+  EXPECT_NE(table.find("-50.0%"), std::string::npos) << table;
+  EXPECT_NE(table.find("85.0%"), std::string::npos) << table;
+
+  EXPECT_THROW(summarise_grpo_bench_run(dir.path() + "/missing.jsonl"), Error);
+}
