@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "core/profiler.h"
 #include "core/threads.h"
 #include "kernels/measure.h"
 #include "model/init.h"
@@ -15,10 +16,10 @@ namespace grpo::cli {
 namespace {
 
 struct BenchRolloutArgs {
-  std::string model, preset = "small", arch = "qwen3", dtype = "bf16";
+  std::string model, preset = "small", arch = "qwen3", dtype = "bf16", decode_matmul = "batch_invariant";
   rollout::RolloutBenchOptions o;
   int threads = 0;
-  bool skip_baseline = false;
+  bool skip_baseline = false, profile = false;
 };
 
 void run(const BenchRolloutArgs& a) {
@@ -32,6 +33,7 @@ void run(const BenchRolloutArgs& a) {
   }
   rollout::RolloutBenchOptions o = a.o;
   o.mode = parse_compute_mode(a.dtype);
+  o.matmul = ops::parse_decode_matmul(a.decode_matmul);
   std::fprintf(stderr, "[bench rollout] measuring DRAM read bandwidth...\n");
   const double bandwidth = measure_read_bandwidth();
   std::fprintf(stderr, "[bench rollout] %.1f GB/s; single-sequence decode...\n", bandwidth / 1e9);
@@ -45,9 +47,17 @@ void run(const BenchRolloutArgs& a) {
   const double bound = bandwidth / static_cast<double>(wbytes);
   std::fprintf(stderr, "[bench rollout] %lld prompts x %lld samples, optimised...\n", static_cast<long long>(o.prompts),
                static_cast<long long>(o.n));
+  if (a.profile) Profiler::enable(true);
   rollout::RolloutBenchResult opt = rollout::run_rollout_bench(*w, o, true);
+  if (a.profile) {
+    Profiler::enable(false);
+    std::fprintf(stderr, "[bench rollout] profile of the optimised run (total ms, calls):\n");
+    for (const ScopeSummary& s : Profiler::summary())
+      std::fprintf(stderr, "  %-24s %9.1f %8lld\n", s.name.c_str(), s.total_ms, static_cast<long long>(s.calls));
+  }
   nlohmann::json j = {{"model", a.model.empty() ? a.arch + ":" + a.preset : a.model},
                       {"dtype", a.dtype},
+                      {"decode_matmul", a.decode_matmul},
                       {"prompts", o.prompts},
                       {"n", o.n},
                       {"prompt_len", o.prompt_len},
@@ -88,8 +98,14 @@ void setup(CLI::App& app) {
   c->add_option("--prompt-len", a->o.prompt_len, "Prompt tokens (P)");
   c->add_option("--max-new-tokens", a->o.max_new_tokens, "New tokens per sample (L), exactly");
   c->add_option("--dtype", a->dtype, "Weights read as f32 or bf16")->check(CLI::IsMember({"f32", "bf16"}));
+  c->add_option("--decode-matmul", a->decode_matmul,
+                 "Matmuls of the optimised run: batch_invariant (results independent of the batch), fastest "
+                 "(oneDNN above the measured crossover) or onednn")
+      ->check(CLI::IsMember({"batch_invariant", "fastest", "onednn"}))
+      ->capture_default_str();
   c->add_option("--seed", a->o.seed, "Seed");
   c->add_flag("--skip-baseline", a->skip_baseline, "Do not run the baseline");
+  c->add_flag("--profile", a->profile, "Print the time per kernel and phase of the optimised run");
   c->add_option("--threads", a->threads, "Threads (default: all cores)");
   c->callback([a] { run(*a); });
 }

@@ -11,6 +11,8 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "core/threads.h"
+#include "kernels/backend.h"
+#include "kernels/cpu/lane_sums.h"
 #include "kernels/paged_ops.h"
 #include "kernels/ref/ref_paged.h"
 
@@ -315,4 +317,23 @@ TEST(DecodeMatmul, AgreesWithReferenceOnBothSidesOfTheCrossover) {
         for (int64_t i = 0; i < B * N; ++i) ASSERT_NEAR(y[i], yd[i], tol) << "B=" << B << " " << decode_matmul_name(how);
       }
     }
+}
+
+// reduce4x16 must make exactly reduce16's additions (the kernels mix them by tile shape).
+GRPO_LANE_SUMS_AVX512 void lane_sums_both_ways(const float* v, float* four, float* one) {
+  __m512 r[4];
+  for (int i = 0; i < 4; ++i) r[i] = _mm512_loadu_ps(v + 16 * i);
+  _mm_storeu_ps(four, cpu::reduce4x16(r[0], r[1], r[2], r[3]));
+  for (int i = 0; i < 4; ++i) one[i] = cpu::reduce16(r[i]);
+}
+
+TEST(LaneSums, FourAtOnceEqualsOneByOneBitwise) {
+  if (!cpu_has_avx512()) GTEST_SKIP() << "no AVX-512";
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    auto v = randn(64, seed);
+    for (size_t i = 0; i < v.size(); ++i) v[i] *= std::pow(10.0f, static_cast<float>(i % 7) - 3);  // mixed scales
+    float four[4], one[4];
+    lane_sums_both_ways(v.data(), four, one);
+    for (int i = 0; i < 4; ++i) ASSERT_EQ(four[i], one[i]) << "seed " << seed << " vector " << i;
+  }
 }

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/profiler.h"
 #include "kernels/backend.h"
+#include "kernels/cpu/lane_sums.h"
 #include "kernels/ops.h"
 #include "kernels/paged_ops.h"
 
@@ -21,8 +22,12 @@ namespace grpo::ops {
 
 namespace {
 
+using cpu::reduce16;
+using cpu::reduce4x16;
+
 constexpr int kRowTile = 4;    // weight rows per register tile
 constexpr int kBatchTile = 4;  // batch rows per wide register tile (4 x 4 accumulators)
+constexpr int kPrefetchTiles = 2;  // how far ahead the one-row tiles prefetch W (decode is DRAM-bound)
 
 #define GRPO_AVX512 [[gnu::target("avx512f,avx512bw,avx512vl,avx512dq")]]
 #define GRPO_AVX512_BF16 [[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")]]
@@ -30,14 +35,16 @@ constexpr int kBatchTile = 4;  // batch rows per wide register tile (4 x 4 accum
 // How W is read: f32; bf16 widened to f32 (x rounded to bf16 first); bf16 pairs with avx512_bf16 dot products.
 enum class Kind { F32, Bf16Widen, Bf16Dot };
 
-// Sum of the 16 lanes as a fixed tree (the same for every output).
-GRPO_AVX512 [[gnu::always_inline]] inline float reduce16(__m512 v) {
-  const __m256 lo = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xf, _mm512_castps_pd(v), 0));
-  const __m256 hi = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xf, _mm512_castps_pd(v), 1));
-  const __m256 s8 = _mm256_add_ps(lo, hi);
-  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
+// y[0..NR) = the lane sums of acc[0..NR): four at a time when NR is a multiple of 4.
+template <int NR>
+GRPO_AVX512 [[gnu::always_inline]] inline void store_sums(float* y, const __m512 (&acc)[NR]) {
+  if constexpr (NR % 4 == 0) {
+#pragma GCC unroll 16
+    for (int r = 0; r < NR; r += 4) _mm_storeu_ps(y + r, reduce4x16(acc[r], acc[r + 1], acc[r + 2], acc[r + 3]));
+  } else {
+#pragma GCC unroll 16
+    for (int r = 0; r < NR; ++r) y[r] = reduce16(acc[r]);
+  }
 }
 
 GRPO_AVX512 [[gnu::always_inline]] inline __m512 widen_bf16(__m256i h) {
@@ -78,7 +85,11 @@ GRPO_AVX512_BF16 [[gnu::always_inline]] inline void step_dot(__m512 (&acc)[NR], 
                                                              __mmask32 mask) {
   const __mmask16 mlo = static_cast<__mmask16>(mask), mhi = static_cast<__mmask16>(mask >> 16);
   __m512bh w[NR];
-  for (int r = 0; r < NR; ++r) w[r] = (__m512bh)_mm512_maskz_loadu_epi16(mask, W + (n0 + r) * K + k);
+  for (int r = 0; r < NR; ++r) {
+    w[r] = (__m512bh)_mm512_maskz_loadu_epi16(mask, W + (n0 + r) * K + k);
+    // The rows kPrefetchTiles tiles ahead (a hint: never faults past the end of W).
+    _mm_prefetch(reinterpret_cast<const char*>(W + (n0 + r + kPrefetchTiles * NR) * K + k), _MM_HINT_T0);
+  }
   const float* xb = x + b * K + k;
   const __m512bh xv = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(mhi, xb + 16), _mm512_maskz_loadu_ps(mlo, xb));
   for (int r = 0; r < NR; ++r) acc[r] = _mm512_dpbf16_ps(acc[r], xv, w[r]);
@@ -93,7 +104,7 @@ GRPO_AVX512_BF16 void tile_dot(float* y, const float* x, const void* W, int64_t 
   int64_t k = 0;
   for (; k + 32 <= K; k += 32) step_dot<NR>(acc, x, Wb, b, n0, K, k, 0xffffffffu);
   if (k < K) step_dot<NR>(acc, x, Wb, b, n0, K, k, static_cast<__mmask32>((1ull << (K - k)) - 1));
-  for (int r = 0; r < NR; ++r) y[b * N + n0 + r] = reduce16(acc[r]);
+  store_sums<NR>(y + b * N + n0, acc);
 }
 
 template <int NR, Kind kKind>
@@ -103,7 +114,7 @@ GRPO_AVX512 void tile_fma(float* y, const float* x, const void* W, int64_t b, in
   int64_t k = 0;
   for (; k + 16 <= K; k += 16) step_fma<NR, kKind>(acc, x, W, b, n0, K, k, 0xffff);
   if (k < K) step_fma<NR, kKind>(acc, x, W, b, n0, K, k, static_cast<__mmask16>((1u << (K - k)) - 1));
-  for (int r = 0; r < NR; ++r) y[b * N + n0 + r] = reduce16(acc[r]);
+  store_sums<NR>(y + b * N + n0, acc);
 }
 
 // y[b0 .. b0+MR, n0 .. n0+NR] from x already in bf16 (xb [B, K], converted with the same instruction as
@@ -130,9 +141,7 @@ GRPO_AVX512_BF16 void wide_tile_dot(float* y, const bf16_t* xb, const bf16_t* W,
     }
   }
 #pragma GCC unroll 16
-  for (int m = 0; m < MR; ++m)
-#pragma GCC unroll 16
-    for (int r = 0; r < NR; ++r) y[(b0 + m) * N + n0 + r] = reduce16(acc[m][r]);
+  for (int m = 0; m < MR; ++m) store_sums<NR>(y + (b0 + m) * N + n0, acc[m]);
 }
 
 // The f32 version: MR x NR 16-lane FMA accumulators, k in order, the same masked tail as tile_fma.
@@ -156,9 +165,7 @@ GRPO_AVX512 void wide_tile_fma(float* y, const float* x, const float* W, int64_t
     }
   }
 #pragma GCC unroll 16
-  for (int m = 0; m < MR; ++m)
-#pragma GCC unroll 16
-    for (int r = 0; r < NR; ++r) y[(b0 + m) * N + n0 + r] = reduce16(acc[m][r]);
+  for (int m = 0; m < MR; ++m) store_sums<NR>(y + (b0 + m) * N + n0, acc[m]);
 }
 
 // x [B, K] f32 -> bf16 with the instruction step_dot uses (pairs of 16 lanes, round to nearest even).

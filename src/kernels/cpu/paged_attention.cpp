@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/profiler.h"
 #include "kernels/backend.h"
+#include "kernels/cpu/lane_sums.h"
 #include "kernels/paged_ops.h"
 
 namespace grpo::ops {
@@ -40,6 +41,10 @@ struct ScalarRows {
   // Folds one block's scaled scores s [nb] (block max mx >= running max m) into the running output og [D]
   // and returns the new running sum: c = exp(m - mx), p_j = exp(s_j - mx),
   // og = og c + sum_j p_j vscale_j v_j, sum = l c + sum_j p_j. vscale: int8 per-row scales or null.
+  template <typename E>
+  static void dot4(float* out, const float* q, const E* rows, int64_t D) {
+    for (int r = 0; r < 4; ++r) out[r] = dot(q, rows + r * D, D);
+  }
   template <typename E>
   static float fold_block(float* og, float* s, int64_t nb, float m, float mx, float l, const E* vrows,
                           const float* vscale, int64_t D) {
@@ -72,14 +77,6 @@ struct Avx512Rows {
   GRPO_AVX512 [[gnu::always_inline]] static inline __mmask16 mask(int64_t left) {
     return left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
   }
-  GRPO_AVX512 [[gnu::always_inline]] static inline float reduce16(__m512 v) {  // fixed tree
-    const __m256 lo = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xf, _mm512_castps_pd(v), 0));
-    const __m256 hi = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xf, _mm512_castps_pd(v), 1));
-    const __m256 s8 = _mm256_add_ps(lo, hi);
-    const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-    const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-    return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
-  }
   template <typename E>
   GRPO_AVX512 static inline float dot(const float* q, const E* row, int64_t D) {
     __m512 acc = _mm512_setzero_ps();
@@ -87,7 +84,19 @@ struct Avx512Rows {
       const __mmask16 m = mask(D - d);
       acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + d), load(row + d, m), acc);
     }
-    return reduce16(acc);
+    return cpu::reduce16(acc);
+  }
+  // dot() of four consecutive rows (stride D), the same sums, reduced together.
+  template <typename E>
+  GRPO_AVX512 static inline void dot4(float* out, const float* q, const E* rows, int64_t D) {
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (int64_t d = 0; d < D; d += 16) {
+      const __mmask16 m = mask(D - d);
+      const __m512 qv = _mm512_maskz_loadu_ps(m, q + d);
+#pragma GCC unroll 4
+      for (int r = 0; r < 4; ++r) acc[r] = _mm512_fmadd_ps(qv, load(rows + r * D + d, m), acc[r]);
+    }
+    _mm_storeu_ps(out, cpu::reduce4x16(acc[0], acc[1], acc[2], acc[3]));
   }
   // e^x for x <= 0 (scores minus their max): 2^n * 2^f with n = round(x log2 e), |f| <= 1/2, and 2^f from
   // its Taylor series to degree 7 (relative error < 1e-8 before f32 rounding).
@@ -122,7 +131,7 @@ struct Avx512Rows {
       for (int64_t j = 0; j < nb; ++j) acc = _mm512_fmadd_ps(_mm512_set1_ps(s[j]), load(vrows + j * D + d, md), acc);
       _mm512_mask_storeu_ps(og + d, md, acc);
     }
-    return l * c + reduce16(sum);
+    return l * c + cpu::reduce16(sum);
   }
 };
 
@@ -169,8 +178,11 @@ template <typename Rows, typename E>
       const float* qg = a.q + (t * a.H + h0 + g) * D;
       float* sg = s + g * bs;
       float mx = m[g];
-      for (int64_t j = 0; j < nb; ++j) {
-        float d = Rows::dot(qg, krows + j * D, D);
+      int64_t j = 0;
+      for (; j + 4 <= nb; j += 4) Rows::dot4(sg + j, qg, krows + j * D, D);
+      for (; j < nb; ++j) sg[j] = Rows::dot(qg, krows + j * D, D);
+      for (j = 0; j < nb; ++j) {
+        float d = sg[j];
         if (ksc) d *= ksc[row0 + j];
         sg[j] = d * a.scale;
         mx = std::max(mx, sg[j]);
@@ -202,7 +214,7 @@ template <typename E>
 void run_items(const Args& a, bool avx512, bool parallel) {
   const int64_t K = a.kv.num_kv_heads;
   const auto item = avx512 ? &attend_avx512<E> : &attend_baseline<E>;
-#pragma omp parallel for schedule(dynamic, 1) if (parallel)
+#pragma omp parallel for schedule(dynamic, 8) if (parallel)
   for (int64_t i = 0; i < a.T * K; ++i) item(a, i / K, i % K);
 }
 

@@ -1,0 +1,33 @@
+// Fixed-order horizontal sums of 16-lane f32 accumulators, shared by the rollout kernels (gemv,
+// paged attention) whose results must not depend on how work is tiled: reduce16 adds lanes i and i+8,
+// then j and j+4, then 0+2 / 1+3, then the last pair; reduce4x16 makes the same additions for four
+// accumulators at once (bitwise the same four sums, tested in tests/kernels_paged).
+#pragma once
+#include <immintrin.h>
+
+#define GRPO_LANE_SUMS_AVX512 [[gnu::target("avx512f,avx512bw,avx512vl,avx512dq")]]
+
+namespace grpo::cpu {
+
+GRPO_LANE_SUMS_AVX512 [[gnu::always_inline]] inline float reduce16(__m512 v) {
+  const __m256 lo = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xf, _mm512_castps_pd(v), 0));
+  const __m256 hi = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xf, _mm512_castps_pd(v), 1));
+  const __m256 s8 = _mm256_add_ps(lo, hi);
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
+}
+
+// [reduce16(a), reduce16(b), reduce16(c), reduce16(d)], four vectors per instruction.
+GRPO_LANE_SUMS_AVX512 [[gnu::always_inline]] inline __m128 reduce4x16(__m512 a, __m512 b, __m512 c, __m512 d) {
+  // 128-bit lanes L0..L3; x[i] + x[i+8] = L0+L2 and L1+L3 of each, two vectors per register.
+  const __m512 s8ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+  const __m512 s8cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xEE));
+  // s8[j] + s8[j+4]: lane k of the result holds vector k's four partial sums.
+  const __m512 s4 = _mm512_add_ps(_mm512_shuffle_f32x4(s8ab, s8cd, 0x88), _mm512_shuffle_f32x4(s8ab, s8cd, 0xDD));
+  const __m512 s2 = _mm512_add_ps(s4, _mm512_permute_ps(s4, 0xEE));  // s4[0]+s4[2], s4[1]+s4[3]
+  const __m512 s1 = _mm512_add_ps(s2, _mm512_permute_ps(s2, 0x01));  // s2[0]+s2[1]
+  return _mm512_castps512_ps128(_mm512_maskz_compress_ps(0x1111, s1));
+}
+
+}  // namespace grpo::cpu
