@@ -74,7 +74,8 @@ void run(const BenchRolloutArgs& a) {
                       {"bandwidth_bound_tokens_per_s", bound},
                       {"bandwidth_fraction", d1.gen_tokens_per_s / bound}};
   if (!a.skip_baseline) {
-    std::fprintf(stderr, "[bench rollout] baseline (own prefill per sample, f32 KV, no prefix cache, no GEMV)...\n");
+    std::fprintf(stderr, "[bench rollout] baseline (static batch, own prefill per sample, f32 KV, no prefix cache, "
+                         "oneDNN GEMM)...\n");
     rollout::RolloutBenchResult base = rollout::run_rollout_bench(*w, o, false);
     j["baseline_gen_tokens_per_s"] = base.gen_tokens_per_s;
     j["baseline_kv_bytes"] = base.kv_bytes;

@@ -91,6 +91,7 @@ struct RolloutConfig {
   int64_t max_num_seqs = 1024;
   bool enable_prefix_caching = true;
   bool share_group_prompt = true;  // prefill a prompt once for its n samples (false: once per sample)
+  bool continuous_batching = true;  // false: a static batch padded to its longest response (baseline)
   std::string decode_matmul = "batch_invariant";  // batch_invariant | fastest | onednn (ops::DecodeMatmul)
   ValKwargs val_kwargs;
 };

@@ -186,6 +186,9 @@ std::vector<KeySpec> build_table() {
       KEY(actor_rollout_ref.rollout.max_num_batched_tokens, at_least(1), "tokens per engine step at most"),
       KEY(actor_rollout_ref.rollout.max_num_seqs, at_least(1), "sequences running at once at most"),
       KEY(actor_rollout_ref.rollout.enable_prefix_caching, any(), "reuse KV blocks of repeated prefixes"),
+      KEY(actor_rollout_ref.rollout.continuous_batching, any(),
+          "finished responses leave the batch at once (false: a static batch that decodes padding until its "
+          "longest response ends, the baseline)"),
       KEY(actor_rollout_ref.rollout.share_group_prompt, any(),
           "prefill each prompt once and share its KV blocks with its n samples (false: once per sample)"),
       KEY(actor_rollout_ref.rollout.decode_matmul, one_of({"batch_invariant", "fastest", "onednn"}),

@@ -36,6 +36,7 @@ std::vector<std::string> grpo_bench_overrides(const GrpoBenchOptions& o, const s
       "actor_rollout_ref.model.use_fused_kernels=" + on,
       "actor_rollout_ref.rollout.enable_prefix_caching=" + on,
       "actor_rollout_ref.rollout.share_group_prompt=" + on,
+      "actor_rollout_ref.rollout.continuous_batching=" + on,
       std::string("actor_rollout_ref.rollout.decode_matmul=") + (optimised ? "batch_invariant" : "onednn"),
       std::string("actor_rollout_ref.rollout.kv_cache_dtype=") + (optimised ? "bf16" : "f32"),
   };

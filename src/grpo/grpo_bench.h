@@ -2,6 +2,7 @@
 // built-in arithmetic prompts) run once with every optimisation on and once with them off, summarised from
 // the two runs' metrics.jsonl. The optimisations and their baseline:
 //   training micro-batches  packed padding-free by token budget (FFD)  | 4 sequences, padded to the longest
+//   rollout batching        continuous                                  | static, padded to the longest
 //   group prompts           prefilled once, KV blocks shared            | prefilled once per sample
 //   prefix cache            on                                          | off
 //   KV cache                bf16                                        | f32
@@ -21,7 +22,7 @@ struct GrpoBenchOptions {
   int64_t steps = 4;                  // training steps per run (the first is a warm-up)
   int64_t prompts = 8, n = 8;         // data.train_batch_size, rollout.n
   int64_t max_response_length = 256;  // a random model stops at its end tokens, so lengths vary
-  int64_t token_budget = 4096;        // ppo_max_token_len_per_gpu of the optimised run
+  int64_t token_budget = 2048;        // ppo_max_token_len_per_gpu of the optimised run
   int64_t micro_batch = 4;            // ppo_micro_batch_size_per_gpu of the baseline
   uint64_t seed = 0;
 };

@@ -22,6 +22,7 @@ rollout::EngineConfig engine_config(const Config& c, const ModelConfig& m) {
   e.token_budget = r.max_num_batched_tokens;
   e.max_seqs = r.max_num_seqs;
   e.prefix_cache = r.enable_prefix_caching;
+  e.continuous_batching = r.continuous_batching;
   const int64_t seq_tokens = c.data.max_prompt_length + c.data.max_response_length;
   const int64_t bytes_per_token = 2 * m.num_hidden_layers * m.num_key_value_heads * m.head_dim *
                                   (ops::kv_dtype_size(e.kv_dtype) + (e.kv_dtype == ops::KvDType::I8 ? 4 : 0));

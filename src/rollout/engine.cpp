@@ -32,6 +32,7 @@ struct Engine::Run {
   std::vector<size_t> first;          // [requests] index of the prompt sequence in seqs
   std::vector<int32_t> group_size;    // [requests] n
   std::vector<int32_t> samples_left;  // [requests]
+  int64_t live_samples = 0;           // samples whose result is not complete yet
   std::vector<SampleJob> jobs;
   std::vector<Sequence*> fork_buf;
   Scheduler scheduler;
@@ -104,6 +105,7 @@ std::vector<RequestResult> Engine::generate(const std::vector<Request>& requests
     run.first.push_back(run.seqs.size());
     run.group_size.push_back(r.n);
     run.samples_left.push_back(r.n);
+    run.live_samples += r.n;
     max_n = std::max(max_n, r.n);
     for (int32_t k = -1; k < r.n; ++k) run.seqs.emplace_back(static_cast<int32_t>(i), k, r, &decode_, max_blocks);
     Sequence& prompt = run.seqs[run.first.back()];
@@ -132,14 +134,16 @@ std::vector<RequestResult> Engine::generate(const std::vector<Request>& requests
     for (int32_t k = 0; k < requests[i].n; ++k) {
       Sequence& s = run.seqs[run.first[i] + 1 + k];
       SampleResult& out = results[i].samples[k];
-      if (!s.finished) {  // aborted
+      const bool complete = s.finished || s.result_len >= 0;
+      if (!s.finished) {  // aborted (or static-batch padding cut short by the abort)
         run.scheduler.finish(&s);
-        if (s.generated() > 0) s.text.flush(std::span(s.tokens).subspan(s.prompt_len));
+        if (!complete && s.generated() > 0) s.text.flush(std::span(s.tokens).subspan(s.prompt_len));
       }
-      if (s.generated() > 0) out.tokens.assign(s.tokens.begin() + s.prompt_len, s.tokens.end());
+      const int64_t n = s.result_len >= 0 ? s.result_len : s.generated();
+      if (n > 0) out.tokens.assign(s.tokens.begin() + s.prompt_len, s.tokens.begin() + s.prompt_len + n);
       out.logprobs = std::move(s.logprobs);
       out.text = s.text.take_text();
-      out.finish_reason = s.finished ? s.finish_reason : FinishReason::Abort;
+      out.finish_reason = complete ? s.finish_reason : FinishReason::Abort;
     }
   }
   return results;
@@ -259,6 +263,14 @@ void Engine::step(Run& run) {
     Sequence& s = *job.seq;
     const Request& req = run.requests[s.request];
     s.tokens.push_back(job.out.token);
+    if (s.result_len >= 0) {  // static-batch padding: decoded, discarded
+      ++stats_.padding_tokens;
+      if (s.generated() >= req.max_new_tokens || static_cast<int64_t>(s.tokens.size()) >= model_.max_positions()) {
+        s.finished = true;
+        run.scheduler.finish(&s);
+      }
+      continue;
+    }
     s.logprobs.push_back(job.out.logprob);
     ++stats_.generated_tokens;
     const std::span<const int32_t> gen = std::span<const int32_t>(s.tokens).subspan(s.prompt_len);
@@ -274,10 +286,22 @@ void Engine::step(Run& run) {
     } else {
       continue;
     }
-    s.finished = true;
-    run.scheduler.finish(&s);
+    --run.live_samples;
     if (--run.samples_left[s.request] == 0) ++run.requests_done;
+    const bool length = s.generated() >= req.max_new_tokens || static_cast<int64_t>(s.tokens.size()) >= model_.max_positions();
+    if (config_.continuous_batching || length) {
+      s.finished = true;
+      run.scheduler.finish(&s);
+    } else {
+      s.result_len = s.generated();  // keeps decoding as padding
+    }
   }
+  if (!config_.continuous_batching && run.live_samples == 0)  // the batch's longest sample has stopped
+    for (Sequence& s : run.seqs)
+      if (s.result_len >= 0 && !s.finished) {
+        s.finished = true;
+        run.scheduler.finish(&s);
+      }
 }
 
 }  // namespace grpo::rollout

@@ -28,6 +28,10 @@ struct EngineConfig {
   int64_t token_budget = 512;       // tokens processed per step (decodes + prefill chunks)
   int64_t max_seqs = 64;            // sequences per step
   bool prefix_cache = true;
+  // false: a static batch, the unoptimised baseline of the benchmarks. A sample that stops keeps its result
+  // but goes on decoding (padding, discarded) until every sample of the generate call has stopped, as a
+  // batch padded to its longest sequence does. Results are the same either way.
+  bool continuous_batching = true;
 };
 
 struct Progress {
@@ -40,6 +44,7 @@ using ProgressFn = std::function<bool(const Progress&)>;
 
 struct EngineStats {
   int64_t steps = 0, prefill_tokens = 0, decode_tokens = 0, generated_tokens = 0;
+  int64_t padding_tokens = 0;  // decoded after a sample stopped (static batching only)
   int64_t preemptions = 0, prefix_lookups = 0, prefix_hits = 0;
   // Buffer allocations made inside steps (workspace growth to a new batch-size bucket), and the steps that
   // made any: after warm-up both stay constant (the decode loop allocates nothing).

@@ -35,6 +35,7 @@ RolloutBenchResult run_rollout_bench(ModelWeights& w, const RolloutBenchOptions&
   EngineConfig ec;
   ec.kv_dtype = optimised ? (opt.mode == ComputeMode::BF16 ? ops::KvDType::BF16 : ops::KvDType::F32) : ops::KvDType::F32;
   ec.prefix_cache = optimised;
+  ec.continuous_batching = optimised;
   ec.max_seqs = opt.prompts * opt.n;
   ec.token_budget = std::max<int64_t>(512, ec.max_seqs);
   const int64_t seq_blocks = (opt.prompt_len + opt.max_new_tokens + ec.block_size - 1) / ec.block_size + 1;

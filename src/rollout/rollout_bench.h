@@ -1,6 +1,7 @@
 // The rollout benchmark behind `grpo bench rollout`: N random prompts x G samples of exactly L new tokens
 // (sampling at temperature 1, no stop tokens), with every optimisation on, and the same work with them off
-// (each sample prefilling its own prompt, no prefix cache, f32 KV, oneDNN GEMM for every matmul).
+// (a static batch, each sample prefilling its own prompt, no prefix cache, f32 KV, oneDNN GEMM for every
+// matmul).
 #pragma once
 #include <cstdint>
 

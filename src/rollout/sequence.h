@@ -37,6 +37,7 @@ struct Sequence {
   std::vector<uint64_t> block_hashes;   // prefix-cache hashes of the first full, computed blocks
   int64_t start_order = -1;             // admission order (-1: never admitted); shared by a group's samples
   bool running = false, finished = false;
+  int64_t result_len = -1;  // static batching: generated tokens in the result once it stopped (-1: still live)
   int64_t preemptions = 0;
   IncrementalText text;
   FinishReason finish_reason = FinishReason::Abort;

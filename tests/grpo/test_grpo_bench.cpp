@@ -30,8 +30,10 @@ TEST(GrpoBench, OverridesSwitchEveryOptimisation) {
   EXPECT_FALSE(off.actor_rollout_ref.model.use_remove_padding);
   EXPECT_TRUE(on.actor_rollout_ref.model.use_fused_kernels);
   EXPECT_FALSE(off.actor_rollout_ref.model.use_fused_kernels);
-  EXPECT_TRUE(on.actor_rollout_ref.rollout.share_group_prompt && on.actor_rollout_ref.rollout.enable_prefix_caching);
-  EXPECT_FALSE(off.actor_rollout_ref.rollout.share_group_prompt || off.actor_rollout_ref.rollout.enable_prefix_caching);
+  EXPECT_TRUE(on.actor_rollout_ref.rollout.share_group_prompt && on.actor_rollout_ref.rollout.enable_prefix_caching &&
+              on.actor_rollout_ref.rollout.continuous_batching);
+  EXPECT_FALSE(off.actor_rollout_ref.rollout.share_group_prompt || off.actor_rollout_ref.rollout.enable_prefix_caching ||
+               off.actor_rollout_ref.rollout.continuous_batching);
   EXPECT_EQ(on.actor_rollout_ref.rollout.decode_matmul, "batch_invariant");
   EXPECT_EQ(off.actor_rollout_ref.rollout.decode_matmul, "onednn");
   EXPECT_EQ(on.actor_rollout_ref.rollout.kv_cache_dtype, "bf16");

@@ -250,6 +250,29 @@ TEST(Engine, StopTokenAndStopStrings) {
   }
 }
 
+// A static batch (the benchmarks' baseline) decodes padding after samples stop, until the longest one has
+// stopped, and returns exactly what continuous batching returns (stop ids, stop strings, lengths).
+TEST(Engine, StaticBatchPadsButGivesTheSameResults) {
+  FakeModel model(4);
+  auto reqs = workload(4, 4, 30);
+  reqs[0].stop_token_ids = {7, 11};
+  reqs[1].stop_strings = {"ab"};
+  reqs[2].stop_token_ids = {5};
+  EngineConfig cont = config(), stat = config();
+  stat.continuous_batching = false;
+  Engine a(model, cont, fake::fake_decode), b(model, stat, fake::fake_decode);
+  const auto x = a.generate(reqs), y = b.generate(reqs);
+  expect_identical(x, y);
+  int64_t stopped_early = 0;
+  for (const auto& r : x)
+    for (const auto& smp : r.samples) stopped_early += smp.finish_reason == FinishReason::Stop;
+  ASSERT_GT(stopped_early, 0) << "the workload must have samples that stop early";
+  EXPECT_EQ(a.stats().padding_tokens, 0);
+  EXPECT_GT(b.stats().padding_tokens, 0);
+  EXPECT_EQ(a.stats().generated_tokens, b.stats().generated_tokens);  // padding is not counted as generated
+  EXPECT_EQ(b.stats().decode_tokens - a.stats().decode_tokens, b.stats().padding_tokens);
+}
+
 TEST(Engine, MaxPositionsEndsWithLength) {
   FakeModel model(4, /*max_positions=*/20);
   Engine engine(model, config());

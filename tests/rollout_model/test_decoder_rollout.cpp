@@ -76,8 +76,10 @@ TEST_P(DecoderRollout, GreedyWithCacheEqualsFullRecompute) {
 // given engine settings; returns the first request's samples.
 std::vector<rollout::SampleResult> first_request_samples(ModelWeights& w, ComputeMode mode, ops::KvDType kv,
                                                          const std::vector<std::vector<int32_t>>& prompts,
-                                                         int64_t token_budget, int64_t max_seqs, bool prefix_cache) {
+                                                         int64_t token_budget, int64_t max_seqs, bool prefix_cache,
+                                                         bool continuous = true) {
   rollout::EngineConfig ec;
+  ec.continuous_batching = continuous;
   ec.kv_memory_bytes = 16 << 20;
   ec.kv_dtype = kv;
   ec.token_budget = token_budget;
@@ -117,10 +119,11 @@ TEST_P(DecoderRollout, SamplesDoNotDependOnBatchCompositionOrThreads) {
       const auto alone = first_request_samples(*w, mode, kv, {mine}, 512, 64, true);
       const auto batched = first_request_samples(*w, mode, kv, crowd, 512, 64, true);
       const auto chunked = first_request_samples(*w, mode, kv, crowd, 5, 7, false);  // small steps, no prefix cache
+      const auto static_batch = first_request_samples(*w, mode, kv, crowd, 512, 64, false, false);
       set_num_threads(1);
       const auto one_thread = first_request_samples(*w, mode, kv, crowd, 64, 40, true);
       set_num_threads(threads);
-      for (const auto* other : {&batched, &chunked, &one_thread}) {
+      for (const auto* other : {&batched, &chunked, &static_batch, &one_thread}) {
         ASSERT_EQ(other->size(), alone.size());
         for (size_t k = 0; k < alone.size(); ++k) {
           EXPECT_EQ((*other)[k].tokens, alone[k].tokens) << "sample " << k;
