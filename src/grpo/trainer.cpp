@@ -327,8 +327,8 @@ nlohmann::json GrpoTrainer::train_step(int64_t step) {
     update_weights_s += since(tw);
   }
   state_.skipped_steps += skipped;
-  consecutive_skips_ = skipped > 0 ? consecutive_skips_ + 1 : 0;
-  GRPO_CHECK(consecutive_skips_ < 5, "[train] ", consecutive_skips_,
+  state_.consecutive_skips = skipped > 0 ? state_.consecutive_skips + 1 : 0;
+  GRPO_CHECK(state_.consecutive_skips < 5, "[train] ", state_.consecutive_skips,
              " steps in a row had a non-finite loss or gradient and were skipped; stopping. Lower "
              "actor_rollout_ref.actor.optim.lr or check the data and rewards.");
 

@@ -55,7 +55,6 @@ class GrpoTrainer {
   TrainerState state_;
   int64_t total_steps_ = 0, steps_per_epoch_ = 0;
   std::vector<int64_t> order_;  // permutation of the current epoch
-  int64_t consecutive_skips_ = 0;
 };
 
 // Steps of a run: trainer.total_training_steps, or total_epochs x (train prompts / train_batch_size).

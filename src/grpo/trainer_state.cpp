@@ -20,7 +20,8 @@ std::string save_run_checkpoint(const std::string& run_dir, const ModelWeights& 
   const std::string scratch = ckdir + "/.state_tmp_" + std::to_string(st.global_step);
   make_dirs(scratch);
   nlohmann::json j = {{"global_step", st.global_step}, {"epoch", st.epoch}, {"epoch_position", st.epoch_position},
-                      {"skipped_steps", st.skipped_steps}, {"optimizer_steps", adam.steps()}};
+                      {"skipped_steps", st.skipped_steps}, {"consecutive_skips", st.consecutive_skips},
+                      {"optimizer_steps", adam.steps()}};
   write_file_atomic(scratch + "/trainer_state.json", j.dump(2) + "\n");
   std::vector<StTensorOut> moments;
   train::AdamW& a = const_cast<train::AdamW&>(adam);
@@ -73,6 +74,7 @@ TrainerState load_run_checkpoint(const std::string& dir, ModelWeights& w, train:
     st.epoch = j.at("epoch").get<int64_t>();
     st.epoch_position = j.at("epoch_position").get<int64_t>();
     st.skipped_steps = j.at("skipped_steps").get<int64_t>();
+    st.consecutive_skips = j.value("consecutive_skips", int64_t{0});  // absent in older checkpoints
     adam.set_steps(j.at("optimizer_steps").get<int64_t>());
   } catch (const nlohmann::json::exception& e) {
     fail("[resume] ", dir, "/trainer_state.json: ", e.what());

@@ -16,6 +16,7 @@ struct TrainerState {
   int64_t epoch = 0;           // current pass over the training data
   int64_t epoch_position = 0;  // prompts of the current epoch consumed
   int64_t skipped_steps = 0;   // steps skipped for non-finite loss/gradients
+  int64_t consecutive_skips = 0;  // of them, in a row up to now (five stop the run)
 };
 
 // Writes <run_dir>/checkpoints/global_step_<N> and updates <run_dir>/checkpoints/latest. Returns the folder.

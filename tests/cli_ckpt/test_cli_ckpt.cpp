@@ -77,8 +77,9 @@ TEST(CliInit, EveryArchitectureTinyInitialisesAndInspects) {
     EXPECT_NEAR(mean, 0.0, 0.001);
     EXPECT_NEAR(sd, 0.02, 0.001);
     for (float v : load(ck, "model.layers.0.input_layernorm.weight")) ASSERT_EQ(v, 1.0f);
-    if (c.qkv_bias)
+    if (c.qkv_bias) {
       for (float v : load(ck, "model.layers.0.self_attn.q_proj.bias")) ASSERT_EQ(v, 0.0f);
+    }
 
     RunResult ins = run_grpo("inspect " + out);
     ASSERT_EQ(ins.status, 0) << ins.output;

@@ -205,7 +205,7 @@ const std::string kGreedy = "--temperature 0 --max-new-tokens 12 ";
 // Greedy tokens and log-probs, bitwise, for bf16 (the default) and f32 weights and the three KV dtypes, and
 // sampled ones too (each sample's RNG is keyed by the seed, its line and its index; the line is the same).
 TEST_F(CliGenerate, ResultsDoNotDependOnTheOtherLines) {
-  for (const std::string opts : {kGreedy, kGreedy + "--dtype f32 ", kGreedy + "--kv-dtype f32 ",
+  for (const std::string& opts : {kGreedy, kGreedy + "--dtype f32 ", kGreedy + "--kv-dtype f32 ",
                                  kGreedy + "--kv-dtype int8 ", std::string("--temperature 1 --max-new-tokens 12 ")}) {
     SCOPED_TRACE(opts);
     const std::string padded = "{}\n{}\n" + kTarget + "\n";  // two skipped lines: the target stays line 3

@@ -264,7 +264,9 @@ void check_column_work(int64_t a, char op, int64_t b, const std::string& work) {
       digits = std::to_string(value) + digits;
     }
   }
-  if (op == '-') EXPECT_EQ(carry, 0) << "no borrow out of the top column";
+  if (op == '-') {
+    EXPECT_EQ(carry, 0) << "no borrow out of the top column";
+  }
   EXPECT_EQ(std::stoll(digits), op == '+' ? a + b : a - b);
 }
 

@@ -59,8 +59,9 @@ struct AttentionCase {
   std::vector<float> q;
   int64_t T = 0;
 
-  explicit AttentionCase(uint64_t seed, std::vector<int32_t> lens = {1, 7, 23, 5}, int64_t nblocks = 40)
-      : blocks(nblocks), seq_lens(std::move(lens)) {
+  explicit AttentionCase(uint64_t seed, std::vector<int32_t> lens = {1, 7, 23, 5}, int64_t nblocks = 40,
+                         int64_t head_dim = 40)
+      : D(head_dim), blocks(nblocks), seq_lens(std::move(lens)) {
     Rng rng(seed);
     std::vector<int32_t> perm(blocks);
     std::iota(perm.begin(), perm.end(), 0);
@@ -159,26 +160,29 @@ TEST(PagedKvCopyBlock, CopiesTheFilledPrefixOfEveryLayer) {
   }
 }
 
+// Head dims 40 (generic loop, masked tails), 64 and 128 (the register-resident output paths).
 TEST(PagedAttention, MatchesReferenceForEveryDtypeWithGuards) {
-  AttentionCase ac(11);
-  for (KvDType dt : {KvDType::F32, KvDType::BF16, KvDType::I8}) {
-    TestCache c(dt, ac.L, ac.blocks, ac.K, ac.bs, ac.D);
-    ac.fill(c.view, 1, 100);
-    const int64_t n = ac.T * ac.H * ac.D;
-    std::vector<float> o(n + 16, kGuard), ws(ops::paged_attention_ws_floats(ac.T, ac.H, ac.bs) + 16, kGuard);
-    const float scale = 1.0f / std::sqrt(static_cast<float>(ac.D));
-    ops::paged_attention(o.data(), ac.q.data(), c.view, 1, ac.indptr.data(), ac.table.data(), ac.seq_index.data(),
-                         ac.pos.data(), ac.T, ac.S(), ac.H, scale, ws.data());
-    std::vector<double> qd(ac.q.begin(), ac.q.end()), od(n);
-    ref::paged_attention<double>(od.data(), qd.data(), c.view, 1, ac.indptr.data(), ac.table.data(),
-                                 ac.seq_index.data(), ac.pos.data(), ac.T, ac.H, scale);
-    double max_err = 0;
-    for (int64_t i = 0; i < n; ++i) max_err = std::max(max_err, std::fabs(o[i] - od[i]));
-    // fp32 online softmax vs float64 over the same dequantised values: rounding only.
-    EXPECT_LT(max_err, 2e-5) << ops::kv_dtype_name(dt);
-    for (int i = 0; i < 16; ++i) {
-      EXPECT_EQ(o[n + i], kGuard);
-      EXPECT_EQ(ws[ws.size() - 16 + i], kGuard);
+  for (int64_t D : {40, 64, 128}) {
+    for (KvDType dt : {KvDType::F32, KvDType::BF16, KvDType::I8}) {
+      AttentionCase ac(11, {1, 7, 23, 5}, 40, D);
+      TestCache c(dt, ac.L, ac.blocks, ac.K, ac.bs, ac.D);
+      ac.fill(c.view, 1, 100);
+      const int64_t n = ac.T * ac.H * ac.D;
+      std::vector<float> o(n + 16, kGuard), ws(ops::paged_attention_ws_floats(ac.T, ac.H, ac.bs) + 16, kGuard);
+      const float scale = 1.0f / std::sqrt(static_cast<float>(ac.D));
+      ops::paged_attention(o.data(), ac.q.data(), c.view, 1, ac.indptr.data(), ac.table.data(), ac.seq_index.data(),
+                           ac.pos.data(), ac.T, ac.S(), ac.H, scale, ws.data());
+      std::vector<double> qd(ac.q.begin(), ac.q.end()), od(n);
+      ref::paged_attention<double>(od.data(), qd.data(), c.view, 1, ac.indptr.data(), ac.table.data(),
+                                   ac.seq_index.data(), ac.pos.data(), ac.T, ac.H, scale);
+      double max_err = 0;
+      for (int64_t i = 0; i < n; ++i) max_err = std::max(max_err, std::fabs(o[i] - od[i]));
+      // fp32 online softmax vs float64 over the same dequantised values: rounding only.
+      EXPECT_LT(max_err, 2e-5) << ops::kv_dtype_name(dt) << " D=" << D;
+      for (int i = 0; i < 16; ++i) {
+        EXPECT_EQ(o[n + i], kGuard);
+        EXPECT_EQ(ws[ws.size() - 16 + i], kGuard);
+      }
     }
   }
 }
@@ -215,7 +219,7 @@ TEST(PagedAttention, QuantisedCacheErrorVsF32IsSmall) {
 }
 
 TEST(PagedAttention, TokenResultIndependentOfBatchAndThreads) {
-  AttentionCase ac(31, {1, 7, 23, 5, 200}, 60);  // enough work for the threaded path
+  AttentionCase ac(31, {1, 7, 23, 5, 200}, 60, 64);  // enough work for the threaded path
   TestCache c(KvDType::BF16, ac.L, ac.blocks, ac.K, ac.bs, ac.D);
   ac.fill(c.view, 0, 300);
   const float scale = 0.2f;

@@ -3,6 +3,10 @@
 // then j and j+4, then 0+2 / 1+3, then the last pair; reduce4x16 makes the same additions for four
 // accumulators at once (bitwise the same four sums, tested in tests/kernels_paged).
 #pragma once
+// GCC 12's AVX-512 headers trip -W(maybe-)uninitialized on their own _mm512_undefined_*() (GCC bug 105593)
+// where the shuffles below are inlined; as in nn_simd.h, the warning is off in the files that include this.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
 #define GRPO_LANE_SUMS_AVX512 [[gnu::target("avx512f,avx512bw,avx512vl,avx512dq")]]

@@ -111,6 +111,22 @@ struct Avx512Rows {
     for (int k = 6; k >= 0; --k) p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(c[k]));
     return _mm512_maskz_scalef_ps(0xffff, p, n);
   }
+  // og [16 CH] = og * c + sum_j p_j v_j with the CH chunks of 16 dims in registers over the block's rows
+  // (CH independent FMA chains; each element summed in the same order as the generic loop below).
+  template <int CH, typename E>
+  GRPO_AVX512 [[gnu::always_inline]] static inline void fold_rows(float* og, const float* p, int64_t nb, __m512 cv,
+                                                                  const E* vrows) {
+    __m512 acc[CH];
+#pragma GCC unroll 8
+    for (int k = 0; k < CH; ++k) acc[k] = _mm512_mul_ps(_mm512_loadu_ps(og + 16 * k), cv);
+    for (int64_t j = 0; j < nb; ++j) {
+      const __m512 pj = _mm512_set1_ps(p[j]);
+#pragma GCC unroll 8
+      for (int k = 0; k < CH; ++k) acc[k] = _mm512_fmadd_ps(pj, load(vrows + j * 16 * CH + 16 * k, __mmask16(0xffff)), acc[k]);
+    }
+#pragma GCC unroll 8
+    for (int k = 0; k < CH; ++k) _mm512_storeu_ps(og + 16 * k, acc[k]);
+  }
   // As ScalarRows::fold_block, 16 scores and 16 dims at a time; the output chunk stays in a register over
   // the block's rows.
   template <typename E>
@@ -125,6 +141,14 @@ struct Avx512Rows {
       _mm512_mask_storeu_ps(s + j, mk, vscale ? _mm512_mul_ps(p, _mm512_maskz_loadu_ps(mk, vscale + j)) : p);
     }
     const __m512 cv = _mm512_set1_ps(c);
+    if (D == 64) {
+      fold_rows<4>(og, s, nb, cv, vrows);
+      return l * c + cpu::reduce16(sum);
+    }
+    if (D == 128) {
+      fold_rows<8>(og, s, nb, cv, vrows);
+      return l * c + cpu::reduce16(sum);
+    }
     for (int64_t d = 0; d < D; d += 16) {
       const __mmask16 md = mask(D - d);
       __m512 acc = _mm512_mul_ps(_mm512_maskz_loadu_ps(md, og + d), cv);
@@ -174,6 +198,14 @@ template <typename Rows, typename E>
     const int64_t row0 = (static_cast<int64_t>(blocks[b0 / bs]) * K + kh) * bs;  // [blocks, K, bs] row index
     const E* krows = kbase + row0 * D;
     const E* vrows = vbase + row0 * D;
+    if (b0 + bs < n) {  // the next block's rows are elsewhere in the pool: fetch them while this one computes
+      const int64_t next = (static_cast<int64_t>(blocks[b0 / bs + 1]) * K + kh) * bs * D;
+      const int64_t bytes = std::min(bs, n - b0 - bs) * D * static_cast<int64_t>(sizeof(E));
+      for (int64_t off = 0; off < bytes; off += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(kbase + next) + off, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(vbase + next) + off, _MM_HINT_T0);
+      }
+    }
     for (int64_t g = 0; g < G; ++g) {
       const float* qg = a.q + (t * a.H + h0 + g) * D;
       float* sg = s + g * bs;
