@@ -1,5 +1,6 @@
 // Tests of the core level: arenas, workspace, RNG determinism, bf16 conversion, atomic files, profiler.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -79,7 +80,7 @@ TEST(BF16, RoundToNearestEvenAndNaN) {
 }
 
 TEST(Files, AtomicWriteReplacesWhole) {
-  auto dir = std::filesystem::temp_directory_path() / "grpo_core_test";
+  auto dir = std::filesystem::temp_directory_path() / ("grpo_core_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::string p = (dir / "f.txt").string();
   write_file_atomic(p, "first");
@@ -103,7 +104,8 @@ TEST(Profiler, RecordsScopesOnlyWhenEnabled) {
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(s[0].name, "on_scope");
   EXPECT_EQ(s[0].calls, 1u);
-  auto p = (std::filesystem::temp_directory_path() / "grpo_trace.json").string();
+  auto p = (std::filesystem::temp_directory_path() / ("grpo_trace_" + std::to_string(::getpid()) + ".json")).string();
   Profiler::write_chrome_trace(p);
   EXPECT_NE(read_file(p).find("\"on_scope\""), std::string::npos);
+  std::filesystem::remove(p);
 }

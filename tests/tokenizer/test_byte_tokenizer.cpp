@@ -1,6 +1,7 @@
 // The byte-level tokenizer that `grpo init --tokenizer bytes` writes, loaded by Tokenizer: any UTF-8 text
 // round-trips, plain text is one token per byte, ChatML specials are single tokens.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <random>
@@ -14,7 +15,9 @@ namespace {
 
 const Tokenizer& byte_tokenizer() {
   static const Tokenizer tok = [] {
-    const std::string dir = (std::filesystem::temp_directory_path() / "grpo_test_byte_tokenizer").string();
+    // One folder per process: CTest runs this file's tests as parallel processes.
+    const std::string dir =
+        (std::filesystem::temp_directory_path() / ("grpo_test_byte_tokenizer_" + std::to_string(::getpid()))).string();
     write_byte_tokenizer(dir);
     Tokenizer t = Tokenizer::load(dir);
     std::filesystem::remove_all(dir);

@@ -132,7 +132,11 @@ GRPO_AVX512_BF16 void wide_tile_dot(float* y, const bf16_t* xb, const bf16_t* W,
     const __mmask32 mask = k + 32 <= K ? 0xffffffffu : static_cast<__mmask32>((1ull << (K - k)) - 1);
     __m512bh w[NR];
 #pragma GCC unroll 16
-    for (int r = 0; r < NR; ++r) w[r] = (__m512bh)_mm512_maskz_loadu_epi16(mask, W + (n0 + r) * K + k);
+    for (int r = 0; r < NR; ++r) {
+      w[r] = (__m512bh)_mm512_maskz_loadu_epi16(mask, W + (n0 + r) * K + k);
+      if constexpr (MR == 1)  // W is read once per call (decode of one row): stream it ahead from memory
+        _mm_prefetch(reinterpret_cast<const char*>(W + (n0 + r + kPrefetchTiles * NR) * K + k), _MM_HINT_T0);
+    }
 #pragma GCC unroll 16
     for (int m = 0; m < MR; ++m) {
       const __m512bh xv = (__m512bh)_mm512_maskz_loadu_epi16(mask, xb + (b0 + m) * K + k);
@@ -197,9 +201,11 @@ void rows(float* y, const float* x, const bf16_t* xb, const void* W, int64_t B, 
     for (; b + kBatchTile <= B; b += kBatchTile)
       wide_tile_fma<kBatchTile, NR>(y, x, static_cast<const float*>(W), b, n0, N, K);
   } else if constexpr (kKind == Kind::Bf16Dot) {
-    if (xb)
-      for (; b + kBatchTile <= B; b += kBatchTile)
-        wide_tile_dot<kBatchTile, NR>(y, xb, static_cast<const bf16_t*>(W), b, n0, N, K);
+    if (xb) {
+      const bf16_t* Wb = static_cast<const bf16_t*>(W);
+      for (; b + kBatchTile <= B; b += kBatchTile) wide_tile_dot<kBatchTile, NR>(y, xb, Wb, b, n0, N, K);
+      for (; b < B; ++b) wide_tile_dot<1, NR>(y, xb, Wb, b, n0, N, K);
+    }
   }
   for (; b < B; ++b) tile<NR, kKind>(y, x, W, b, n0, N, K);
 }
@@ -207,7 +213,7 @@ void rows(float* y, const float* x, const bf16_t* xb, const void* W, int64_t B, 
 template <Kind kKind>
 void gemv_avx512(float* y, const float* x, bf16_t* x_scratch, const void* W, int64_t B, int64_t N, int64_t K) {
   const bf16_t* xb = nullptr;
-  if (kKind == Kind::Bf16Dot && x_scratch && B >= kBatchTile) {
+  if (kKind == Kind::Bf16Dot && x_scratch) {
     convert_x_bf16(x_scratch, x, B, K);
     xb = x_scratch;
   }
