@@ -69,8 +69,7 @@ void paged_attention(float* o, const float* q, const PagedKvView& kv, int64_t la
 // rows (AVX-512 when present): for the small batches of decode, where a GEMM's set-up and packing dominate.
 // Every y[b, n] is summed in the same order whatever B and the thread count, so a row's result does not
 // depend on the rest of the batch.
-// x_scratch [B, K] (optional): room for x in bf16, which lets bf16 weights use 4-row register tiles
-// (same results, faster for B >= 4).
+// x_scratch [B, K]: room for x in bf16, needed when W is bf16 (may be null when W is f32).
 void gemv(float* y, const float* x, const void* W, DType w_dtype, int64_t B, int64_t N, int64_t K,
           bf16_t* x_scratch = nullptr);
 

@@ -4,13 +4,12 @@
 // the byte tokenizer files load with the project's tokenizer and encode bytes and ChatML specials.
 #include <gtest/gtest.h>
 
-#include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sys/wait.h>
 
+#include "cli_run.h"
 #include "core/files.h"
 #include "model/checkpoint.h"
 #include "tokenizer/byte_tokenizer.h"
@@ -18,26 +17,9 @@
 
 using namespace grpo;
 namespace fs = std::filesystem;
+using test::run_grpo;
 
 namespace {
-
-struct RunResult {
-  int status;
-  std::string output;  // stdout + stderr
-};
-
-RunResult run_grpo(const std::string& args) {
-  std::string cmd = std::string(GRPO_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  EXPECT_NE(p, nullptr);
-  RunResult r{-1, ""};
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
 
 std::string temp_dir(const std::string& name) {
   std::string d = (fs::temp_directory_path() / ("grpo_cli_ckpt_" + std::to_string(::getpid()) + "_" + name)).string();
@@ -58,7 +40,7 @@ TEST(CliInit, EveryArchitectureTinyInitialisesAndInspects) {
   for (const char* arch : {"qwen3", "qwen2", "llama"}) {
     SCOPED_TRACE(arch);
     const std::string out = temp_dir(std::string("init_") + arch);
-    RunResult r = run_grpo(std::string("init --arch ") + arch + " --preset tiny --seed 3 --out " + out);
+    test::CommandResult r = run_grpo(std::string("init --arch ") + arch + " --preset tiny --seed 3 --out " + out);
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_NE(r.output.find("parameters:"), std::string::npos) << r.output;
     Checkpoint ck = Checkpoint::open(out);
@@ -81,7 +63,7 @@ TEST(CliInit, EveryArchitectureTinyInitialisesAndInspects) {
       for (float v : load(ck, "model.layers.0.self_attn.q_proj.bias")) ASSERT_EQ(v, 0.0f);
     }
 
-    RunResult ins = run_grpo("inspect " + out);
+    test::CommandResult ins = run_grpo("inspect " + out);
     ASSERT_EQ(ins.status, 0) << ins.output;
     EXPECT_NE(ins.output.find(c.architecture), std::string::npos) << ins.output;
     EXPECT_NE(ins.output.find("model.layers.3.mlp.down_proj.weight"), std::string::npos) << ins.output;
@@ -101,7 +83,7 @@ TEST(CliInit, SeedIsDeterministicAndBf16AndRefusesToOverwrite) {
   EXPECT_EQ(cc.config().dtype, DType::BF16);
   EXPECT_NE(load(cc, "model.embed_tokens.weight")[0],
             bf16_to_f32(f32_to_bf16(load(Checkpoint::open(a), "model.embed_tokens.weight")[0])));
-  RunResult again = run_grpo("init --arch qwen3 --preset tiny --out " + a);
+  test::CommandResult again = run_grpo("init --arch qwen3 --preset tiny --out " + a);
   EXPECT_NE(again.status, 0);
   EXPECT_NE(again.output.find("already exists"), std::string::npos) << again.output;
   EXPECT_EQ(run_grpo("init --arch qwen3 --preset tiny --seed 9 --force --out " + a).status, 0);
@@ -116,11 +98,11 @@ TEST(CliInit, FromConfigFileAndCopiedTokenizer) {
   const std::string ref = std::string(GRPO_SHARED_DIR) + "/reference/models/qwen3/config.json";
   const std::string tok = std::string(GRPO_SHARED_DIR) + "/models/qwen3-tokenizer";
   // The Qwen3 tokenizer has 151669 ids, more than this config's 512: refused.
-  RunResult small = run_grpo("init --config " + ref + " --tokenizer " + tok + " --out " + out);
+  test::CommandResult small = run_grpo("init --config " + ref + " --tokenizer " + tok + " --out " + out);
   EXPECT_NE(small.status, 0);
   EXPECT_NE(small.output.find("vocab_size"), std::string::npos) << small.output;
   EXPECT_FALSE(fs::exists(out));
-  RunResult r = run_grpo("init --config " + ref + " --out " + out);
+  test::CommandResult r = run_grpo("init --config " + ref + " --out " + out);
   ASSERT_EQ(r.status, 0) << r.output;
   Checkpoint ck = Checkpoint::open(out);
   EXPECT_EQ(ck.config().head_dim, 32);
@@ -138,7 +120,7 @@ TEST(CliInspect, CorruptedCheckpointsExitNonZeroWithTheError) {
   const std::string weights = out + "/model.safetensors";
   std::string bytes = read_file(weights);
   write_file_atomic(weights, bytes.substr(0, bytes.size() - 100));
-  RunResult r = run_grpo("inspect " + out);
+  test::CommandResult r = run_grpo("inspect " + out);
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.output.find("model.safetensors"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("data size"), std::string::npos) << r.output;

@@ -5,7 +5,6 @@
 // status is non-zero; an invalid option fails before the model is loaded, naming the option, and writes
 // nothing; greedy results do not depend on the other lines of the file or on the thread count.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_run.h"
 #include "core/files.h"
 #include "grpo/temp_dir.h"
 
@@ -24,21 +24,10 @@ namespace {
 
 using nlohmann::json;
 
-struct CommandResult {
-  int status;
-  std::string err;  // stderr
-};
+using test::CommandResult;
 
-// Runs `grpo args`, stdout discarded (--out writes files), stderr captured.
-CommandResult run(const std::string& args) {
-  const std::string cmd = std::string(GRPO_BINARY) + " " + args + " 2>&1 >/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string err;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) err.append(buf, n);
-  const int raw = pclose(p);
-  return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, err};
-}
+// Runs `grpo args`, stdout discarded (--out writes files), stderr captured in `output`.
+CommandResult run(const std::string& args) { return test::run_grpo(args, "2>&1 >/dev/null"); }
 
 std::vector<json> lines_of(const std::string& path) {
   std::vector<json> out;
@@ -63,7 +52,7 @@ class CliGenerate : public ::testing::Test {
   static void SetUpTestSuite() {
     model_dir_ = std::make_unique<test::TempDir>();
     const CommandResult r = run("init --arch qwen3 --preset tiny --seed 1 --out " + model());
-    ASSERT_EQ(r.status, 0) << r.err;
+    ASSERT_EQ(r.status, 0) << r.output;
   }
   static void TearDownTestSuite() { model_dir_.reset(); }
   static std::string model() { return model_dir_->path() + "/model"; }
@@ -122,18 +111,18 @@ TEST_F(CliGenerate, BadLinesAreNamedAndSkippedTheRestIsGenerated) {
   for (const auto& [line, error] : lines) text += line + "\n";
   const CommandResult r = generate(text, "--max-new-tokens 6");
   EXPECT_NE(r.status, 0);
-  const std::map<int, std::string> errors = errors_by_line(r.err, prompts());
+  const std::map<int, std::string> errors = errors_by_line(r.output, prompts());
   for (size_t i = 0; i < lines.size(); ++i) {
     const int line = static_cast<int>(i) + 1;
     if (lines[i].second.empty()) {
-      EXPECT_EQ(errors.count(line), 0u) << "line " << line << ": " << r.err;
+      EXPECT_EQ(errors.count(line), 0u) << "line " << line << ": " << r.output;
     } else {
-      ASSERT_EQ(errors.count(line), 1u) << "line " << line << ": " << r.err;
+      ASSERT_EQ(errors.count(line), 1u) << "line " << line << ": " << r.output;
       EXPECT_NE(errors.at(line).find(lines[i].second), std::string::npos) << errors.at(line);
       EXPECT_NE(errors.at(line).find("(line skipped)"), std::string::npos) << errors.at(line);
     }
   }
-  EXPECT_NE(r.err.find("15 line(s) of"), std::string::npos) << r.err;
+  EXPECT_NE(r.output.find("15 line(s) of"), std::string::npos) << r.output;
   EXPECT_NE(errors.at(7).find("context of 4096 tokens"), std::string::npos) << errors.at(7);
 
   const std::vector<json> got = lines_of(out());
@@ -153,8 +142,8 @@ TEST_F(CliGenerate, PerLineMaxNewTokensIsCheckedAgainstContextAndKvCache) {
                                    R"({"prompt": "kv", "max_new_tokens": 3000})" "\n",
                                    "", 1000000);
   EXPECT_NE(r.status, 0);
-  const std::map<int, std::string> errors = errors_by_line(r.err, prompts());
-  ASSERT_EQ(errors.size(), 2u) << r.err;
+  const std::map<int, std::string> errors = errors_by_line(r.output, prompts());
+  ASSERT_EQ(errors.size(), 2u) << r.output;
   EXPECT_NE(errors.at(1).find("5 tokens + max_new_tokens 4092 exceed the model's context"), std::string::npos)
       << errors.at(1);
   EXPECT_NE(errors.at(3).find("KV blocks"), std::string::npos) << errors.at(3);
@@ -183,8 +172,8 @@ TEST_F(CliGenerate, InvalidOptionsFailBeforeLoadingTheModel) {
     const CommandResult r =
         run("generate --model " + dir_.path() + "/no-model --prompts " + prompts() + " --out " + out() + " " + option);
     EXPECT_NE(r.status, 0) << option;
-    EXPECT_NE(r.err.find(message), std::string::npos) << option << ": " << r.err;
-    EXPECT_EQ(r.err.find("no-model"), std::string::npos) << option << ": " << r.err;
+    EXPECT_NE(r.output.find(message), std::string::npos) << option << ": " << r.output;
+    EXPECT_EQ(r.output.find("no-model"), std::string::npos) << option << ": " << r.output;
     EXPECT_FALSE(std::filesystem::exists(out())) << option;
   }
 }
@@ -211,20 +200,20 @@ TEST_F(CliGenerate, ResultsDoNotDependOnTheOtherLines) {
     const std::string padded = "{}\n{}\n" + kTarget + "\n";  // two skipped lines: the target stays line 3
     CommandResult r = generate(padded, opts);
     const json alone = completions_of(out(), 0);
-    ASSERT_FALSE(alone.is_null()) << r.err;
+    ASSERT_FALSE(alone.is_null()) << r.output;
     r = generate(kMixed, opts);
-    ASSERT_EQ(r.status, 0) << r.err;
+    ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_EQ(completions_of(out(), 2), alone);
   }
 }
 
 TEST_F(CliGenerate, GreedyDoesNotDependOnTheThreadCount) {
   CommandResult r = generate(kMixed, kGreedy + "--threads 1");
-  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(r.status, 0) << r.output;
   const std::string one_thread = read_file(out());
   ASSERT_EQ(lines_of(out()).size(), 4u);
   r = generate(kMixed, kGreedy + "--threads 2");
-  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(read_file(out()), one_thread);
 }
 

@@ -9,27 +9,18 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli_run.h"
 #include "core/files.h"
 #include "model/safetensors.h"
 #include "train/case_eval.h"
 
 using namespace grpo;
+using test::run_grpo;
 namespace fs = std::filesystem;
 
 namespace {
 
 const std::string kModels = std::string(GRPO_SHARED_DIR) + "/reference/models/";
-
-int run(const std::string& args, std::string* output = nullptr) {
-  std::string cmd = std::string(GRPO_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  int rc = pclose(p);
-  if (output) *output = out;
-  return WEXITSTATUS(rc);
-}
 
 fs::path tmpdir() {
   fs::path d = fs::temp_directory_path() / ("grpo_cli_model_" + std::to_string(getpid()));
@@ -54,8 +45,8 @@ TEST(CliModel, DebugForwardBackwardMatchesReference) {
       std::string args = "debug forward-backward --model " + kModels + m + " --case " + kModels + m + "/" + kase +
                          ".safetensors --out " + out;
       if (kase == "grpo_case") args += " --grpo " + kModels + m + "/grpo_case.json";
-      std::string log;
-      ASSERT_EQ(run(args, &log), 0) << log;
+      const test::CommandResult r = run_grpo(args);
+      ASSERT_EQ(r.status, 0) << r.output;
       SafetensorsFile ours = SafetensorsFile::open(out), ref = SafetensorsFile::open(kModels + m + "/" + kase + ".safetensors");
       int compared = 0;
       for (const StTensor& t : ref.tensors()) {
@@ -83,12 +74,9 @@ TEST(CliModel, ScoreMatchesReferenceLogprobs) {
   for (size_t s = 0, off = 0; s < lens.size(); off += lens[s++])
     in += nlohmann::json{{"input_ids", std::vector<int64_t>(ids.begin() + off, ids.begin() + off + lens[s])}}.dump() + "\n";
   write_file_atomic((d / "in.jsonl").string(), in);
-  std::string log;
-  ASSERT_EQ(run("score --model " + kModels + "qwen3 --input " + (d / "in.jsonl").string() + " --out " +
-                    (d / "out.jsonl").string() + " --max-batch-tokens 10",
-                &log),
-            0)
-      << log;
+  const test::CommandResult r = run_grpo("score --model " + kModels + "qwen3 --input " + (d / "in.jsonl").string() +
+                                          " --out " + (d / "out.jsonl").string() + " --max-batch-tokens 10");
+  ASSERT_EQ(r.status, 0) << r.output;
   std::vector<float> got;
   for_each_line((d / "out.jsonl").string(), [&](int64_t, const std::string& line) {
     auto j = nlohmann::json::parse(line);
@@ -103,18 +91,16 @@ TEST(CliModel, ScoreMatchesReferenceLogprobs) {
 TEST(CliModel, ScoreRejectsBadLinesNamingThem) {
   fs::path d = tmpdir();
   write_file_atomic((d / "bad.jsonl").string(), "{\"input_ids\": [1, 2]}\n{\"input_ids\": [1, 99999]}\n");
-  std::string log;
-  EXPECT_NE(run("score --model " + kModels + "qwen3 --input " + (d / "bad.jsonl").string() + " --out " +
-                    (d / "o.jsonl").string(),
-                &log),
-            0);
-  EXPECT_NE(log.find("bad.jsonl:2"), std::string::npos) << log;
+  test::CommandResult r =
+      run_grpo("score --model " + kModels + "qwen3 --input " + (d / "bad.jsonl").string() + " --out " +
+               (d / "o.jsonl").string());
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("bad.jsonl:2"), std::string::npos) << r.output;
   write_file_atomic((d / "bad2.jsonl").string(), "not json\n");
-  EXPECT_NE(run("score --model " + kModels + "qwen3 --input " + (d / "bad2.jsonl").string() + " --out " +
-                    (d / "o.jsonl").string(),
-                &log),
-            0);
-  EXPECT_NE(log.find("bad2.jsonl:1"), std::string::npos) << log;
+  r = run_grpo("score --model " + kModels + "qwen3 --input " + (d / "bad2.jsonl").string() + " --out " +
+               (d / "o.jsonl").string());
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("bad2.jsonl:1"), std::string::npos) << r.output;
   fs::remove_all(d);
 }
 

@@ -9,7 +9,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -19,8 +18,10 @@
 #include <thread>
 #include <vector>
 
+#include "cli_run.h"
 #include "core/files.h"
 #include "grpo/metrics.h"
+#include "grpo/run_metrics.h"
 #include "grpo/trainer_state.h"
 #include "model/weights.h"
 #include "train/optimizer.h"
@@ -28,28 +29,12 @@
 using namespace grpo;
 using Json = nlohmann::json;
 namespace fs = std::filesystem;
+using test::run_grpo;
+using test::without_machine_dependent;
 
 namespace {
 
 constexpr int64_t kSteps = 8;
-
-struct RunResult {
-  int status;          // exit status, -1 when killed by a signal
-  std::string output;  // stdout + stderr
-};
-
-RunResult run_grpo(const std::string& args) {
-  const std::string cmd = std::string(GRPO_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  EXPECT_NE(p, nullptr);
-  RunResult r{-1, ""};
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
 
 // Starts GRPO_BINARY with `args`, its stdout and stderr going to `log`.
 pid_t spawn_grpo(const std::vector<std::string>& args, const std::string& log) {
@@ -81,16 +66,6 @@ bool saving(const std::string& run) {
     if (name.rfind(".state_tmp_", 0) == 0 || name.ends_with(".partial")) return true;
   }
   return false;
-}
-
-bool machine_dependent(const std::string& key) {
-  return key.rfind("timing_s/", 0) == 0 || key == "perf/throughput" || key == "perf/rollout_tokens_per_s" ||
-         key == "perf/peak_rss_bytes";
-}
-
-Json without_machine_dependent(Json line) {
-  for (auto it = line.begin(); it != line.end();) it = machine_dependent(it.key()) ? line.erase(it) : std::next(it);
-  return line;
 }
 
 // "Compute a+b." with its answer, a JSONL line.
@@ -139,7 +114,7 @@ class CliTrain : public ::testing::Test {
     dir_ = (fs::temp_directory_path() / ("grpo_cli_train_" + std::to_string(getpid()))).string();
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    const RunResult init = run_grpo("init --arch qwen3 --preset tiny --seed 1 --out " + dir_ + "/model");
+    const test::CommandResult init = run_grpo("init --arch qwen3 --preset tiny --seed 1 --out " + dir_ + "/model");
     ASSERT_EQ(init.status, 0) << init.output;
     std::string train_data, val_data;
     for (int i = 0; i < 16; ++i) (i < 4 ? val_data : train_data) += prompt_line(i);
@@ -152,7 +127,7 @@ class CliTrain : public ::testing::Test {
   std::vector<std::string> train_args(const std::string& run) const {
     return {"train", dir_ + "/config.yaml", "--threads", "1", "--set", "trainer.default_local_dir=" + run};
   }
-  RunResult train(const std::string& run, const std::string& more = "") const {
+  test::CommandResult train(const std::string& run, const std::string& more = "") const {
     std::string args;
     for (const std::string& a : train_args(run)) args += a + " ";
     return run_grpo(args + more);
@@ -163,7 +138,7 @@ class CliTrain : public ::testing::Test {
 
 TEST_F(CliTrain, ResumeAfterSigkillMatchesAnUninterruptedRun) {
   const std::string reference = dir_ + "/reference", run = dir_ + "/run", log = dir_ + "/killed.log";
-  const RunResult ref = train(reference);
+  const test::CommandResult ref = train(reference);
   ASSERT_EQ(ref.status, 0) << ref.output;
 
   // Kill once step 2 is saved, as soon as a later save is seen in progress (or, failing that, at step 4).
@@ -195,7 +170,7 @@ TEST_F(CliTrain, ResumeAfterSigkillMatchesAnUninterruptedRun) {
   EXPECT_EQ(st.global_step, saved);
   EXPECT_EQ(adam.steps(), saved);
 
-  const RunResult resumed = train(run, "--resume " + run);
+  const test::CommandResult resumed = train(run, "--resume " + run);
   ASSERT_EQ(resumed.status, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("resumed"), std::string::npos) << resumed.output;
   const std::vector<Json> a = read_metrics(reference + "/metrics.jsonl"), b = read_metrics(run + "/metrics.jsonl");
@@ -209,13 +184,13 @@ TEST_F(CliTrain, ResumeAfterSigkillMatchesAnUninterruptedRun) {
 }
 
 TEST_F(CliTrain, UnknownConfigKeyIsNamedAndFails) {
-  const RunResult set = train(dir_ + "/bad", "--set trainer.totl_training_steps=3");
+  const test::CommandResult set = train(dir_ + "/bad", "--set trainer.totl_training_steps=3");
   EXPECT_NE(set.status, 0);
   EXPECT_NE(set.output.find("trainer.totl_training_steps"), std::string::npos) << set.output;
   EXPECT_NE(set.output.find("did you mean trainer.total_training_steps"), std::string::npos) << set.output;
 
   write_file_atomic(dir_ + "/bad.yaml", read_file(dir_ + "/config.yaml") + "  sav_freq: 2\n");
-  const RunResult file = run_grpo("train " + dir_ + "/bad.yaml --set trainer.default_local_dir=" + dir_ + "/bad");
+  const test::CommandResult file = run_grpo("train " + dir_ + "/bad.yaml --set trainer.default_local_dir=" + dir_ + "/bad");
   EXPECT_NE(file.status, 0);
   EXPECT_NE(file.output.find("bad.yaml:"), std::string::npos) << file.output;
   EXPECT_NE(file.output.find("trainer.sav_freq"), std::string::npos) << file.output;

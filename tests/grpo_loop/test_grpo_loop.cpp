@@ -16,19 +16,18 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/threads.h"
+#include "grpo/byte_model.h"
 #include "grpo/config.h"
 #include "grpo/metrics.h"
+#include "grpo/run_metrics.h"
 #include "grpo/sft.h"
 #include "grpo/temp_dir.h"
 #include "grpo/trainer.h"
 #include "model/checkpoint.h"
-#include "model/init.h"
-#include "model/presets.h"
-#include "model/weights.h"
-#include "tokenizer/byte_tokenizer.h"
 
 using namespace grpo;
 using Json = nlohmann::json;
+using test::without_machine_dependent;
 
 namespace {
 
@@ -44,16 +43,6 @@ const char* kLetterWorker =
     "    *) echo '{\"reward\": 0}' ;;\n"
     "  esac\n"
     "done\n";
-
-// A qwen3 `tiny` model with random weights and the byte tokenizer, as a Hugging Face folder.
-void write_tiny_model(const std::string& dir) {
-  ModelWeights w(preset_config("qwen3", "tiny"));
-  init_parameters(w, /*seed=*/1);
-  const std::string tok = dir + ".tokenizer";
-  write_byte_tokenizer(tok);
-  save_checkpoint(dir, w.config(), w.named_tensors(), DType::F32, 0,
-                  {tok + "/tokenizer.json", tok + "/tokenizer_config.json"});
-}
 
 // 16 addition prompts with answers and worked responses (GRPO uses the prompts, SFT the responses).
 std::string prompts_jsonl() {
@@ -80,23 +69,12 @@ double mean_of(const std::vector<double>& v, size_t begin, size_t end) {
   return std::accumulate(v.begin() + begin, v.begin() + end, 0.0) / static_cast<double>(end - begin);
 }
 
-// Values that depend on the clock or the machine, not on the computation.
-bool machine_dependent(const std::string& key) {
-  return key.rfind("timing_s/", 0) == 0 || key == "perf/throughput" || key == "perf/rollout_tokens_per_s" ||
-         key == "perf/peak_rss_bytes";
-}
-
-Json without_machine_dependent(Json line) {
-  for (auto it = line.begin(); it != line.end();) it = machine_dependent(it.key()) ? line.erase(it) : std::next(it);
-  return line;
-}
-
 class GrpoLoop : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { set_num_threads(1); }
 
   void SetUp() override {
-    write_tiny_model(model_);
+    write_byte_model(model_, "qwen3", "tiny", /*seed=*/1);
     dir_.write("prompts.jsonl", prompts_jsonl());
   }
 

@@ -1,12 +1,11 @@
 // Small-batch matmul for decode: y [B,N] = x [B,K] . W[N,K]^T with W f32 or bf16. Each thread takes tiles
-// of 4 weight rows and runs every batch row against them (register tile: 1 batch row x 4 weight rows of
-// 16-lane accumulators), so W is read from memory once per call. bf16 weights: x is rounded to bf16 (as in
-// ops::gemm's bf16 path) and pairs are multiplied with avx512_bf16 dot products when the CPU has them,
-// else W is widened to f32 in registers. Every y[b,n] is accumulated the same way (lane partial sums over
-// k in order, masked tail, fixed reduction tree) whatever B, the tile it falls in and the thread count.
-// With room for x in bf16 (x_scratch), 4 batch rows share each W load (4 x 4 register tiles), whose
-// elements are summed exactly as the one-row tiles sum them: the wide tiles change speed, not results.
-// decode_matmul uses gemv at every batch size (batch-invariant rollouts) or up to the measured crossover.
+// of 4 weight rows and runs every batch row against them, 4 batch rows at a time (4 x 4 register tiles of
+// 16-lane accumulators) and the rest one by one, so W is read from memory once per call. bf16 weights: x
+// is converted to bf16 once (as in ops::gemm's bf16 path, into x_scratch) and pairs are multiplied with
+// avx512_bf16 dot products when the CPU has them, else W is widened to f32 in registers. Every y[b,n] is
+// accumulated the same way (lane partial sums over k in order, masked tail, fixed reduction tree) whatever
+// B, the tile it falls in and the thread count. decode_matmul uses gemv at every batch size
+// (batch-invariant rollouts) or up to the measured crossover.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -59,67 +58,31 @@ GRPO_AVX512 [[gnu::always_inline]] inline __m512 round_bf16(__m512 x) {
   return _mm512_castsi512_ps(_mm512_maskz_and_epi32(0xffff, r, _mm512_set1_epi32(int(0xffff0000u))));
 }
 
-// Register tiles: 1 batch row x NR weight rows. GCC 12 keeps these NR accumulators in registers but stores
-// larger (2 x 4, 2 x 8) accumulator arrays to the stack at every step: 1 x 4 measured 1.6x faster in f32.
-
-// One k step of 16 of the FMA kinds (mask: the valid lanes).
-template <int NR, Kind kKind>
-GRPO_AVX512 [[gnu::always_inline]] inline void step_fma(__m512 (&acc)[NR], const float* x, const void* W,
-                                                        int64_t b, int64_t n0, int64_t K, int64_t k, __mmask16 mask) {
+// One k step of 16 with W in bf16 widened to f32 and x rounded to bf16 (CPUs without avx512_bf16).
+template <int NR>
+GRPO_AVX512 [[gnu::always_inline]] inline void step_widen(__m512 (&acc)[NR], const float* x, const bf16_t* W,
+                                                          int64_t b, int64_t n0, int64_t K, int64_t k,
+                                                          __mmask16 mask) {
   __m512 w[NR];
-  for (int r = 0; r < NR; ++r) {
-    if constexpr (kKind == Kind::F32)
-      w[r] = _mm512_maskz_loadu_ps(mask, static_cast<const float*>(W) + (n0 + r) * K + k);
-    else
-      w[r] = widen_bf16(_mm256_maskz_loadu_epi16(mask, static_cast<const bf16_t*>(W) + (n0 + r) * K + k));
-  }
-  __m512 xv = _mm512_maskz_loadu_ps(mask, x + b * K + k);
-  if constexpr (kKind != Kind::F32) xv = round_bf16(xv);
+  for (int r = 0; r < NR; ++r) w[r] = widen_bf16(_mm256_maskz_loadu_epi16(mask, W + (n0 + r) * K + k));
+  const __m512 xv = round_bf16(_mm512_maskz_loadu_ps(mask, x + b * K + k));
   for (int r = 0; r < NR; ++r) acc[r] = _mm512_fmadd_ps(xv, w[r], acc[r]);
 }
 
-// One k step of 32 with avx512_bf16 dot products (pairs of bf16 products summed into f32 lanes).
+// y[b, n0..n0+NR] for Kind::Bf16Widen, one batch row at a time.
 template <int NR>
-GRPO_AVX512_BF16 [[gnu::always_inline]] inline void step_dot(__m512 (&acc)[NR], const float* x, const bf16_t* W,
-                                                             int64_t b, int64_t n0, int64_t K, int64_t k,
-                                                             __mmask32 mask) {
-  const __mmask16 mlo = static_cast<__mmask16>(mask), mhi = static_cast<__mmask16>(mask >> 16);
-  __m512bh w[NR];
-  for (int r = 0; r < NR; ++r) {
-    w[r] = (__m512bh)_mm512_maskz_loadu_epi16(mask, W + (n0 + r) * K + k);
-    // The rows kPrefetchTiles tiles ahead (a hint: never faults past the end of W).
-    _mm_prefetch(reinterpret_cast<const char*>(W + (n0 + r + kPrefetchTiles * NR) * K + k), _MM_HINT_T0);
-  }
-  const float* xb = x + b * K + k;
-  const __m512bh xv = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(mhi, xb + 16), _mm512_maskz_loadu_ps(mlo, xb));
-  for (int r = 0; r < NR; ++r) acc[r] = _mm512_dpbf16_ps(acc[r], xv, w[r]);
-}
-
-// y[b, n0..n0+NR].
-template <int NR, Kind kKind>
-GRPO_AVX512_BF16 void tile_dot(float* y, const float* x, const void* W, int64_t b, int64_t n0, int64_t N, int64_t K) {
-  __m512 acc[NR];
-  for (int r = 0; r < NR; ++r) acc[r] = _mm512_setzero_ps();
-  const bf16_t* Wb = static_cast<const bf16_t*>(W);
-  int64_t k = 0;
-  for (; k + 32 <= K; k += 32) step_dot<NR>(acc, x, Wb, b, n0, K, k, 0xffffffffu);
-  if (k < K) step_dot<NR>(acc, x, Wb, b, n0, K, k, static_cast<__mmask32>((1ull << (K - k)) - 1));
-  store_sums<NR>(y + b * N + n0, acc);
-}
-
-template <int NR, Kind kKind>
-GRPO_AVX512 void tile_fma(float* y, const float* x, const void* W, int64_t b, int64_t n0, int64_t N, int64_t K) {
+GRPO_AVX512 void tile_widen(float* y, const float* x, const bf16_t* W, int64_t b, int64_t n0, int64_t N, int64_t K) {
   __m512 acc[NR];
   for (int r = 0; r < NR; ++r) acc[r] = _mm512_setzero_ps();
   int64_t k = 0;
-  for (; k + 16 <= K; k += 16) step_fma<NR, kKind>(acc, x, W, b, n0, K, k, 0xffff);
-  if (k < K) step_fma<NR, kKind>(acc, x, W, b, n0, K, k, static_cast<__mmask16>((1u << (K - k)) - 1));
+  for (; k + 16 <= K; k += 16) step_widen<NR>(acc, x, W, b, n0, K, k, 0xffff);
+  if (k < K) step_widen<NR>(acc, x, W, b, n0, K, k, static_cast<__mmask16>((1u << (K - k)) - 1));
   store_sums<NR>(y + b * N + n0, acc);
 }
 
-// y[b0 .. b0+MR, n0 .. n0+NR] from x already in bf16 (xb [B, K], converted with the same instruction as
-// step_dot, so every element is the sum tile_dot makes). W's NR rows are loaded once per k step for MR
-// batch rows.
+// y[b0 .. b0+MR, n0 .. n0+NR] from x already in bf16 (xb [B, K], see convert_x_bf16) with avx512_bf16
+// dot products (pairs of bf16 products summed into f32 lanes). W's NR rows are loaded once per k step for
+// MR batch rows; every element is summed the same way whatever MR.
 template <int MR, int NR>
 GRPO_AVX512_BF16 void wide_tile_dot(float* y, const bf16_t* xb, const bf16_t* W, int64_t b0, int64_t n0, int64_t N,
                                     int64_t K) {
@@ -148,7 +111,7 @@ GRPO_AVX512_BF16 void wide_tile_dot(float* y, const bf16_t* xb, const bf16_t* W,
   for (int m = 0; m < MR; ++m) store_sums<NR>(y + (b0 + m) * N + n0, acc[m]);
 }
 
-// The f32 version: MR x NR 16-lane FMA accumulators, k in order, the same masked tail as tile_fma.
+// The f32 version: MR x NR 16-lane FMA accumulators, k in order, masked tail.
 template <int MR, int NR>
 GRPO_AVX512 void wide_tile_fma(float* y, const float* x, const float* W, int64_t b0, int64_t n0, int64_t N, int64_t K) {
   __m512 acc[MR][NR];
@@ -172,7 +135,7 @@ GRPO_AVX512 void wide_tile_fma(float* y, const float* x, const float* W, int64_t
   for (int m = 0; m < MR; ++m) store_sums<NR>(y + (b0 + m) * N + n0, acc[m]);
 }
 
-// x [B, K] f32 -> bf16 with the instruction step_dot uses (pairs of 16 lanes, round to nearest even).
+// x [B, K] f32 -> bf16 (pairs of 16 lanes, round to nearest even).
 GRPO_AVX512_BF16 void convert_x_bf16(bf16_t* xb, const float* x, int64_t B, int64_t K) {
   for (int64_t b = 0; b < B; ++b)
     for (int64_t k = 0; k < K; k += 32) {
@@ -184,39 +147,28 @@ GRPO_AVX512_BF16 void convert_x_bf16(bf16_t* xb, const float* x, int64_t B, int6
     }
 }
 
-template <int NR, Kind kKind>
-void tile(float* y, const float* x, const void* W, int64_t b, int64_t n0, int64_t N, int64_t K) {
-  if constexpr (kKind == Kind::Bf16Dot)
-    tile_dot<NR, kKind>(y, x, W, b, n0, N, K);
-  else
-    tile_fma<NR, kKind>(y, x, W, b, n0, N, K);
-}
-
 // All batch rows against weight rows n0 .. n0+NR (the W tile stays in L1 while x streams): kBatchTile
-// rows at a time through the wide tiles when x is available in bf16 (xb) or W is f32, the rest one by one.
+// rows at a time through the wide tiles, the rest one by one.
 template <int NR, Kind kKind>
 void rows(float* y, const float* x, const bf16_t* xb, const void* W, int64_t B, int64_t n0, int64_t N, int64_t K) {
   int64_t b = 0;
   if constexpr (kKind == Kind::F32) {
-    for (; b + kBatchTile <= B; b += kBatchTile)
-      wide_tile_fma<kBatchTile, NR>(y, x, static_cast<const float*>(W), b, n0, N, K);
+    const float* Wf = static_cast<const float*>(W);
+    for (; b + kBatchTile <= B; b += kBatchTile) wide_tile_fma<kBatchTile, NR>(y, x, Wf, b, n0, N, K);
+    for (; b < B; ++b) wide_tile_fma<1, NR>(y, x, Wf, b, n0, N, K);
   } else if constexpr (kKind == Kind::Bf16Dot) {
-    if (xb) {
-      const bf16_t* Wb = static_cast<const bf16_t*>(W);
-      for (; b + kBatchTile <= B; b += kBatchTile) wide_tile_dot<kBatchTile, NR>(y, xb, Wb, b, n0, N, K);
-      for (; b < B; ++b) wide_tile_dot<1, NR>(y, xb, Wb, b, n0, N, K);
-    }
+    const bf16_t* Wb = static_cast<const bf16_t*>(W);
+    for (; b + kBatchTile <= B; b += kBatchTile) wide_tile_dot<kBatchTile, NR>(y, xb, Wb, b, n0, N, K);
+    for (; b < B; ++b) wide_tile_dot<1, NR>(y, xb, Wb, b, n0, N, K);
+  } else {
+    for (; b < B; ++b) tile_widen<NR>(y, x, static_cast<const bf16_t*>(W), b, n0, N, K);
   }
-  for (; b < B; ++b) tile<NR, kKind>(y, x, W, b, n0, N, K);
 }
 
 template <Kind kKind>
 void gemv_avx512(float* y, const float* x, bf16_t* x_scratch, const void* W, int64_t B, int64_t N, int64_t K) {
-  const bf16_t* xb = nullptr;
-  if (kKind == Kind::Bf16Dot && x_scratch) {
-    convert_x_bf16(x_scratch, x, B, K);
-    xb = x_scratch;
-  }
+  if constexpr (kKind == Kind::Bf16Dot) convert_x_bf16(x_scratch, x, B, K);
+  const bf16_t* xb = x_scratch;
   const int64_t full = N / kRowTile;
 #pragma omp parallel for schedule(static) if (B * N * K > (1 << 17))
   for (int64_t i = 0; i <= full; ++i) {
@@ -256,6 +208,7 @@ void gemv(float* y, const float* x, const void* W, DType w_dtype, int64_t B, int
              dtype_name(w_dtype));
   GRPO_CHECK(B >= 0 && N >= 0 && K >= 0, "[gemv] negative size B=", B, " N=", N, " K=", K);
   if (B == 0 || N == 0) return;
+  GRPO_CHECK(w_dtype == DType::F32 || x_scratch, "[gemv] bf16 weights need an x_scratch buffer of B x K");
   if (!cpu_has_avx512()) return gemv_baseline(y, x, W, w_dtype, B, N, K);
   if (w_dtype == DType::F32) return gemv_avx512<Kind::F32>(y, x, nullptr, W, B, N, K);
   if (cpu_has_avx512_bf16()) return gemv_avx512<Kind::Bf16Dot>(y, x, x_scratch, W, B, N, K);

@@ -1,0 +1,29 @@
+// Test helper of the cli_* suites: runs the built `grpo` binary (GRPO_BINARY) through the shell and
+// captures what it prints.
+#pragma once
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+
+namespace grpo::test {
+
+struct CommandResult {
+  int status;          // exit status, -1 when killed by a signal
+  std::string output;  // what `redirect` sends to the pipe
+};
+
+// `grpo args`; redirect "2>&1" captures stdout and stderr together, "2>&1 >/dev/null" stderr alone.
+inline CommandResult run_grpo(const std::string& args, const std::string& redirect = "2>&1") {
+  const std::string cmd = std::string(GRPO_BINARY) + " " + args + " " + redirect;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {-1, "popen failed: " + cmd};
+  CommandResult r{-1, ""};
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) r.output.append(buf, n);
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+}  // namespace grpo::test
