@@ -5,9 +5,10 @@
 // widened to f32 (exact) into a scratch buffer of the calling thread and multiplied by the f32 GEMM, with
 // f32 accumulation as the native path. The scratch grows to the largest operands seen and is reused, so
 // repeated shapes (every training step) allocate nothing. A oneDNN or allocation failure is reported with
-// the operation, shapes, dtype and ISA ("[gemm] bf16 1357x256x128 NT on avx2: ..."). Primitives are created once per shape and kept in a process-wide cache ("shape cache"), so a
-// repeated shape costs only the execute (creating one costs ~1 ms). Packed batches vary T from step to step,
-// so the cache is bounded: past `capacity` shapes (1024) it starts over (plans in use stay alive through their
+// the operation, shapes, dtype and ISA ("[gemm] bf16 1357x256x128 NT on avx512_bf16: ...").
+// Primitives are created once per shape and kept in a process-wide cache ("shape cache"), so a repeated
+// shape costs only the execute (creating one costs ~1 ms). Packed batches vary T from step to step, so the
+// cache is bounded: past `capacity` shapes (1024) it starts over (plans in use stay alive through their
 // shared_ptr). One global engine and stream serve every call.
 #include <dnnl.hpp>
 
