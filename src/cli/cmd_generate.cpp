@@ -6,9 +6,14 @@
 // "completions": [{text, token_ids, logprobs, finish_reason}]. An invalid option fails before the model is
 // loaded, naming the option. A bad line (invalid JSON or field, a prompt that does not fit the model's
 // context or the KV cache) is reported (file:line, field) and skipped; the rest of the file is still
-// generated and written, and the exit status is non-zero. Progress on stderr.
+// generated and written, and the exit status is non-zero. Progress on stderr. A model folder without
+// tokenizer.json works when every line is {"input_ids"}: ids in, ids out (texts empty; text prompts, --chat
+// and stop strings are refused, naming the missing file). Stop tokens then come from config.json's
+// eos_token_id.
 #include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <optional>
 #include <cstdio>
 #include <limits>
 #include <memory>
@@ -153,10 +158,12 @@ void apply_overrides(const Json& j, rollout::Request& r) {
   override_sampling(j, "min_p", r.sampling, &SamplingParams::min_p);
 }
 
-// What a line is read with: the command line's settings, the tokenizer and the limits of model and KV cache.
+// What a line is read with: the command line's settings, the tokenizer (null without tokenizer.json) and the
+// limits of model and KV cache.
 struct LineContext {
   const rollout::Request& defaults;
-  const Tokenizer& tok;
+  const Tokenizer* tok;
+  const std::string& no_tokenizer;  // why tok is null: "no tokenizer.json in MODEL"
   bool chat;
   int64_t vocab, context, kv_blocks, block_size;
 };
@@ -186,14 +193,15 @@ std::vector<int32_t> prompt_of(const Json& j, const LineContext& c, const char*&
     source = "messages";
     GRPO_CHECK(c.chat, "field \"messages\" needs --chat (the model's chat template)");
     GRPO_CHECK(j["messages"].is_array(), "field \"messages\" must be an array");
-    return chat_prompt(c.tok, j["messages"], j.value("tools", Json()));
+    return chat_prompt(*c.tok, j["messages"], j.value("tools", Json()));
   }
   GRPO_CHECK(j.contains("prompt"), "expected a field \"prompt\", \"messages\" or \"input_ids\"");
   source = "prompt";
+  GRPO_CHECK(c.tok, "field \"prompt\" needs the model's tokenizer (", c.no_tokenizer, "): give \"input_ids\"");
   GRPO_CHECK(j["prompt"].is_string(), "field \"prompt\" must be a string");
   const std::string p = j["prompt"].get<std::string>();
-  if (!c.chat) return c.tok.encode(p);
-  return chat_prompt(c.tok, Json::array({{{"role", "user"}, {"content", p}}}), nullptr);
+  if (!c.chat) return c.tok->encode(p);
+  return chat_prompt(*c.tok, Json::array({{{"role", "user"}, {"content", p}}}), nullptr);
 }
 
 // The engine's limits, checked per line so that a line too long for them is skipped instead of failing all.
@@ -212,6 +220,8 @@ rollout::Request request_of(const Json& j, const LineContext& c, int64_t line) {
   GRPO_CHECK(j.is_object(), "expected a JSON object, got ", j.dump());
   rollout::Request r = c.defaults;
   apply_overrides(j, r);
+  GRPO_CHECK(c.tok || !j.contains("stop"), field("stop"), ": stop strings need the model's tokenizer (", c.no_tokenizer,
+             ")");
   const char* source = "";
   r.prompt = prompt_of(j, c, source);
   check_fits(r, source, c);
@@ -280,22 +290,40 @@ std::string output_lines(const Lines& lines, const std::vector<rollout::RequestR
   return out;
 }
 
+// The model folder's tokenizer; none without tokenizer.json (`why` then says so), when the options need none.
+std::optional<Tokenizer> load_tokenizer(const GenerateArgs& a, std::string& why) {
+  const std::filesystem::path file = std::filesystem::path(a.model) / "tokenizer.json";
+  if (std::filesystem::exists(file)) return Tokenizer::load(a.model);
+  why = cat("no tokenizer.json in ", a.model);
+  GRPO_CHECK(!a.chat, "[generate] --chat needs the model's tokenizer (", why, ")");
+  GRPO_CHECK(a.stop.empty(), "[generate] --stop needs the model's tokenizer (", why, ")");
+  return std::nullopt;
+}
+
 void run_generate(const GenerateArgs& a) {
   rollout::Request defaults = request_defaults(a);
   check_engine_options(a);
   if (a.threads > 0) set_num_threads(a.threads);
+  std::string no_tokenizer;
+  const std::optional<Tokenizer> tok = load_tokenizer(a, no_tokenizer);
   auto weights = ModelWeights::load(a.model);
-  Tokenizer tok = Tokenizer::load(a.model);
-  defaults.stop_token_ids = tok.stop_ids();
+  if (tok) {
+    GRPO_CHECK(tok->vocab_size() <= weights->config().vocab_size, "[generate] ", a.model, ": the tokenizer has ",
+               tok->vocab_size(), " token ids but the model's vocab_size is ", weights->config().vocab_size);
+    defaults.stop_token_ids = tok->stop_ids();
+  } else {
+    for (int64_t id : weights->config().eos_token_ids) defaults.stop_token_ids.push_back(static_cast<int32_t>(id));
+  }
 
   rollout::EngineConfig ec;
   ec.kv_dtype = kv_dtype_of(a.kv_dtype);
   ec.kv_memory_bytes = a.kv_bytes;
   ec.kv_memory_fraction = a.kv_fraction;
   rollout::DecoderRolloutModel model(*weights, parse_compute_mode(a.dtype), ec.block_size);
-  rollout::Engine engine(model, ec, rollout::tokenizer_decode_fn(tok));
+  rollout::Engine engine(model, ec, tok ? rollout::tokenizer_decode_fn(*tok) : rollout::DecodeFn{});
   const LineContext context{.defaults = defaults,
-                            .tok = tok,
+                            .tok = tok ? &*tok : nullptr,
+                            .no_tokenizer = no_tokenizer,
                             .chat = a.chat,
                             .vocab = model.vocab_size(),
                             .context = model.max_positions(),
@@ -315,7 +343,9 @@ void run_generate(const GenerateArgs& a) {
 void setup(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
   CLI::App* c = app.add_subcommand("generate", "Sample completions for JSONL prompts with the rollout engine");
-  c->add_option("--model", a->model, "Hugging Face model folder (with tokenizer.json)")->required();
+  c->add_option("--model", a->model,
+                "Hugging Face model folder (without tokenizer.json: \"input_ids\" prompts only, texts empty)")
+      ->required();
   c->add_option("--prompts", a->prompts,
                 "JSONL: {\"prompt\"}, {\"messages\"} or {\"input_ids\"} per line; optional \"n\", \"max_new_tokens\", "
                 "\"temperature\", \"top_p\", \"top_k\", \"min_p\", \"seed\", \"stop\" override the options for that "

@@ -2,9 +2,12 @@
 #include "core/arena.h"
 
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+
+#include <unistd.h>
 
 namespace grpo {
 
@@ -12,12 +15,25 @@ namespace {
 std::atomic<uint64_t> g_allocs{0};
 constexpr size_t kAlign = 64;
 size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+// A buffer larger than physical memory could never be zeroed, let alone used: it is refused up front, the
+// same way on every overcommit setting and under AddressSanitizer.
+size_t physical_memory() {
+  static const size_t bytes = static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return bytes;
+}
 }  // namespace
 
-Buffer::Buffer(size_t bytes) : size_(bytes) {
+Buffer::Buffer(size_t bytes, std::string_view purpose) : size_(bytes) {
   if (bytes == 0) return;
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  if (bytes > physical_memory())
+    fail("[memory] out of memory allocating ", bytes, " bytes (", static_cast<double>(bytes) / gib, " GiB) for ",
+         purpose, ": the machine has ", static_cast<double>(physical_memory()) / gib, " GiB");
   data_ = std::aligned_alloc(kAlign, round_up(bytes, kAlign));
-  if (!data_) fail("[memory] out of memory allocating ", bytes, " bytes");
+  if (!data_)
+    fail("[memory] out of memory allocating ", bytes, " bytes (", static_cast<double>(bytes) / gib, " GiB) for ",
+         purpose);
   std::memset(data_, 0, bytes);
   g_allocs.fetch_add(1, std::memory_order_relaxed);
 }
@@ -50,7 +66,11 @@ int64_t Arena::add(const std::string& name, Shape shape, bool pack) {
 }
 
 void Arena::allocate() {
-  buf_ = Buffer(static_cast<size_t>(numel_ * dtype_size(dtype_)));
+  const std::string purpose =
+      entries_.empty() ? std::string("an empty arena")
+                       : cat("an arena of ", entries_.size(), " ", dtype_name(dtype_), " tensors (the first \"",
+                             entries_.front().name, "\")");
+  buf_ = Buffer(static_cast<size_t>(numel_ * dtype_size(dtype_)), purpose);
   views_.clear();
   char* base = static_cast<char*>(buf_.data());
   for (const Entry& e : entries_)
@@ -76,8 +96,9 @@ void Arena::zero() {
   if (buf_.data()) std::memset(buf_.data(), 0, buf_.size());
 }
 
-void Workspace::reserve(size_t bytes) {
-  buf_ = Buffer(bytes);
+void Workspace::reserve(size_t bytes, std::string_view purpose) {
+  buf_ = Buffer(0);  // the old buffer goes first: the new one may need its memory
+  buf_ = Buffer(bytes, purpose);
   used_ = high_ = 0;
 }
 

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -11,11 +12,13 @@
 
 namespace grpo {
 
-// Owned, 64-byte aligned, zero-initialised buffer. Counts every allocation (see alloc_count()).
+// Owned, 64-byte aligned, zero-initialised buffer. Counts every allocation (see alloc_count()). When the
+// memory is not there, the error names the size and `purpose` ("[memory] out of memory allocating ... for
+// the KV cache keys").
 class Buffer {
  public:
   Buffer() = default;
-  explicit Buffer(size_t bytes);
+  explicit Buffer(size_t bytes, std::string_view purpose = "a buffer");
   ~Buffer();
   Buffer(Buffer&& o) noexcept;
   Buffer& operator=(Buffer&& o) noexcept;
@@ -42,7 +45,7 @@ class Arena {
   // Declares a tensor; returns its offset in elements. Offsets are padded to 64 bytes unless pack=true
   // (packed tensors follow the previous one directly, so e.g. gate and up weights form one matrix).
   int64_t add(const std::string& name, Shape shape, bool pack = false);
-  void allocate();
+  void allocate();  // an out-of-memory error names the size, the tensor count and the first tensor
 
   bool has(const std::string& name) const { return index_.count(name) != 0; }
   TensorView view(const std::string& name) const;
@@ -73,8 +76,8 @@ class Arena {
 class Workspace {
  public:
   Workspace() = default;
-  explicit Workspace(size_t bytes) { reserve(bytes); }
-  void reserve(size_t bytes);  // discards contents
+  explicit Workspace(size_t bytes, std::string_view purpose = "a workspace") { reserve(bytes, purpose); }
+  void reserve(size_t bytes, std::string_view purpose = "a workspace");  // discards contents
   void reset() { used_ = 0; }
   void* take_bytes(size_t bytes, const char* what);
   template <typename T>

@@ -75,8 +75,9 @@ void Engine::ensure_workspaces(int64_t tokens) {
   const int64_t S = std::min(bucket, config_.max_seqs), V = model_.vocab_size();
   const int64_t max_blocks = (model_.max_positions() + config_.block_size - 1) / config_.block_size;
   const int64_t ints = 4 * bucket + (S + 1) + S * max_blocks + S;
-  step_ws_.reserve(static_cast<size_t>(ints * 4 + S * V * 4 + 8 * 64));
-  model_ws_.reserve(model_.workspace_bytes(bucket, S));
+  step_ws_.reserve(static_cast<size_t>(ints * 4 + S * V * 4 + 8 * 64),
+                   cat("the rollout step workspace (", bucket, " tokens, ", S, " sequences, logits)"));
+  model_ws_.reserve(model_.workspace_bytes(bucket, S), cat("the rollout model workspace (", bucket, " tokens)"));
   ws_bucket_ = bucket;
 }
 
