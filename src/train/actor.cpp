@@ -46,7 +46,8 @@ std::vector<int64_t> lengths_of(const std::vector<TrainSample>& samples) {
 }  // namespace
 
 MicroBatchPlan plan_micro_batches(const std::vector<int64_t>& lengths, const MicroBatching& mb) {
-  return mb.dynamic ? pack_by_token_budget(lengths, mb.max_tokens) : split_fixed_padded(lengths, mb.micro_batch_size);
+  return mb.dynamic ? pack_by_token_budget(lengths, mb.max_tokens)
+                    : split_fixed(lengths, mb.micro_batch_size, mb.pad_fixed);
 }
 
 void response_logprobs(Decoder& dec, const std::vector<TrainSample>& samples, const MicroBatching& mb,
@@ -86,7 +87,6 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
   UpdateStats st;
   st.lr = lr;
   MicroBatchPlan plan = plan_micro_batches(lengths_of(samples), mb_);
-  st.packing_efficiency = plan.efficiency();
   st.micro_batches = plan.micro_batches.size();
   grads_.zero();
   std::vector<float> lp, ent, dlp, dent;
@@ -96,6 +96,7 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
     PackedBatch b = build_batch(samples, m, !mb_.dynamic && mb_.pad_fixed, &row_of);
     const int64_t T = b.T();
     st.tokens += T;
+    st.useful_tokens += m.real_tokens;
     lp.resize(T);
     ent.resize(T);
     dec_.forward(b, lp.data(), ent.data());
@@ -118,6 +119,7 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
     st.response_tokens += static_cast<int64_t>(ls.tokens);
     dec_.backward(dlp.data(), dent.data(), grad_tensors_);
   }
+  st.packing_efficiency = st.tokens > 0 ? static_cast<double>(st.useful_tokens) / static_cast<double>(st.tokens) : 1.0;
   const double ntok = std::max<int64_t>(1, st.response_tokens);
   st.pg_clipfrac /= ntok;
   st.ppo_kl /= ntok;
