@@ -20,7 +20,7 @@ if [ ! -f "$OUT/model/config.json" ]; then
   "$GRPO" init --arch qwen3 --preset qwen3-0.6b --tokenizer "$SHARED/models/qwen3-tokenizer" --seed 0 --out "$OUT/model"
 fi
 
-# Arithmetic problems, each behind the same ~230-token system message: prompts of ~256 tokens.
+# Arithmetic problems, each behind the same ~220-token system message: prompts of ~250 tokens.
 "$GRPO" data arith --out "$OUT/arith" --train 64 --test 0 --seed 0 > /dev/null
 python3 - "$OUT/arith/train.jsonl" "$OUT/train.jsonl" <<'EOF'
 import json, sys
@@ -29,13 +29,13 @@ system = (
     "which operation it asks for before you write anything. Work the numbers out column by column, from the "
     "units digit to the highest digit, and write down every carry or borrow as you go, so that a reader can "
     "check each step without redoing the whole computation. When a problem mixes several operations, apply "
-    "multiplication and division before addition and subtraction, and work through parentheses first. Keep "
-    "negative numbers in parentheses when you combine them with other numbers. Do not round: every answer is "
+    "multiplication and division before addition and subtraction, and work through parentheses first. "
+    "Do not round: every answer is "
     "an integer, and an answer that is not an integer means a step went wrong, so go back and look for the "
     "mistake. After you have the result, check it once by the inverse operation: add back what you "
     "subtracted, or subtract what you added, and compare with the numbers of the problem. Keep the working "
-    "short and plain, one line per step, without repeating the problem. Write no code, no tables and no "
-    "lists. Finish with one sentence that states the result, then give the final answer alone inside "
+    "short and plain, one line per step, without repeating the problem. "
+    "Finish with one sentence that states the result, then give the final answer alone inside "
     "\\boxed{}, with no units and no other text after it. If the problem cannot be solved as written, say so "
     "in one sentence and box the word none."
 )
@@ -61,6 +61,7 @@ actor_rollout_ref:
   rollout:
     n: 8
     temperature: 1.0
+    kv_cache_dtype: bf16   # as under mixed precision (auto), also when DTYPE=f32
   actor:
     ppo_mini_batch_size: 8
     use_dynamic_bsz: true

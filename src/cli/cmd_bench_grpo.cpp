@@ -51,12 +51,9 @@ void run(const BenchGrpoArgs& a) {
   namespace fs = std::filesystem;
   const GrpoBenchOptions& o = a.o;
   GRPO_CHECK(o.steps >= 1 && o.prompts >= 1 && o.n >= 1 && o.max_response_length >= 1 && o.max_prompt_length >= 1 &&
-                 o.token_budget >= 1,
-             "[bench grpo] --steps, --prompts, --n, --max-prompt-length, --max-response-length and --token-budget must "
+                 o.micro_batch >= 1,
+             "[bench grpo] --steps, --prompts, --n, --max-prompt-length, --max-response-length and --micro-batch must "
              "be >= 1");
-  GRPO_CHECK(o.max_prompt_length + o.max_response_length <= o.token_budget, "[bench grpo] --token-budget ",
-             o.token_budget, " must hold one full-length sequence (", o.max_prompt_length, " + ", o.max_response_length,
-             " tokens)");
   std::string out = a.out;
   if (out.empty()) {
     std::string tmpl = (fs::temp_directory_path() / "grpo-bench-XXXXXX").string();
@@ -112,9 +109,9 @@ void setup(CLI::App& app) {
   c->add_option("--max-response-length", a->o.max_response_length,
                 "Response tokens (every response is this long: stop tokens are ignored)")
       ->capture_default_str();
-  c->add_option("--token-budget", a->o.token_budget,
-                "Micro-batch token budget of the optimised run; the baseline's fixed micro-batch holds as many "
-                "full-length sequences")
+  c->add_option("--micro-batch", a->o.micro_batch,
+                "Sequences per fixed micro-batch of the baseline (divides prompts x n); the optimised run's token "
+                "budget is as many full-length sequences")
       ->capture_default_str();
   c->add_option("--dtype", a->o.dtype, "bf16 (mixed precision) or f32, the same in every run")
       ->check(CLI::IsMember({"bf16", "f32"}))

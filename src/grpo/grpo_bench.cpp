@@ -23,8 +23,8 @@ const std::vector<GrpoBenchSwitch>& grpo_bench_switches() {
   return switches;
 }
 
-int64_t memory_matched_micro_batch(const GrpoBenchOptions& o) {
-  return std::max<int64_t>(1, o.token_budget / (o.max_prompt_length + o.max_response_length));
+int64_t memory_matched_token_budget(const GrpoBenchOptions& o) {
+  return o.micro_batch * (o.max_prompt_length + o.max_response_length);
 }
 
 std::vector<std::string> grpo_bench_overrides(const GrpoBenchOptions& o, const std::string& model_dir,
@@ -42,8 +42,8 @@ std::vector<std::string> grpo_bench_overrides(const GrpoBenchOptions& o, const s
       "actor_rollout_ref.rollout.ignore_eos=true",
       "actor_rollout_ref.actor.ppo_mini_batch_size=" + std::to_string(o.prompts),
       "actor_rollout_ref.actor.optim.lr=1e-6",
-      "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=" + std::to_string(o.token_budget),
-      "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=" + std::to_string(memory_matched_micro_batch(o)),
+      "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=" + std::to_string(memory_matched_token_budget(o)),
+      "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=" + std::to_string(o.micro_batch),
       "algorithm.filter_groups.enable=false",
       std::string("mixed_precision.enabled=") + (o.dtype == "bf16" ? "true" : "false"),
       "trainer.total_training_steps=" + std::to_string(o.steps),
@@ -166,8 +166,8 @@ nlohmann::json grpo_bench_json(const GrpoBenchOptions& opt, const GrpoBenchRun& 
           {"prompts", opt.prompts},
           {"n", opt.n},
           {"max_response_length", opt.max_response_length},
-          {"token_budget", opt.token_budget},
-          {"baseline_micro_batch", memory_matched_micro_batch(opt)},
+          {"token_budget", memory_matched_token_budget(opt)},
+          {"baseline_micro_batch", opt.micro_batch},
           {"step_time_s", o.step_time_s},
           {"baseline_step_time_s", b.step_time_s},
           {"step_time_change", o.step_time_s / b.step_time_s - 1.0},

@@ -30,7 +30,7 @@ struct GrpoBenchOptions {
   int64_t prompts = 8, n = 8;         // data.train_batch_size, rollout.n
   int64_t max_prompt_length = 48;     // the arithmetic prompts' bound (examples/arith-grpo.yaml)
   int64_t max_response_length = 256;  // every response is this long (stop tokens ignored)
-  int64_t token_budget = 2048;        // ppo_max_token_len_per_gpu of the optimised run
+  int64_t micro_batch = 8;            // the baseline's fixed micro-batch (sequences; divides prompts x n)
   bool ablation = true;               // also one run per optimisation turned off alone
   uint64_t seed = 0;
 };
@@ -41,9 +41,10 @@ struct GrpoBenchSwitch {
 };
 const std::vector<GrpoBenchSwitch>& grpo_bench_switches();
 
-// The baseline's fixed micro-batch size: the full-length sequences (max_prompt_length +
-// max_response_length tokens) that fit the optimised run's token budget, at least 1.
-int64_t memory_matched_micro_batch(const GrpoBenchOptions& o);
+// The optimised run's micro-batch token budget (ppo_max_token_len_per_gpu): what the baseline's fixed
+// micro-batch of full-length sequences holds, micro_batch x (max_prompt_length + max_response_length), so
+// both runs have the same activation memory.
+int64_t memory_matched_token_budget(const GrpoBenchOptions& o);
 
 // The --set overrides of one run (over examples/arith-grpo.yaml): every switch on except those named in
 // `off` (grpo_bench_switches() names; all of them: the baseline).

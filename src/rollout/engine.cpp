@@ -58,12 +58,14 @@ int64_t kv_blocks_for(std::span<const Request> requests, int64_t max_seqs, int64
 }
 
 namespace {
-std::string mib(int64_t bytes) {
+std::string human_bytes(int64_t bytes) {
   char buf[64];
   if (bytes >= (int64_t{1} << 30))
     std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
-  else
+  else if (bytes >= (int64_t{1} << 20))
     std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  else
+    std::snprintf(buf, sizeof buf, "%.1f KiB", static_cast<double>(bytes) / (1 << 10));
   return buf;
 }
 }  // namespace
@@ -71,9 +73,9 @@ std::string mib(int64_t bytes) {
 std::string KvBudget::describe() const {
   char frac[32];
   std::snprintf(frac, sizeof frac, "%.2f", fraction);
-  const std::string memory = available_bytes > 0 ? cat(frac, " x ", mib(available_bytes), " available")
-                                                 : cat(mib(requested_bytes), " asked for");
-  std::string s = cat("KV cache ", mib(bytes), " (", blocks, " blocks of ", block_size, " tokens, ",
+  const std::string memory = available_bytes > 0 ? cat(frac, " x ", human_bytes(available_bytes), " available")
+                                                 : cat(human_bytes(requested_bytes), " asked for");
+  std::string s = cat("KV cache ", human_bytes(bytes), " (", blocks, " blocks of ", block_size, " tokens, ",
                       ops::kv_dtype_name(dtype), ") = ");
   if (max_blocks > 0) return s + cat("min(", memory, ", ", max_blocks, " blocks the work holds at once)");
   return s + memory;

@@ -33,7 +33,7 @@ struct MicroBatching {
   bool dynamic = true;          // FFD packing by token budget (else fixed size)
   int64_t max_tokens = 16384;   // token budget per micro-batch (dynamic)
   int64_t micro_batch_size = 4; // sequences per micro-batch (fixed size)
-  bool pad_fixed = true;        // fixed-size micro-batches padded to their longest (else packed)
+  bool pad = false;             // each micro-batch padded to its longest sequence (use_remove_padding false)
 };
 
 struct UpdateStats {

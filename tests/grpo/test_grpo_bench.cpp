@@ -36,11 +36,11 @@ TEST(GrpoBench, OverridesSwitchEveryOptimisation) {
     EXPECT_TRUE(c->mixed_precision.enabled);  // same precision in every run
     EXPECT_TRUE(c->actor_rollout_ref.rollout.ignore_eos);  // the same work: every response full length
     EXPECT_EQ(c->data.max_response_length, o.max_response_length);
-    // Memory-matched: the fixed micro-batch's full-length sequences fit the optimised token budget.
-    const int64_t mb = c->actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu;
-    EXPECT_LE(mb * (o.max_prompt_length + o.max_response_length), o.token_budget);
-    EXPECT_GT((mb + 1) * (o.max_prompt_length + o.max_response_length), o.token_budget);
-    EXPECT_EQ(c->actor_rollout_ref.actor.ppo_max_token_len_per_gpu, o.token_budget);
+    // Memory-matched: the fixed micro-batch of full-length sequences holds the optimised token budget.
+    EXPECT_EQ(c->actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu, o.micro_batch);
+    EXPECT_EQ(c->actor_rollout_ref.actor.ppo_max_token_len_per_gpu,
+              o.micro_batch * (o.max_prompt_length + o.max_response_length));
+    EXPECT_EQ(c->data.max_prompt_length, o.max_prompt_length);
     // The same KV sizing rule: nothing run-specific about memory.
     EXPECT_EQ(c->actor_rollout_ref.rollout.gpu_memory_utilization, on.actor_rollout_ref.rollout.gpu_memory_utilization);
     EXPECT_EQ(c->actor_rollout_ref.rollout.max_num_seqs, on.actor_rollout_ref.rollout.max_num_seqs);
