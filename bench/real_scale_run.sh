@@ -5,7 +5,10 @@
 # precision, 2 steps. Prints each step's line (step time, rollout tokens/s, peak RSS) and, last, a JSON
 # summary from metrics.jsonl.
 #
-#   bench/real_scale_run.sh [OUT_DIR]          (default runs/real-scale; DTYPE=f32 for f32, STEPS=N)
+#   bench/real_scale_run.sh [OUT_DIR]          (default runs/real-scale)
+# Environment: DTYPE=bf16|f32, STEPS (2), PROMPTS (8), N (8), RESPONSE (512): smaller values for a quick
+# check of the same model and prompts; THREADS (0: all cores; 1 on a machine shared with other work, where
+# OpenMP barriers wait for descheduled threads).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -14,6 +17,10 @@ GRPO=${GRPO:-build/grpo}
 SHARED=${SHARED:-../shared}
 DTYPE=${DTYPE:-bf16}
 STEPS=${STEPS:-2}
+PROMPTS=${PROMPTS:-8}
+N=${N:-8}
+RESPONSE=${RESPONSE:-512}
+THREADS=${THREADS:-0}
 mkdir -p "$OUT"
 
 if [ ! -f "$OUT/model/config.json" ]; then
@@ -50,20 +57,20 @@ cat > "$OUT/config.yaml" <<EOF
 data:
   train_files: $OUT/train.jsonl
   val_files: ''
-  train_batch_size: 8
+  train_batch_size: $PROMPTS
   max_prompt_length: 256
-  max_response_length: 512
+  max_response_length: $RESPONSE
   apply_chat_template: true
 actor_rollout_ref:
   model:
     path: $OUT/model
     enable_gradient_checkpointing: true
   rollout:
-    n: 8
+    n: $N
     temperature: 1.0
     kv_cache_dtype: bf16   # as under mixed precision (auto), also when DTYPE=f32
   actor:
-    ppo_mini_batch_size: 8
+    ppo_mini_batch_size: $PROMPTS
     use_dynamic_bsz: true
     ppo_max_token_len_per_gpu: 4096
     optim:
@@ -83,7 +90,7 @@ mixed_precision:
 EOF
 
 rm -rf "$OUT/run"
-"$GRPO" train "$OUT/config.yaml"
+"$GRPO" train "$OUT/config.yaml" --threads "$THREADS"
 python3 - "$OUT/run/metrics.jsonl" <<'EOF'
 import json, sys
 steps = [json.loads(l) for l in open(sys.argv[1]) if "timing_s/step" in l]

@@ -122,6 +122,7 @@ Engine::Engine(RolloutModel& model, const EngineConfig& config, DecodeFn decode)
   }
   kb.blocks = KvCache::blocks_for_bytes(shape, kb.requested_bytes);
   if (kb.max_blocks > 0) kb.blocks = std::min(kb.blocks, kb.max_blocks);
+  kb.blocks = std::min(kb.blocks, (int64_t{1} << 31) / config.block_size - 1);  // slot ids stay int32
   GRPO_CHECK(kb.blocks >= 1, "[rollout] a KV memory budget of ", kb.requested_bytes, " bytes holds no block of ",
              config.block_size, " tokens");
   kb.bytes = kb.blocks * KvCache::bytes_per_block(shape);
