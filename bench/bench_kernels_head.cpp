@@ -1,6 +1,6 @@
 // Google Benchmark of the head kernels: GEMM (f32 and bf16, square, prefill-like and training-like shapes
-// with transposes; bf16 is native or emulated as the ISA decision says, and the label tells which), the fused
-// output layer forward/backward, AdamW and f32 <-> bf16 conversion.
+// with transposes; bf16 is native or emulated as the ISA decision says, and the label tells which), batched
+// f32 GEMM (attention scores), the fused output layer forward/backward, AdamW and f32 <-> bf16 conversion.
 // Counters: GFLOP/s for GEMM and lm_head (2 M N K per GEMM), GB/s of memory traffic for AdamW / conversion.
 #include <benchmark/benchmark.h>
 
@@ -65,6 +65,27 @@ void gemm_args(benchmark::internal::Benchmark* b) {
   }
 }
 BENCHMARK(BM_gemm)->Apply(gemm_args)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Batched f32 GEMM of attention scores, one call for all heads: S [H, L, L] = Q K^T with Q, K [H, L, D].
+// Args: H, L, D.
+void BM_gemm_batched(benchmark::State& state) {
+  const int64_t H = state.range(0), L = state.range(1), D = state.range(2);
+  auto q = random_floats(H * L * D, 1), k = random_floats(H * L * D, 2);
+  std::vector<float> s(static_cast<size_t>(H * L * L));
+  for (auto _ : state) {
+    grpo::ops::gemm_batched(Trans::N, Trans::T, H, L, L, D, 1.0f, q.data(), D, L * D, k.data(), D, L * D, 0.0f,
+                            s.data(), L, L * L);
+    benchmark::DoNotOptimize(s.data());
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * H * L * L * D * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_gemm_batched)
+    ->ArgNames({"H", "L", "D"})
+    ->Args({8, 512, 64})
+    ->Args({16, 1024, 128})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // Args: T, C, V, chunk, dtype (0 f32, 1 bf16), backward (0 forward only, 1 backward only).
 void BM_lm_head(benchmark::State& state) {

@@ -10,6 +10,7 @@
 // tokenizer.json works when every line is {"input_ids"}: ids in, ids out (texts empty; text prompts, --chat
 // and stop strings are refused, naming the missing file). Stop tokens then come from config.json's
 // eos_token_id.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -159,13 +160,13 @@ void apply_overrides(const Json& j, rollout::Request& r) {
 }
 
 // What a line is read with: the command line's settings, the tokenizer (null without tokenizer.json) and the
-// limits of model and KV cache.
+// model's limits.
 struct LineContext {
   const rollout::Request& defaults;
   const Tokenizer* tok;
   const std::string& no_tokenizer;  // why tok is null: "no tokenizer.json in MODEL"
   bool chat;
-  int64_t vocab, context, kv_blocks, block_size;
+  int64_t vocab, context;
 };
 
 std::vector<int32_t> input_ids_of(const Json& j, int64_t V) {
@@ -204,16 +205,12 @@ std::vector<int32_t> prompt_of(const Json& j, const LineContext& c, const char*&
   return chat_prompt(*c.tok, Json::array({{{"role", "user"}, {"content", p}}}), nullptr);
 }
 
-// The engine's limits, checked per line so that a line too long for them is skipped instead of failing all.
+// The model's limits, checked per line so that a line too long for them is skipped instead of failing all.
 void check_fits(const rollout::Request& r, const char* source, const LineContext& c) {
   const int64_t tokens = static_cast<int64_t>(r.prompt.size()) + r.max_new_tokens;
   GRPO_CHECK(!r.prompt.empty(), "field \"", source, "\": the prompt is empty");
   GRPO_CHECK(tokens <= c.context, "field \"", source, "\": the prompt's ", r.prompt.size(), " tokens + max_new_tokens ",
              r.max_new_tokens, " exceed the model's context of ", c.context, " tokens (max_position_embeddings)");
-  const int64_t blocks = (tokens + c.block_size - 1) / c.block_size;
-  GRPO_CHECK(blocks <= c.kv_blocks, "field \"", source, "\": the prompt's ", r.prompt.size(),
-             " tokens + max_new_tokens ", r.max_new_tokens, " need ", blocks, " KV blocks, the cache has ", c.kv_blocks,
-             " (raise --kv-cache-memory or lower max_new_tokens)");
 }
 
 rollout::Request request_of(const Json& j, const LineContext& c, int64_t line) {
@@ -240,9 +237,37 @@ Json parse_line(const std::string& text) {
 // Every line's request and input; a bad line is reported on stderr and counted in `bad`.
 struct Lines {
   std::vector<Json> inputs;
-  std::vector<rollout::Request> requests;
+  std::vector<rollout::Request> requests;  // id: the line number
   int64_t bad = 0;
 };
+
+// Skips (and reports) the lines whose prompt + max_new_tokens need more KV blocks than the cache has: only
+// possible when --kv-cache-memory or --kv-cache-fraction gives less than the work can use.
+void drop_lines_over_the_cache(Lines& lines, const rollout::Engine& engine, const std::string& path) {
+  const int64_t blocks = engine.kv_cache().num_blocks(), bs = engine.kv_cache().block_size();
+  size_t kept = 0;
+  for (size_t i = 0; i < lines.requests.size(); ++i) {
+    const rollout::Request& r = lines.requests[i];
+    const int64_t need = rollout::kv_blocks_for(1, static_cast<int64_t>(r.prompt.size()) + r.max_new_tokens, bs,
+                                                "[generate] KV sizing");
+    if (need > blocks) {
+      ++lines.bad;
+      std::fprintf(stderr,
+                   "error: %s:%llu: the prompt's %zu tokens + max_new_tokens %d need %lld KV blocks, the cache has %lld "
+                   "(raise --kv-cache-memory or lower max_new_tokens) (line skipped)\n",
+                   path.c_str(), static_cast<unsigned long long>(r.id), r.prompt.size(), r.max_new_tokens,
+                   static_cast<long long>(need), static_cast<long long>(blocks));
+      continue;
+    }
+    if (kept != i) {
+      lines.requests[kept] = std::move(lines.requests[i]);
+      lines.inputs[kept] = std::move(lines.inputs[i]);
+    }
+    ++kept;
+  }
+  lines.requests.resize(kept);
+  lines.inputs.resize(kept);
+}
 
 Lines read_lines(const std::string& path, const LineContext& c) {
   Lines out;
@@ -320,16 +345,19 @@ void run_generate(const GenerateArgs& a) {
   ec.kv_memory_bytes = a.kv_bytes;
   ec.kv_memory_fraction = a.kv_fraction;
   rollout::DecoderRolloutModel model(*weights, parse_compute_mode(a.dtype), ec.block_size);
-  rollout::Engine engine(model, ec, tok ? rollout::tokenizer_decode_fn(*tok) : rollout::DecodeFn{});
   const LineContext context{.defaults = defaults,
                             .tok = tok ? &*tok : nullptr,
                             .no_tokenizer = no_tokenizer,
                             .chat = a.chat,
                             .vocab = model.vocab_size(),
-                            .context = model.max_positions(),
-                            .kv_blocks = engine.kv_cache().num_blocks(),
-                            .block_size = engine.kv_cache().block_size()};
-  const Lines lines = read_lines(a.prompts, context);
+                            .context = model.max_positions()};
+  Lines lines = read_lines(a.prompts, context);
+  // The KV budget never exceeds what these requests can hold at once.
+  ec.kv_max_blocks = std::max<int64_t>(
+      1, rollout::kv_blocks_for(lines.requests, ec.max_seqs, ec.block_size, model.max_positions()));
+  rollout::Engine engine(model, ec, tok ? rollout::tokenizer_decode_fn(*tok) : rollout::DecodeFn{});
+  std::fprintf(stderr, "[generate] %s\n", engine.kv_budget().describe().c_str());
+  drop_lines_over_the_cache(lines, engine, a.prompts);
   std::vector<rollout::RequestResult> res = engine.generate(lines.requests, progress_printer());
   std::fprintf(stderr, "\n");
   const std::string out = output_lines(lines, res);
@@ -361,8 +389,10 @@ void setup(CLI::App& app) {
   c->add_option("--min-p", a->min_p, "Drop tokens below min-p x the most likely one, in [0, 1]");
   c->add_option("--seed", a->seed, "Seed (>= 0)");
   c->add_option("--kv-dtype", a->kv_dtype, "KV cache dtype: f32, bf16 or int8");
-  c->add_option("--kv-cache-memory", a->kv_bytes, "KV cache budget in bytes (default: a fraction of free memory)");
-  c->add_option("--kv-cache-fraction", a->kv_fraction, "KV cache budget as a fraction of free memory, in (0, 1]");
+  c->add_option("--kv-cache-memory", a->kv_bytes,
+                "KV cache budget in bytes (default: a fraction of free memory); never more than the prompts can use");
+  c->add_option("--kv-cache-fraction", a->kv_fraction,
+                "KV cache budget as a fraction of free memory, in (0, 1]; never more than the prompts can use");
   c->add_option("--dtype", a->dtype, "Weights read as f32 or bf16")->check(CLI::IsMember({"f32", "bf16"}));
   c->add_flag("--chat", a->chat, "Apply the model's chat template with the generation prompt");
   c->add_option("--stop", a->stop, "Stop string (repeatable, not empty); excluded from the text");

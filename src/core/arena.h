@@ -15,6 +15,9 @@ namespace grpo {
 // Owned, 64-byte aligned, zero-initialised buffer. Counts every allocation (see alloc_count()). When the
 // memory is not there, the error names the size and `purpose` ("[memory] out of memory allocating ... for
 // the KV cache keys").
+// Buffers of kReserveBytes or more are reserved, not touched: an anonymous mapping without swap
+// reservation (MAP_NORESERVE) whose pages the kernel commits, zero-filled, when they are first written.
+// So a budget sized for the worst case (a KV cache, a workspace) costs only the memory actually used.
 class Buffer {
  public:
   Buffer() = default;
@@ -28,13 +31,20 @@ class Buffer {
   void* data() const { return data_; }
   size_t size() const { return size_; }
 
+  static constexpr size_t kReserveBytes = size_t{1} << 20;
+
   // Number of Buffer allocations made in this process (used to assert hot loops allocate nothing).
   static uint64_t alloc_count();
 
  private:
+  void release();
   void* data_ = nullptr;
   size_t size_ = 0;
+  bool mapped_ = false;  // from mmap (size >= kReserveBytes), else from aligned_alloc
 };
+
+// Resident memory of this process now (the RSS of /proc/self/statm), in bytes.
+int64_t resident_bytes();
 
 // A set of named tensors in one allocation. Declare every tensor with add(), then allocate() once.
 // Tensors of one arena share a dtype so that the whole arena is also one flat vector (flat()).

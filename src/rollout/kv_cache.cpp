@@ -39,9 +39,9 @@ ops::PagedKvView shape_view(const KvCacheShape& s, int64_t num_blocks) {
 }
 }  // namespace
 
-int64_t KvCache::blocks_for_bytes(const KvCacheShape& shape, int64_t bytes) {
-  return bytes / shape_view(shape, 1).bytes_per_block();
-}
+int64_t KvCache::bytes_per_block(const KvCacheShape& shape) { return shape_view(shape, 1).bytes_per_block(); }
+
+int64_t KvCache::blocks_for_bytes(const KvCacheShape& shape, int64_t bytes) { return bytes / bytes_per_block(shape); }
 
 KvCache::KvCache(const KvCacheShape& shape, int64_t num_blocks, bool prefix_cache)
     : view_(shape_view(shape, num_blocks)), prefix_cache_(prefix_cache) {

@@ -78,6 +78,49 @@ INSTANTIATE_TEST_SUITE_P(Head, GemmAllCombos,
                                             ::testing::Values(DType::F32, DType::BF16),
                                             ::testing::Values(0.0f, 1.0f)));
 
+// Batched: the attention layouts of the plain path ([L, H, D] rows read per head through the batch stride,
+// contiguous [H, L, L] scores) and padded leading dims, every transpose combination, beta 0 and 1.
+TEST(GemmBatched, MatchesReferencePerBatch) {
+  for (Trans ta : {Trans::N, Trans::T})
+    for (Trans tb : {Trans::N, Trans::T})
+      for (float beta : {0.0f, 1.0f})
+        for (auto [batch, M, N, K] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{3, 5, 19, 37}, {8, 70, 64, 33}}) {
+          const int64_t a_rows = ta == Trans::N ? M : K, a_cols = ta == Trans::N ? K : M;
+          const int64_t b_rows = tb == Trans::N ? K : N, b_cols = tb == Trans::N ? N : K;
+          // A interleaved like q [rows, batch, cols] (stride a_cols < lda); B and C batch-major with padding.
+          const int64_t lda = batch * a_cols, sa = a_cols;
+          const int64_t ldb = b_cols + 3, sb = b_rows * ldb + 5;
+          const int64_t ldc = N + 2, sc = M * ldc + 1;
+          std::vector<float> a = test::uniform(a_rows * lda, 3), b = test::uniform(batch * sb, 4);
+          const std::vector<float> c0 = test::uniform(batch * sc, 5);
+          test::Guarded out(c0);
+          ops::gemm_batched(ta, tb, batch, M, N, K, 0.5f, a.data(), lda, sa, b.data(), ldb, sb, beta, out.data(), ldc,
+                            sc);
+          std::vector<double> expect = test::to_double(c0);
+          ref::gemm_batched<double>(ta, tb, batch, M, N, K, 0.5, test::to_double(a).data(), lda, sa,
+                                    test::to_double(b).data(), ldb, sb, beta, expect.data(), ldc, sc);
+          EXPECT_TRUE(out.guards_intact());
+          EXPECT_LT(test::max_rel_err(out.values(), expect), 2e-6)
+              << "batch " << batch << " M " << M << " N " << N << " K " << K << " beta " << beta;
+        }
+}
+
+TEST(GemmBatched, EmptyAndBadArguments) {
+  std::vector<float> c(6, 7.0f);
+  ops::gemm_batched(Trans::N, Trans::N, 2, 1, 3, 0, 1.0f, nullptr, 1, 0, nullptr, 3, 0, 0.0f, c.data(), 3, 3);
+  for (float v : c) EXPECT_EQ(v, 0.0f);  // K = 0: C = beta C
+  ops::gemm_batched(Trans::N, Trans::N, 0, 4, 4, 4, 1.0f, nullptr, 4, 16, nullptr, 4, 16, 0.0f, nullptr, 4, 16);
+  EXPECT_THROW(ops::gemm_batched(Trans::N, Trans::N, -1, 1, 1, 1, 1.0f, c.data(), 1, 1, c.data(), 1, 1, 0.0f, c.data(),
+                                 1, 1),
+               Error);
+  EXPECT_THROW(ops::gemm_batched(Trans::N, Trans::N, 1, 2, 2, 2, 1.0f, c.data(), 1, 4, c.data(), 2, 4, 0.0f, c.data(),
+                                 2, 4),
+               Error);  // lda < K
+  EXPECT_THROW(ops::gemm_batched(Trans::N, Trans::N, 1, 1, 1, 1, 1.0f, c.data(), 1, 1, c.data(), 1, 1, 0.5f, c.data(),
+                                 1, 1),
+               Error);  // beta not 0 or 1
+}
+
 TEST(Gemm, ShapeCacheRebindsPointersOnEveryCall) {
   const int64_t M = 7, N = 9, K = 11;
   for (uint64_t seed : {1, 2, 3}) {
