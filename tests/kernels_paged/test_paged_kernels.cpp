@@ -259,9 +259,9 @@ TEST(PagedAttention, RejectsBadPositionsAndHeads) {
 
 TEST(Gemv, MatchesReferenceOnOddSizesWithGuards) {
   for (DType wt : {DType::F32, DType::BF16})
-    for (int64_t B : {1, 3, 4, 5, 9})
-      for (int64_t N : {1, 7, 33})
-        for (int64_t K : {1, 15, 16, 17, 100}) {
+    for (int64_t B : {1, 2, 3, 4, 5, 7, 9})
+      for (int64_t N : {1, 2, 7, 8, 33})
+        for (int64_t K : {1, 7, 8, 15, 16, 17, 31, 100}) {
           auto x = randn(B * K, 1), wf = randn(N * K, 2);
           std::vector<bf16_t> wb(N * K), scratch(B * K);
           for (int64_t i = 0; i < N * K; ++i) wb[i] = f32_to_bf16(wf[i]);
@@ -277,25 +277,31 @@ TEST(Gemv, MatchesReferenceOnOddSizesWithGuards) {
         }
 }
 
-// Bitwise: a row's result is the same alone and in a batch (4-row register tiles, leftover rows one by
-// one) and whatever the thread count, for f32 and bf16 weights.
+// Bitwise: a row's result is the same alone and in a batch (wide register tiles, leftover rows in narrower
+// ones, batch chunks) and whatever the thread count, for f32 and bf16 weights. The second shape has rows
+// long enough that the batch is cut into several chunks.
 TEST(Gemv, RowResultIndependentOfBatchSizeTilesAndThreads) {
-  const int64_t B = 11, N = 301, K = 333;  // enough work for the threaded path
-  auto x = randn(B * K, 5), wf = randn(N * K, 6);
-  std::vector<bf16_t> wb(N * K), scratch(B * K);
-  for (int64_t i = 0; i < N * K; ++i) wb[i] = f32_to_bf16(wf[i]);
-  for (DType wt : {DType::F32, DType::BF16}) {
-    const void* W = wt == DType::BF16 ? static_cast<const void*>(wb.data()) : wf.data();
-    std::vector<float> all(B * N), one(N);
-    ops::gemv(all.data(), x.data(), W, wt, B, N, K, scratch.data());
-    const int threads = num_threads();
-    set_num_threads(1);
-    for (int64_t b = 0; b < B; ++b) {
-      ops::gemv(one.data(), x.data() + b * K, W, wt, 1, N, K, scratch.data());
-      for (int64_t n = 0; n < N; ++n)
-        ASSERT_EQ(one[n], all[b * N + n]) << dtype_name(wt) << " b=" << b << " n=" << n;
+  struct Shape {
+    int64_t B, N, K;
+  };
+  for (const Shape sh : {Shape{11, 301, 333}, Shape{30, 8, 4100}}) {
+    const int64_t B = sh.B, N = sh.N, K = sh.K;
+    auto x = randn(B * K, 5), wf = randn(N * K, 6);
+    std::vector<bf16_t> wb(N * K), scratch(B * K);
+    for (int64_t i = 0; i < N * K; ++i) wb[i] = f32_to_bf16(wf[i]);
+    for (DType wt : {DType::F32, DType::BF16}) {
+      const void* W = wt == DType::BF16 ? static_cast<const void*>(wb.data()) : wf.data();
+      std::vector<float> all(B * N), one(N);
+      ops::gemv(all.data(), x.data(), W, wt, B, N, K, scratch.data());
+      const int threads = num_threads();
+      set_num_threads(1);
+      for (int64_t b = 0; b < B; ++b) {
+        ops::gemv(one.data(), x.data() + b * K, W, wt, 1, N, K, scratch.data());
+        for (int64_t n = 0; n < N; ++n)
+          ASSERT_EQ(one[n], all[b * N + n]) << dtype_name(wt) << " B=" << B << " b=" << b << " n=" << n;
+      }
+      set_num_threads(threads);
     }
-    set_num_threads(threads);
   }
 }
 
@@ -334,11 +340,39 @@ GRPO_LANE_SUMS_AVX512 void lane_sums_both_ways(const float* v, float* four, floa
   for (int i = 0; i < 4; ++i) one[i] = cpu::reduce16(r[i]);
 }
 
+GRPO_LANE_SUMS_AVX2 void lane_sums_both_ways_avx2(const float* v, float* four, float* one) {
+  __m256 r[4];
+  for (int i = 0; i < 4; ++i) r[i] = _mm256_loadu_ps(v + 8 * i);
+  _mm_storeu_ps(four, cpu::reduce4x8(r[0], r[1], r[2], r[3]));
+  for (int i = 0; i < 4; ++i) one[i] = cpu::reduce8(r[i]);
+}
+
+// Lanes of mixed scales, so that a different order of additions would round differently.
+std::vector<float> mixed_scales(int64_t n, uint64_t seed) {
+  auto v = randn(n, seed);
+  for (size_t i = 0; i < v.size(); ++i) v[i] *= std::pow(10.0f, static_cast<float>(i % 7) - 3);
+  return v;
+}
+
+TEST(LaneSums, FourAtOnceEqualsOneByOneBitwiseAvx2) {
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    const auto v = mixed_scales(32, seed);
+    float four[4], one[4];
+    lane_sums_both_ways_avx2(v.data(), four, one);
+    for (int i = 0; i < 4; ++i) ASSERT_EQ(four[i], one[i]) << "seed " << seed << " vector " << i;
+  }
+  // and the tree is the documented one: x_i + x_{i+4}, then 0+2 and 1+3, then the last pair
+  const auto v = mixed_scales(32, 7);
+  const float s4[4] = {v[0] + v[4], v[1] + v[5], v[2] + v[6], v[3] + v[7]};
+  float four[4], one[4];
+  lane_sums_both_ways_avx2(v.data(), four, one);
+  EXPECT_EQ(one[0], (s4[0] + s4[2]) + (s4[1] + s4[3]));
+}
+
 TEST(LaneSums, FourAtOnceEqualsOneByOneBitwise) {
   if (!cpu_has_avx512()) GTEST_SKIP() << "no AVX-512";
   for (uint64_t seed = 0; seed < 200; ++seed) {
-    auto v = randn(64, seed);
-    for (size_t i = 0; i < v.size(); ++i) v[i] *= std::pow(10.0f, static_cast<float>(i % 7) - 3);  // mixed scales
+    const auto v = mixed_scales(64, seed);
     float four[4], one[4];
     lane_sums_both_ways(v.data(), four, one);
     for (int i = 0; i < 4; ++i) ASSERT_EQ(four[i], one[i]) << "seed " << seed << " vector " << i;
