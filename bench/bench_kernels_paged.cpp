@@ -1,7 +1,8 @@
 // Benchmarks of the rollout kernels: small-batch GEMV vs ops::gemm (oneDNN) over the decode batch sizes
 // B = 1..128 for the shapes N=1536,K=512 and N=512,K=1536 in f32 and bf16 (the crossover sets
 // ops::kGemvMaxBatch), a plain read of the same bytes for comparison, and paged attention decode over
-// f32 / bf16 / int8 caches. Reported: bytes/s of weights (or KV) read and FLOP/s. Also the whole rollout
+// f32 / bf16 / int8 caches, and the sampler's softmax numerators. Reported: bytes/s of weights (or KV, or
+// logits) read and FLOP/s. Also the whole rollout
 // engine on the 25M-parameter "small" Qwen3 shape (random weights): generated tokens per second.
 #include <benchmark/benchmark.h>
 
@@ -136,6 +137,20 @@ void BM_PagedAttentionDecode(benchmark::State& st) {
 BENCHMARK(BM_PagedAttentionDecode)
     ->ArgsProduct({{1, 16, 64}, {512}, {0, 1, 2}})
     ->ArgNames({"S", "ctx", "kv_dtype"});
+
+// The sampler's softmax numerators over a vocabulary of V logits (Qwen3's 151,936 and the small preset's
+// 384): bytes of logits read and numerators written.
+void BM_SoftmaxNumerators(benchmark::State& st) {
+  const int64_t V = st.range(0);
+  auto x = random_floats(V, 5);
+  std::vector<float> p(V);
+  for (auto _ : st) {
+    const ops::SoftmaxRow row = ops::softmax_numerators(p.data(), x.data(), V, 1.0f);
+    benchmark::DoNotOptimize(row.sum);
+  }
+  st.counters["bytes/s"] = benchmark::Counter(8.0 * V, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_SoftmaxNumerators)->Arg(384)->Arg(151936)->ArgNames({"V"});
 
 // The engine end to end: args requests, n (samples per request), compute mode (0 f32, 1 bf16); prompts of
 // 64 random tokens, 64 new tokens each, temperature 1. 128 x 1 is the llama.cpp comparison of

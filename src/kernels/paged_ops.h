@@ -1,5 +1,5 @@
-// Kernels of the rollout engine: the paged KV cache (write, copy, attention over block tables) and a
-// small-batch GEMV for decode matmuls. Same conventions as ops.h (raw pointers, PyTorch order, no
+// Kernels of the rollout engine: the paged KV cache (write, copy, attention over block tables), a
+// small-batch GEMV for decode matmuls and the sampler's softmax numerators. Same conventions as ops.h (raw pointers, PyTorch order, no
 // allocation: scratch comes from the caller).
 //
 // Paged KV cache storage (flashinfer / vLLM style), for every layer l:
@@ -95,5 +95,16 @@ const char* decode_matmul_name(DecodeMatmul how);
 // (may be null when W is f32).
 void decode_matmul(float* y, const float* x, bf16_t* x_bf16, const void* W, DType w_dtype, int64_t B, int64_t N,
                    int64_t K, DecodeMatmul how = DecodeMatmul::BatchInvariant);
+
+// Softmax numerators of one row of logits for sampling: mx = max_i x[i], p[i] = exp((x[i] - mx) * scale)
+// (scale = 1 / temperature, finite and > 0; p[i] = 0 where the exponent is below -87, under f32's normal
+// range), computed in the same vector lanes wherever the row ends. Returns mx, the first index holding it and
+// sum_i p[i] (accumulated in double). NaN logits, or no finite maximum, throw a grpo::Error naming them.
+struct SoftmaxRow {
+  float max;
+  int64_t argmax;
+  double sum;
+};
+SoftmaxRow softmax_numerators(float* p, const float* x, int64_t n, float scale);
 
 }  // namespace grpo::ops

@@ -332,6 +332,72 @@ TEST(DecodeMatmul, AgreesWithReferenceOnBothSidesOfTheCrossover) {
     }
 }
 
+// Odd lengths (tails of 1..7 lanes), temperatures, ties, very negative and -inf logits, guard values.
+TEST(SoftmaxNumerators, MatchesReferenceOnOddSizesWithGuards) {
+  for (int64_t n : {1, 3, 8, 9, 17, 100, 1001})
+    for (float scale : {1.0f, 1.0f / 0.7f, 4.0f}) {
+      auto x = randn(n, 50 + n, 3.0f);
+      if (n > 4) {
+        x[1] = -1e30f;      // far below the max: exactly 0
+        x[2] = -INFINITY;   // a masked token
+        x[n - 1] = x[3] = 9.5f;  // the max, twice: the first one is the argmax
+      }
+      std::vector<float> p(n + 16, kGuard);
+      const ops::SoftmaxRow row = ops::softmax_numerators(p.data(), x.data(), n, scale);
+      std::vector<double> pd(n);
+      const double sum = ref::softmax_numerators<double>(pd.data(), x.data(), n, scale);
+      const float mx = *std::max_element(x.begin(), x.end());
+      EXPECT_EQ(row.max, mx);
+      EXPECT_EQ(row.argmax, std::find(x.begin(), x.end(), mx) - x.begin());
+      EXPECT_NEAR(row.sum, sum, 1e-6 * sum) << "n=" << n;
+      for (int64_t i = 0; i < n; ++i) {
+        // the exponent (x - max) * scale is rounded to f32 first: relative error up to |exponent| 2^-24 more
+        const double arg = std::fabs((static_cast<double>(x[i]) - mx) * scale);
+        const double tol = (2e-7 + (std::isfinite(arg) ? arg : 0) * 1.2e-7) * pd[i] + 1e-38;
+        ASSERT_NEAR(p[i], pd[i], tol) << "n=" << n << " i=" << i;
+      }
+      if (n > 4) {
+        EXPECT_EQ(p[1], 0.0f);
+        EXPECT_EQ(p[2], 0.0f);
+      }
+      for (int i = 0; i < 16; ++i) ASSERT_EQ(p[n + i], kGuard);
+    }
+}
+
+// A row's numerators do not depend on what follows it (the tail is computed in the same lanes).
+TEST(SoftmaxNumerators, PrefixOfARowGivesTheSameValues) {
+  const auto x = randn(37, 60);
+  std::vector<float> whole(37), part(37);
+  ops::softmax_numerators(whole.data(), x.data(), 37, 1.3f);
+  const float mx = *std::max_element(x.begin(), x.end());
+  const int64_t at = std::max_element(x.begin(), x.end()) - x.begin();
+  // the first at+1+k elements hold the same maximum: the same numerators
+  for (int64_t len = at + 1; len <= 37; ++len) {
+    ops::SoftmaxRow row = ops::softmax_numerators(part.data(), x.data(), len, 1.3f);
+    ASSERT_EQ(row.max, mx);
+    for (int64_t i = 0; i < len; ++i) ASSERT_EQ(part[i], whole[i]) << "len=" << len << " i=" << i;
+  }
+}
+
+TEST(SoftmaxNumerators, RejectsNanAndNonFiniteMaxima) {
+  std::vector<float> p(20);
+  std::vector<float> x(20, 1.0f);
+  x[13] = NAN;
+  try {
+    ops::softmax_numerators(p.data(), x.data(), 20, 1.0f);
+    FAIL() << "NaN accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("logits[13] is NaN"), std::string::npos) << e.what();
+  }
+  std::vector<float> inf(9, -INFINITY);
+  EXPECT_THROW(ops::softmax_numerators(p.data(), inf.data(), 9, 1.0f), Error);
+  inf[4] = INFINITY;
+  EXPECT_THROW(ops::softmax_numerators(p.data(), inf.data(), 9, 1.0f), Error);
+  EXPECT_THROW(ops::softmax_numerators(p.data(), x.data(), 0, 1.0f), Error);
+  x[13] = 0;
+  EXPECT_THROW(ops::softmax_numerators(p.data(), x.data(), 20, INFINITY), Error);
+}
+
 // reduce4x16 must make exactly reduce16's additions (the kernels mix them by tile shape).
 GRPO_LANE_SUMS_AVX512 void lane_sums_both_ways(const float* v, float* four, float* one) {
   __m512 r[4];

@@ -105,7 +105,13 @@ struct Avx2Rows {
                                                  const E* vrows, const float* vscale, int64_t D) {
     const float c = std::exp(m - mx);  // m = -inf on the first block: c = 0
     __m256 sum = _mm256_setzero_ps();
-    for (int64_t j = 0; j < nb; j += 8) {
+    int64_t j = 0;
+    for (; j + 8 <= nb; j += 8) {
+      const __m256 p = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(s + j), _mm256_set1_ps(mx)));
+      sum = _mm256_add_ps(sum, p);
+      _mm256_storeu_ps(s + j, vscale ? _mm256_mul_ps(p, _mm256_loadu_ps(vscale + j)) : p);
+    }
+    if (j < nb) {  // (masked stores are slow on AMD: only for the last, partial block)
       const __m256i mk = first(nb - j);
       const __m256 p = exp_nonpositive(_mm256_sub_ps(_mm256_maskload_ps(s + j, mk), _mm256_set1_ps(mx)));
       sum = _mm256_add_ps(sum, _mm256_and_ps(p, _mm256_castsi256_ps(mk)));
