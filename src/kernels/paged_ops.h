@@ -66,7 +66,7 @@ void paged_attention(float* o, const float* q, const PagedKvView& kv, int64_t la
 
 // y [B, N] (=) = x [B, K] (f32) . W^T, W [N, K] in f32 or bf16 (w_dtype; then x is rounded to bf16 like
 // ops::gemm's bf16 path, and pairs use avx512_bf16 dot products when present). Streams W once for all B
-// rows (AVX-512 when present): for the small batches of decode, where a GEMM's set-up and packing dominate.
+// rows (AVX-512 or AVX2 bodies): for the small batches of decode, where a GEMM's set-up and packing dominate.
 // Every y[b, n] is summed in the same order whatever B and the thread count, so a row's result does not
 // depend on the rest of the batch.
 // x_scratch [B, K]: room for x in bf16, needed when W is bf16 (may be null when W is f32).
