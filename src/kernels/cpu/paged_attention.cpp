@@ -122,6 +122,32 @@ struct Avx512Rows {
     }
     return l * c + cpu::reduce16(sum);
   }
+  // s[g * ld_s + j] = q_g . k_j for the G heads (q rows of D) and the block's nb rows.
+  template <typename E>
+  GRPO_AVX512 static inline void scores(float* s, int64_t ld_s, const float* q, int64_t G, const E* krows, int64_t nb,
+                                        int64_t D) {
+    for (int64_t g = 0; g < G; ++g) {
+      int64_t j = 0;
+      for (; j + 4 <= nb; j += 4) dot4(s + g * ld_s + j, q + g * D, krows + j * D, D);
+      for (; j < nb; ++j) s[g * ld_s + j] = dot(q + g * D, krows + j * D, D);
+    }
+  }
+  // s[j] = s[j] ksc_j scale (ksc: int8 scales or null); returns max(m, max_j s[j]).
+  static inline float scale_max(float* s, int64_t nb, const float* ksc, float scale, float m) {
+    for (int64_t j = 0; j < nb; ++j) {
+      float d = s[j];
+      if (ksc) d *= ksc[j];
+      s[j] = d * scale;
+      m = std::max(m, s[j]);
+    }
+    return m;
+  }
+  // fold_block for each of the G heads (outputs o [G, D], scores s [G, ld_s], running m, l [G], block max mx [G]).
+  template <typename E>
+  GRPO_AVX512 static inline void fold(float* o, float* s, int64_t ld_s, int64_t G, int64_t nb, const float* m,
+                                      const float* mx, float* l, const E* vrows, const float* vscale, int64_t D) {
+    for (int64_t g = 0; g < G; ++g) l[g] = fold_block(o + g * D, s + g * ld_s, nb, m[g], mx[g], l[g], vrows, vscale, D);
+  }
 };
 
 struct Args {
@@ -144,14 +170,17 @@ template <typename Rows, typename E>
   const PagedKvView& kv = a.kv;
   const int64_t D = kv.head_dim, bs = kv.block_size, K = kv.num_kv_heads, G = a.H / K;
   const int64_t h0 = kh * G;
-  float* s = a.ws + (t * a.H + h0) * (bs + 2);  // [G, bs] scores, then [G] max and [G] sum
+  float* s = a.ws + (t * a.H + h0) * (bs + 3);  // [G, bs] scores, then [G] running max, [G] sum, [G] block max
   float* m = s + G * bs;
   float* l = m + G;
+  float* mx = l + G;
+  const float* q = a.q + (t * a.H + h0) * D;  // [G, D]
+  float* o = a.o + (t * a.H + h0) * D;        // [G, D]
   for (int64_t g = 0; g < G; ++g) {
     m[g] = -INFINITY;
     l[g] = 0;
-    std::fill_n(a.o + (t * a.H + h0 + g) * D, D, 0.0f);  // c = 0 on the first block needs finite values
   }
+  std::fill_n(o, G * D, 0.0f);  // c = 0 on the first block needs finite values
   const E* kbase = static_cast<const E*>(kv.k) + a.layer * kv.layer_elems();
   const E* vbase = static_cast<const E*>(kv.v) + a.layer * kv.layer_elems();
   const float* ksc = kv.k_scale ? kv.k_scale + a.layer * kv.num_blocks * K * bs : nullptr;
@@ -171,28 +200,14 @@ template <typename Rows, typename E>
         _mm_prefetch(reinterpret_cast<const char*>(vbase + next) + off, _MM_HINT_T0);
       }
     }
-    for (int64_t g = 0; g < G; ++g) {
-      const float* qg = a.q + (t * a.H + h0 + g) * D;
-      float* sg = s + g * bs;
-      float mx = m[g];
-      int64_t j = 0;
-      for (; j + 4 <= nb; j += 4) Rows::dot4(sg + j, qg, krows + j * D, D);
-      for (; j < nb; ++j) sg[j] = Rows::dot(qg, krows + j * D, D);
-      for (j = 0; j < nb; ++j) {
-        float d = sg[j];
-        if (ksc) d *= ksc[row0 + j];
-        sg[j] = d * a.scale;
-        mx = std::max(mx, sg[j]);
-      }
-      float* og = a.o + (t * a.H + h0 + g) * D;
-      l[g] = Rows::fold_block(og, sg, nb, m[g], mx, l[g], vrows, vsc ? vsc + row0 : nullptr, D);
-      m[g] = mx;
-    }
+    Rows::scores(s, bs, q, G, krows, nb, D);
+    for (int64_t g = 0; g < G; ++g) mx[g] = Rows::scale_max(s + g * bs, nb, ksc ? ksc + row0 : nullptr, a.scale, m[g]);
+    Rows::fold(o, s, bs, G, nb, m, mx, l, vrows, vsc ? vsc + row0 : nullptr, D);
+    std::copy_n(mx, G, m);
   }
   for (int64_t g = 0; g < G; ++g) {
-    float* og = a.o + (t * a.H + h0 + g) * D;
     const float inv = 1.0f / l[g];
-    for (int64_t d = 0; d < D; ++d) og[d] *= inv;
+    for (int64_t d = 0; d < D; ++d) o[g * D + d] *= inv;
   }
 }
 
@@ -217,7 +232,7 @@ void run_items(const Args& a, bool avx512, bool parallel) {
 
 }  // namespace
 
-int64_t paged_attention_ws_floats(int64_t T, int64_t H, int64_t block_size) { return T * H * (block_size + 2); }
+int64_t paged_attention_ws_floats(int64_t T, int64_t H, int64_t block_size) { return T * H * (block_size + 3); }
 
 void paged_attention(float* o, const float* q, const PagedKvView& kv, int64_t layer, const int32_t* block_table_indptr,
                      const int32_t* block_table, const int32_t* seq_index, const int32_t* positions, int64_t T,
