@@ -198,6 +198,11 @@ void gemv(float* y, const float* x, const void* W, DType w_dtype, int64_t B, int
   gemv_avx512<Kind::Bf16Widen>(y, x, nullptr, W, B, N, K);
 }
 
+int64_t gemv_max_batch(DType w_dtype) {
+  if (!cpu_has_avx512()) return kGemvMaxBatchAvx2;
+  return w_dtype == DType::BF16 ? kGemvMaxBatchBf16Avx512 : kGemvMaxBatchF32Avx512;
+}
+
 DecodeMatmul parse_decode_matmul(const std::string& name) {
   if (name == "batch_invariant") return DecodeMatmul::BatchInvariant;
   if (name == "fastest") return DecodeMatmul::Fastest;

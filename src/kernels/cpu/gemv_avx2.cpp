@@ -30,7 +30,7 @@ namespace {
 template <bool kBf16>
 constexpr int kBatchTile = kBf16 ? 3 : 4;  // batch rows per register tile
 constexpr int kRowTile = 3;                 // weight rows per register tile
-constexpr int kPrefetchRows = 6;            // how far ahead the first pass over a row tile prefetches W
+constexpr int kPrefetchTiles = 2;           // how far ahead the first pass over a block prefetches W
 constexpr int64_t kMaxWidenK = 4096;        // bf16 x rows up to this long are widened once per block (stack)
 constexpr int64_t kBlockBytes = 128 << 10;  // weight rows per block: this many bytes (a quarter of a 512 KiB L2)
 
@@ -61,6 +61,16 @@ GRPO_AVX2 [[gnu::always_inline]] inline __m256i first_lanes(int64_t n) {  // n i
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), idx);
 }
 
+// The first pass over a block reads W from memory. Its NR rows are contiguous, so the tile kPrefetchTiles
+// ahead is fetched as one linear sweep (a k step reads 32 bytes of each row: NR x 32 bytes of the sweep);
+// reading the rows' own streams ahead gets half the memory bandwidth.
+template <int NR, typename E>
+GRPO_AVX2 [[gnu::always_inline]] inline void prefetch_ahead(const E* p) {
+  const char* c = reinterpret_cast<const char*>(p);
+  _mm_prefetch(c, _MM_HINT_T0);
+  if constexpr (NR > 2) _mm_prefetch(c + 64, _MM_HINT_T0);
+}
+
 // f32 W against MR rows of x, x0 [MR, K]: y[b0 .. b0+MR, n0 .. n0+NR], k in steps of 8, masked tail.
 template <int MR, int NR, bool kPrefetch>
 GRPO_AVX2 void tile_f32(float* y, const float* x0, const float* W, int64_t b0, int64_t n0, int64_t N, int64_t K) {
@@ -73,11 +83,8 @@ GRPO_AVX2 void tile_f32(float* y, const float* x0, const float* W, int64_t b0, i
   for (; k + 8 <= K; k += 8) {
     __m256 w[NR];
 #pragma GCC unroll 16
-    for (int r = 0; r < NR; ++r) {
-      w[r] = _mm256_loadu_ps(w0 + r * K + k);
-      if constexpr (kPrefetch)
-        if ((k & 15) == 0) _mm_prefetch(reinterpret_cast<const char*>(w0 + (r + kPrefetchRows) * K + k), _MM_HINT_T0);
-    }
+    for (int r = 0; r < NR; ++r) w[r] = _mm256_loadu_ps(w0 + r * K + k);
+    if constexpr (kPrefetch) prefetch_ahead<NR>(w0 + kPrefetchTiles * NR * K + NR * k);
 #pragma GCC unroll 16
     for (int m = 0; m < MR; ++m) {
       const __m256 xv = _mm256_loadu_ps(x0 + m * K + k);
@@ -159,10 +166,7 @@ GRPO_AVX2 void tile_bf16(float* y, const X* xr, int64_t ldx, const bf16_t* W, in
   const bf16_t* w0 = W + n0 * K;
   int64_t k = 0;
   for (; k + 16 <= K; k += 16) {
-    if constexpr (kPrefetch)
-#pragma GCC unroll 16
-      for (int r = 0; r < NR; ++r)
-        if ((k & 31) == 0) _mm_prefetch(reinterpret_cast<const char*>(w0 + (r + kPrefetchRows) * K + k), _MM_HINT_T0);
+    if constexpr (kPrefetch) prefetch_ahead<NR>(w0 + kPrefetchTiles * NR * K + NR * k);
     step_bf16<MR, NR>(acc, w0 + k, K, xr + k, ldx);
   }
   if (k < K) {
