@@ -15,6 +15,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "core/threads.h"
 #include "kernels/cpu/bf16_avx2.h"
 #include "kernels/cpu/gemv_kernels.h"
 #include "kernels/cpu/lane_sums.h"
@@ -33,6 +34,7 @@ constexpr int kRowTile = 3;                 // weight rows per register tile
 constexpr int kPrefetchTiles = 2;           // how far ahead the first pass over a block prefetches W
 constexpr int64_t kMaxWidenK = 4096;        // bf16 x rows up to this long are widened once per block (stack)
 constexpr int64_t kBlockBytes = 128 << 10;  // weight rows per block: this many bytes (a quarter of a 512 KiB L2)
+constexpr int64_t kBlocksPerThread = 4;
 
 // Lane sums of acc [R] into out [R]: four at a time, then one by one.
 template <int R>
@@ -272,7 +274,10 @@ template <bool kBf16>
 void run(float* y, const void* x, const void* W, int64_t B, int64_t N, int64_t K) {
   constexpr int NR = kRowTile;
   const int64_t w_row_bytes = std::max<int64_t>(1, K * (kBf16 ? 2 : 4));
-  const int64_t rows_per_block = std::max<int64_t>(NR, kBlockBytes / w_row_bytes / NR * NR);
+  // L2-sized blocks, but at least kBlocksPerThread per thread when W is small (the threads' shares even out)
+  const int64_t by_cache = std::max<int64_t>(NR, kBlockBytes / w_row_bytes / NR * NR);
+  const int64_t by_threads = (N + kBlocksPerThread * num_threads() - 1) / (kBlocksPerThread * num_threads());
+  const int64_t rows_per_block = std::min(by_cache, std::max<int64_t>(NR, (by_threads + NR - 1) / NR * NR));
   const int64_t blocks = (N + rows_per_block - 1) / rows_per_block;
 #pragma omp parallel for schedule(static) if (B * N * K > (1 << 17))
   for (int64_t i = 0; i < blocks; ++i)
