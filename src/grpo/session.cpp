@@ -3,6 +3,8 @@
 
 #include <cstdio>
 
+#include "core/checked.h"
+#include "core/error_context.h"
 #include "core/files.h"
 #include "grpo/prompting.h"
 #include "rollout/tokenizer_text.h"
@@ -23,11 +25,15 @@ rollout::EngineConfig engine_config(const Config& c, const ModelConfig& m) {
   e.max_seqs = r.max_num_seqs;
   e.prefix_cache = r.enable_prefix_caching;
   e.continuous_batching = r.continuous_batching;
-  const int64_t seq_tokens = c.data.max_prompt_length + c.data.max_response_length;
-  const int64_t bytes_per_token = 2 * m.num_hidden_layers * m.num_key_value_heads * m.head_dim *
-                                  (ops::kv_dtype_size(e.kv_dtype) + (e.kv_dtype == ops::KvDType::I8 ? 4 : 0));
+  const int64_t seq_tokens = checked_add(c.data.max_prompt_length, c.data.max_response_length, "[config] sequence tokens");
+  const int64_t bytes_per_token =
+      checked_mul(2 * m.num_hidden_layers * m.num_key_value_heads * m.head_dim,
+                  ops::kv_dtype_size(e.kv_dtype) + (e.kv_dtype == ops::KvDType::I8 ? 4 : 0), "[kv_cache] bytes per token");
   // Enough for every sequence of a full step plus block rounding, never more than the configured fraction.
-  const int64_t need = (r.max_num_seqs * (seq_tokens + 2 * e.block_size)) * bytes_per_token;
+  const int64_t need = checked_mul(
+      checked_mul(r.max_num_seqs, seq_tokens + 2 * e.block_size,
+                  "[config] KV cache tokens (actor_rollout_ref.rollout.max_num_seqs x sequence tokens)"),
+      bytes_per_token, "[config] KV cache bytes");
   e.kv_memory_fraction = r.gpu_memory_utilization;
   e.kv_memory_bytes = need;
   return e;
@@ -39,7 +45,15 @@ std::unique_ptr<Session> Session::open(const Config& config, bool require_respon
   s->mode = config.mixed_precision.enabled ? ComputeMode::BF16 : ComputeMode::F32;
   const std::string& model = config.actor_rollout_ref.model.path;
   GRPO_CHECK(!model.empty(), "[config] actor_rollout_ref.model.path is required");
-  s->weights = ModelWeights::load(model);
+  {
+    ErrorContext what("loading the model ", model, " (actor_rollout_ref.model.path)");
+    s->weights = ModelWeights::load(model);
+  }
+  const ModelConfig& mc = s->weights->config();
+  GRPO_CHECK(config.data.max_prompt_length + config.data.max_response_length <= mc.max_position_embeddings,
+             "[config] data.max_prompt_length + data.max_response_length = ",
+             config.data.max_prompt_length + config.data.max_response_length, " tokens, more than the ",
+             mc.max_position_embeddings, " positions of ", model, " (max_position_embeddings in config.json)");
   s->tokenizer = std::make_unique<Tokenizer>(Tokenizer::load(model));
   GRPO_CHECK(s->tokenizer->vocab_size() <= s->weights->config().vocab_size, "[tokenizer] ", model, ": ",
              s->tokenizer->vocab_size(), " token ids but the model has vocab_size ", s->weights->config().vocab_size);
@@ -54,15 +68,23 @@ std::unique_ptr<Session> Session::open(const Config& config, bool require_respon
   dopt.max_prompt_length = config.data.max_prompt_length;
   dopt.overflow = prompt_overflow_from_config(config.data.filter_overlong_prompts, config.data.truncation);
   dopt.require_response = require_response;
-  s->train = load_dataset(config.data.train_files, dopt);
+  {
+    ErrorContext what("reading the training prompts ", config.data.train_files, " (data.train_files)");
+    s->train = load_dataset(config.data.train_files, dopt);
+  }
   if (s->train.filtered > 0)
     std::fprintf(stderr, "[data] %s: %lld prompts longer than %lld tokens filtered out\n", config.data.train_files.c_str(),
                  static_cast<long long>(s->train.filtered), static_cast<long long>(config.data.max_prompt_length));
   if (!config.data.val_files.empty()) {
     dopt.require_response = false;
+    ErrorContext what("reading the validation prompts ", config.data.val_files, " (data.val_files)");
     s->val = load_dataset(config.data.val_files, dopt);
   }
   rollout::EngineConfig ec = engine_config(config, s->weights->config());
+  ErrorContext what("creating the rollout engine: KV cache of ", ec.kv_memory_bytes, " bytes (",
+                    config.actor_rollout_ref.rollout.max_num_seqs, " sequences x ",
+                    config.data.max_prompt_length + config.data.max_response_length, " tokens), ",
+                    config.actor_rollout_ref.rollout.max_num_batched_tokens, " tokens per step");
   s->rollout_model = std::make_unique<rollout::DecoderRolloutModel>(*s->weights, s->mode, ec.block_size,
                                                                    ops::parse_decode_matmul(config.actor_rollout_ref.rollout.decode_matmul));
   s->engine = std::make_unique<rollout::Engine>(*s->rollout_model, ec, rollout::tokenizer_decode_fn(tok));
