@@ -30,6 +30,7 @@ struct ScoreResult {
   std::vector<float> rewards;                    // scores after overlong shaping
   std::vector<std::vector<float>> per_function;  // [function][sample] unweighted
   std::vector<std::string> function_names;
+  std::vector<int64_t> failures;                 // [function] samples it could not score
   double seconds = 0;
 };
 
@@ -42,6 +43,8 @@ struct StepBatch {
   std::vector<std::vector<float>> per_function;  // [function][sample]
   std::vector<std::string> function_names;
   int64_t truncated = 0, prompts = 0, gen_tokens = 0, prompt_tokens = 0, gen_batches = 0, groups_dropped = 0;
+  std::vector<int64_t> reward_failures;  // [function] over every generated sample
+  int64_t scored = 0;                    // generated samples, kept or not
   double gen_s = 0, reward_s = 0;
 };
 
