@@ -433,4 +433,7 @@ TEST(Arith, DifficultiesAndLimits) {
   EXPECT_EQ(generate_arith(100, 1, {1}).size(), 100u);
   std::string e = error_of([] { generate_arith(101, 1, {1}); });
   EXPECT_NE(e.find("distinct problems"), std::string::npos) << e;
+  // A count no file could hold is refused before anything is allocated (it was std::bad_alloc).
+  e = error_of([] { generate_arith(99999999999, 1, {5}); });
+  EXPECT_NE(e.find("number of problems must be in [0, 10000000]"), std::string::npos) << e;
 }
