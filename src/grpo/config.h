@@ -111,7 +111,7 @@ struct ActorRolloutRefConfig {
 
 struct FilterGroupsConfig {
   bool enable = false;
-  int64_t max_num_gen_batches = 10;  // 0: until one pass over the training prompts (see trainer.h)
+  int64_t max_num_gen_batches = 10;  // 0: one pass over the training prompts, at least 10 (see trainer.h)
 };
 
 struct AlgorithmConfig {

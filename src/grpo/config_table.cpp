@@ -232,8 +232,8 @@ std::vector<KeySpec> build_table() {
           "std used to scale advantages (TRL); none is norm_adv_by_std_in_grpo: false"),
       KEY(algorithm.filter_groups.enable, any(), "DAPO dynamic sampling: drop groups whose rewards are all equal"),
       KEY(algorithm.filter_groups.max_num_gen_batches, count0(),
-          "generation rounds per step at most while filling the batch; 0: up to one pass over the training "
-          "prompts"),
+          "generation rounds per step at most while filling the batch; 0: one pass over the training prompts "
+          "(at least 10 rounds); a step left without any group is logged and skipped"),
       KEY(algorithm.mask_truncated_completions, any(), "leave responses cut at max_response_length out of the loss"),
 
       KEY(trainer.total_training_steps, count0(), "training steps; 0: total_epochs x steps per epoch"),

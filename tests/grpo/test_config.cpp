@@ -191,7 +191,9 @@ TEST(Config, CrossChecksAndRequiredKeys) {
   e = error_of([&] { load_config(dir.write("syntax.yaml", "data: [1, 2\n")); });
   EXPECT_TRUE(contains(e, "syntax.yaml:")) << e;
   e = error_of([&] { load_config(dir.path() + "/missing.yaml"); });
-  EXPECT_TRUE(contains(e, "cannot open")) << e;
+  EXPECT_TRUE(contains(e, "cannot open") && contains(e, "No such file or directory")) << e;
+  e = error_of([&] { load_config(dir.path()); });
+  EXPECT_TRUE(contains(e, "Is a directory")) << e;
 }
 
 TEST(Config, ResolvedYamlRoundTrips) {
