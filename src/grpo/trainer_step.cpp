@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <memory>
 #include <numeric>
 
 #include "core/checked.h"
@@ -25,6 +27,23 @@ int64_t peak_rss_bytes() {
   struct rusage ru {};
   getrusage(RUSAGE_SELF, &ru);
   return static_cast<int64_t>(ru.ru_maxrss) * 1024;
+}
+
+// Progress of a long generation on the console: a line every 30 s (plain lines, readable in a log file),
+// none for the short generations of small runs.
+rollout::ProgressFn generation_progress(int64_t step, bool quiet) {
+  if (quiet) return {};
+  auto last = std::make_shared<Clock::time_point>(Clock::now());
+  return [step, last](const rollout::Progress& p) {
+    if (since(*last) >= 30.0) {
+      std::fprintf(stderr, "[train] step %lld: generating, %lld/%lld requests done, %lld tokens, %.0f tokens/s\n",
+                   static_cast<long long>(step), static_cast<long long>(p.requests_done),
+                   static_cast<long long>(p.requests_total), static_cast<long long>(p.tokens_generated),
+                   p.tokens_per_second);
+      *last = Clock::now();
+    }
+    return true;
+  };
 }
 
 double mean(const std::vector<double>& v) { return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / v.size(); }
@@ -65,7 +84,7 @@ GenerationResult GrpoTrainer::generate(const std::vector<const Example*>& prompt
     q.id = rollout_request_id(step, batch_index, static_cast<int64_t>(r), max_gen_batches_, requests_per_batch);
     reqs.push_back(std::move(q));
   }
-  const std::vector<rollout::RequestResult> out = s_->engine->generate(reqs);
+  const std::vector<rollout::RequestResult> out = s_->engine->generate(reqs, generation_progress(step, opt_.quiet));
 
   GenerationResult g;
   g.prompts = prompts;
@@ -287,6 +306,9 @@ nlohmann::json GrpoTrainer::train_step(int64_t step) {
   if (batch.group_sizes.empty()) return skipped_step_metrics(batch, since(t_step));
   const AdvantageResult adv = compute_advantages(batch);
   std::vector<std::vector<train::TrainSample>> minibatches = split_minibatches(batch);
+  if (!opt_.quiet && since(t_step) >= 30.0)  // a long step: say where it is
+    std::fprintf(stderr, "[train] step %lld: %zu samples generated and scored in %.0f s; log-probs and update...\n",
+                 static_cast<long long>(step), batch.samples.size(), since(t_step));
   const LogProbResult lp = compute_log_probs(minibatches);
   const UpdateResult up = update(minibatches);
   const SyncResult sync = sync_weights();
