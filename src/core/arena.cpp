@@ -64,6 +64,12 @@ TensorView Arena::view(const std::string& name) const {
   return views_[it->second].second;
 }
 
+int64_t Arena::offset(const std::string& name) const {
+  auto it = index_.find(name);
+  GRPO_CHECK(it != index_.end(), "[arena] no tensor named \"", name, "\"");
+  return entries_[it->second].offset;
+}
+
 TensorView Arena::flat() const { return TensorView(buf_.data(), dtype_, Shape{numel_}); }
 
 int64_t Arena::declared_numel() const {

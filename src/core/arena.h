@@ -46,6 +46,7 @@ class Arena {
 
   bool has(const std::string& name) const { return index_.count(name) != 0; }
   TensorView view(const std::string& name) const;
+  int64_t offset(const std::string& name) const;  // in elements, from the start of the arena
   // All tensors in declaration order.
   const std::vector<std::pair<std::string, TensorView>>& entries() const { return views_; }
   TensorView flat() const;  // [numel()]

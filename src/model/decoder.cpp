@@ -226,7 +226,7 @@ void Decoder::forward(const PackedBatch& batch, float* logprob, float* entropy) 
                        C, V, opt_.logit_scale, opt_.lm_head_chunk, s_.head_ws);
 }
 
-void Decoder::backward(const float* dlogprob, const float* dentropy, const ModelTensors& g) {
+void Decoder::backward(const float* dlogprob, const float* dentropy, const ModelTensors& g, BackwardHooks* hooks) {
   GRPO_PROFILE("decoder_backward");
   GRPO_CHECK(batch_, "[decoder] backward() without forward()");
   const int64_t T = T_, C = c_.hidden_size, V = c_.vocab_size, L = c_.num_hidden_layers;
@@ -238,14 +238,17 @@ void Decoder::backward(const float* dlogprob, const float* dentropy, const Model
                         s_.head_ws);
   k_->rmsnorm_backward(s_.dx, G(g.final_norm), s_.dtmp, x_final_, G(w_.f32().final_norm), s_.rstd_final, T, C,
                         s_.rms_ws);
+  if (hooks) hooks->head_done();
   for (int64_t l = L - 1; l >= 0; --l) {
     if (opt_.checkpoint_activations) {
       GRPO_PROFILE("recompute_layer");
       layer_forward(l, acts_[l], l + 1 < L ? acts_[l + 1].x_in : x_final_);
     }
     layer_backward(l, acts_[l], g);
+    if (hooks) hooks->layer_done(l);
   }
   k_->embedding_backward(G(g.embed), s_.dx, batch_->ids.data(), T, C);
+  if (hooks) hooks->embedding_done();
 }
 
 void Decoder::full_logits(float* out) {

@@ -28,6 +28,17 @@ struct DecoderOptions {
   const DecoderKernels* kernels = nullptr;
 };
 
+// Told by backward() as parameter gradients become final, so that a data-parallel trainer can start
+// reducing them while the backward goes on. Events come in reverse layout order: the output head
+// (final norm, and lm_head unless tied), layers L-1 .. 0, then the embedding (with a tied lm_head).
+class BackwardHooks {
+ public:
+  virtual ~BackwardHooks() = default;
+  virtual void head_done() {}
+  virtual void layer_done(int64_t layer) {}
+  virtual void embedding_done() {}
+};
+
 class Decoder {
  public:
   Decoder(ModelWeights& weights, DecoderOptions opt);
@@ -37,7 +48,8 @@ class Decoder {
   void forward(const PackedBatch& batch, float* logprob, float* entropy);
   // Backpropagates dlogprob [T] and dentropy [T] (either may be null) of the last forward() and
   // accumulates (+=) parameter gradients into `grads` (an arena declared by declare_parameters).
-  void backward(const float* dlogprob, const float* dentropy, const ModelTensors& grads);
+  void backward(const float* dlogprob, const float* dentropy, const ModelTensors& grads,
+                BackwardHooks* hooks = nullptr);
   // Full logits [T, V] of the last forward() (debugging and the unfused baseline only).
   void full_logits(float* out);
 

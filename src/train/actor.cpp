@@ -1,10 +1,12 @@
-// The actor's micro-batched updates and log-prob passes (see actor.h).
+// The actor's micro-batched, data-parallel updates and log-prob passes (see actor.h).
 #include "train/actor.h"
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 
 #include "core/profiler.h"
+#include "train/balance.h"
 
 namespace grpo::train {
 
@@ -43,10 +45,48 @@ std::vector<int64_t> lengths_of(const std::vector<TrainSample>& samples) {
   return len;
 }
 
+// A plan over a subset's lengths with its indices mapped back to the whole list.
+MicroBatchPlan plan_subset(const std::vector<int64_t>& lengths, const std::vector<int64_t>& subset,
+                           const MicroBatching& mb) {
+  std::vector<int64_t> sub;
+  for (int64_t i : subset) sub.push_back(lengths[i]);
+  MicroBatchPlan p = plan_micro_batches(sub, mb);
+  for (MicroBatch& m : p.micro_batches)
+    for (int64_t& s : m.sequences) s = subset[s];
+  return p;
+}
+
 }  // namespace
 
 MicroBatchPlan plan_micro_batches(const std::vector<int64_t>& lengths, const MicroBatching& mb) {
   return mb.dynamic ? pack_by_token_budget(lengths, mb.max_tokens) : split_fixed_padded(lengths, mb.micro_batch_size);
+}
+
+RankPlan plan_rank(const std::vector<int64_t>& lengths, const MicroBatching& mb, int rank, int ranks) {
+  RankPlan rp;
+  if (ranks == 1) {
+    rp.plan = plan_micro_batches(lengths, mb);
+    for (size_t i = 0; i < lengths.size(); ++i) rp.sequences.push_back(static_cast<int64_t>(i));
+    rp.efficiency = rp.plan.efficiency();
+    return rp;
+  }
+  const std::vector<std::vector<int64_t>> shares = balanced_partitions(lengths, ranks);
+  std::vector<MicroBatchPlan> plans;
+  size_t count = 0;
+  for (const auto& share : shares) {
+    plans.push_back(plan_subset(lengths, share, mb));
+    count = std::max(count, plans.back().micro_batches.size());
+  }
+  int64_t real = 0, paid = 0;
+  for (MicroBatchPlan& p : plans) {
+    split_to_count(p, lengths, static_cast<int64_t>(count), mb.dynamic ? mb.max_tokens : 0);
+    real += p.real_tokens;
+    paid += p.paid_tokens;
+  }
+  rp.plan = std::move(plans[rank]);
+  rp.sequences = shares[rank];
+  rp.efficiency = paid > 0 ? static_cast<double>(real) / static_cast<double>(paid) : 1.0;
+  return rp;
 }
 
 void response_logprobs(Decoder& dec, const std::vector<TrainSample>& samples, const MicroBatching& mb,
@@ -71,11 +111,38 @@ void response_logprobs(Decoder& dec, const std::vector<TrainSample>& samples, co
   }
 }
 
-Actor::Actor(ModelWeights& weights, const DecoderOptions& dopt, const MicroBatching& mb, const AdamWConfig& adam)
-    : w_(weights), dec_(weights, dopt), mb_(mb), adam_cfg_(adam), adam_(weights.config()), grads_(DType::F32) {
+Actor::Actor(ModelWeights& weights, const DecoderOptions& dopt, const MicroBatching& mb, const AdamWConfig& adam,
+             comm::Communicator* comm, const DataParallel& dp)
+    : w_(weights),
+      dec_(weights, dopt),
+      mb_(mb),
+      adam_cfg_(adam),
+      own_comm_(comm ? nullptr : std::make_unique<comm::LocalCommunicator>()),
+      comm_(comm ? comm : own_comm_.get()),
+      dp_(dp),
+      part_(comm::Partition::even(weights.params().numel(), comm_->size(), /*align=*/16)),
+      adam_(weights.config(), part_.begin(comm_->rank()), part_.end(comm_->rank())),
+      grads_(DType::F32) {
   declare_parameters(weights.config(), grads_);
   grads_.allocate();
   grad_tensors_ = resolve_tensors(weights.config(), grads_);
+  sync_ = std::make_unique<ParamSync>(w_, *comm_, part_);
+  if (comm_->size() > 1) {
+    shard_grads_ = Buffer(static_cast<size_t>(part_.size(comm_->rank())) * sizeof(float));
+    reducer_ = std::make_unique<GradReducer>(*comm_, part_, weights.config(), grads_, dp.reduce_wire, dp.bucket_elems,
+                                             dp.overlap);
+  }
+}
+
+void Actor::share_logprobs(Decoder& dec, const std::vector<TrainSample>& samples,
+                           std::vector<std::vector<float>>* logprobs) {
+  const RankPlan rp = plan_rank(lengths_of(samples), mb_, comm_->rank(), comm_->size());
+  std::vector<TrainSample> mine;
+  for (int64_t i : rp.sequences) mine.push_back(samples[i]);
+  std::vector<std::vector<float>> lp;
+  response_logprobs(dec, mine, mb_, &lp, nullptr);
+  logprobs->assign(samples.size(), {});
+  for (size_t j = 0; j < rp.sequences.size(); ++j) (*logprobs)[rp.sequences[j]] = std::move(lp[j]);
 }
 
 // loss_fn(sample, row_first, n, logp, entropy, dlogp, dentropy, stats): per-response-token loss of one
@@ -85,14 +152,33 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
   GRPO_PROFILE("actor_update");
   UpdateStats st;
   st.lr = lr;
-  MicroBatchPlan plan = plan_micro_batches(lengths_of(samples), mb_);
-  st.packing_efficiency = plan.efficiency();
-  st.micro_batches = plan.micro_batches.size();
+  const bool dist = comm_->size() > 1;
+  const RankPlan rp = plan_rank(lengths_of(samples), mb_, comm_->rank(), comm_->size());
+  st.packing_efficiency = rp.efficiency;
+  st.micro_batches = rp.plan.micro_batches.size();
   grads_.zero();
+  float* shard = dist ? static_cast<float*>(shard_grads_.data()) : grads_.flat().f32();
   std::vector<float> lp, ent, dlp, dent;
   std::vector<int64_t> row_of;
-  bool finite = true;
-  for (const MicroBatch& m : plan.micro_batches) {
+  double nonfinite = 0;
+  const size_t count = rp.plan.micro_batches.size();
+  for (size_t k = 0; k < count; ++k) {
+    const MicroBatch& m = rp.plan.micro_batches[k];
+    const bool reduce = dist && (dp_.reduce_per_micro_batch || k + 1 == count);
+    // Reducing every micro-batch: the previous micro-batch's buckets read the gradients until waited for.
+    auto start_reduction = [&] {
+      if (!reduce) return;
+      if (dp_.reduce_per_micro_batch && k > 0) {
+        reducer_->wait();
+        grads_.zero();
+      }
+      reducer_->arm(grads_.flat().f32(), shard, dp_.reduce_per_micro_batch && k > 0);
+    };
+    if (m.sequences.empty()) {  // this rank has fewer micro-batches' worth of sequences than another
+      start_reduction();
+      if (reduce) reducer_->launch_rest();
+      continue;
+    }
     PackedBatch b = build_batch(samples, m, !mb_.dynamic && mb_.pad_fixed, &row_of);
     const int64_t T = b.T();
     st.tokens += T;
@@ -108,7 +194,7 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
       if (n == 0) continue;
       loss_fn(m.sequences[j], lp.data() + first, ent.data() + first, dlp.data() + first, dent.data() + first, n, ls);
     }
-    if (!std::isfinite(ls.loss)) finite = false;
+    if (!std::isfinite(ls.loss)) nonfinite += 1;
     st.loss += ls.loss;
     st.pg_loss += ls.pg_loss;
     st.kl += ls.kl;
@@ -116,21 +202,39 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
     st.pg_clipfrac += ls.clipped;
     st.ppo_kl += ls.ppo_kl;
     st.response_tokens += static_cast<int64_t>(ls.tokens);
-    dec_.backward(dlp.data(), dent.data(), grad_tensors_);
+    start_reduction();
+    dec_.backward(dlp.data(), dent.data(), grad_tensors_, reduce && reducer_->overlap() ? reducer_.get() : nullptr);
+    if (reduce) reducer_->launch_rest();
+  }
+  double sum_sq = 0;
+  if (dist) {
+    reducer_->wait();
+    // Every statistic (and the skip decision) over all ranks.
+    double g[] = {st.loss, st.pg_loss, st.kl, st.entropy, st.pg_clipfrac, st.ppo_kl,
+                  static_cast<double>(st.response_tokens), static_cast<double>(st.tokens), nonfinite,
+                  ops::sum_squares(shard, part_.size(comm_->rank()))};
+    comm_->all_reduce_sum(g, std::size(g));
+    st.loss = g[0], st.pg_loss = g[1], st.kl = g[2], st.entropy = g[3], st.pg_clipfrac = g[4], st.ppo_kl = g[5];
+    st.response_tokens = static_cast<int64_t>(g[6]);
+    st.tokens = static_cast<int64_t>(g[7]);
+    nonfinite = g[8];
+    sum_sq = g[9];
+  } else {
+    sum_sq = ops::sum_squares(shard, grads_.numel());
   }
   const double ntok = std::max<int64_t>(1, st.response_tokens);
   st.pg_clipfrac /= ntok;
   st.ppo_kl /= ntok;
-  if (!finite) {
+  if (nonfinite > 0) {
     st.skipped = true;
     return st;
   }
-  StepReport r = adam_.step(w_.params(), grads_, adam_cfg_, lr);
+  StepReport r = adam_.step_shard(w_.params().flat().f32(), shard, std::sqrt(sum_sq), adam_cfg_, lr);
   st.grad_norm = r.grad_norm;
   st.skipped = r.skipped;
-  if (!r.skipped && w_.has_bf16()) {
+  if (!r.skipped && (dist || w_.has_bf16())) {
     auto t0 = std::chrono::steady_clock::now();
-    w_.refresh_bf16();
+    sync_->run();
     st.update_weights_s = seconds_since(t0);
   }
   return st;
@@ -186,6 +290,33 @@ UpdateStats Actor::update_sft(const std::vector<TrainSample>& samples, float lr)
     ls.tokens += samples[i].loss_masked ? 0 : n;
   };
   return run_update(samples, fn, lr);
+}
+
+Actor::FullMoments Actor::gather_for_checkpoint() {
+  if (comm_->size() == 1) return {adam_.m(), adam_.v()};
+  sync_->gather_masters(0);
+  const bool root = comm_->rank() == 0;
+  if (root && full_m_.size() == 0) {
+    full_m_ = Buffer(static_cast<size_t>(part_.total()) * sizeof(float));
+    full_v_ = Buffer(static_cast<size_t>(part_.total()) * sizeof(float));
+  }
+  std::vector<int64_t> off(part_.offsets.size());
+  for (size_t r = 0; r < off.size(); ++r) off[r] = part_.offsets[r] * 4;
+  comm::Request a = comm_->gather(adam_.m(), full_m_.data(), off, 0);
+  comm::Request b = comm_->gather(adam_.v(), full_v_.data(), off, 0);
+  comm_->wait(a);
+  comm_->wait(b);
+  if (!root) return {};
+  return {static_cast<const float*>(full_m_.data()), static_cast<const float*>(full_v_.data())};
+}
+
+void Actor::load_moments(const float* m_full, const float* v_full, int64_t optimizer_steps) {
+  const int64_t lo = part_.begin(comm_->rank()), n = part_.size(comm_->rank());
+  if (n > 0) {
+    std::memcpy(adam_.m(), m_full + lo, static_cast<size_t>(n) * sizeof(float));
+    std::memcpy(adam_.v(), v_full + lo, static_cast<size_t>(n) * sizeof(float));
+  }
+  adam_.set_steps(optimizer_steps);
 }
 
 }  // namespace grpo::train

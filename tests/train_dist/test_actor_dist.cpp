@@ -1,0 +1,240 @@
+// The data-parallel actor (ZeRO-2 over comm::world()) against a single-process actor on the same
+// mini-batches. Run alone (N = 1: the data-parallel code path must then be the single-process one, bit
+// for bit) and, registered in CTest, under `mpirun -np 2` and `-np 3`: every rank also keeps a
+// single-process actor as the reference. Buckets are smaller than most tensors (a tensor spans several),
+// sequence counts do not divide by N, and some configurations leave a rank with empty micro-batches.
+//
+// Tolerances (N > 1). With fp32 on the wire the gradient differs from the single process only by the
+// order of its fp32 additions (per-rank partial sums added in rank order instead of one running sum),
+// ~1e-7 relative per element: losses, entropies and clip fractions agree to 1e-6 of their scale (1e-5 after
+// the first update, from weights that differ in the last bits) and the gradient norm to 1e-5. AdamW moves a
+// weight by lr * m / (sqrt(v) + eps): scale-free, so most weights agree to the last bits, but where a
+// gradient element cancels to ~1e-10 (sum of terms of ~1e-3 and opposite signs) its few ulps of difference
+// are a sizeable fraction of it and of eps, and the move differs by up to a few percent of lr. Hence max
+// |dw| <= 0.1 lr per step, and the mean |dw| (a handful of such elements among ~1M) <= 1e-4 lr: a bucket
+// missing from the reduction (1% of the elements off by ~lr) fails it a hundred times over, a wrong scale
+// fails the norm. With bf16 on the wire each contribution is rounded to 7 stored mantissa bits (relative
+// 2^-8): the norm agrees to 2^-8, a cancelling element can flip sign (|dw| up to 2 lr per step), and the
+// mean stays below 1e-2 lr.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "core/error.h"
+#include "core/rng.h"
+#include "core/threads.h"
+#include "model/init.h"
+#include "model/presets.h"
+#include "train/actor.h"
+
+using namespace grpo;
+using namespace grpo::train;
+
+namespace {
+
+std::unique_ptr<ModelWeights> tiny_model() {
+  auto w = std::make_unique<ModelWeights>(preset_config("qwen3", "tiny"));
+  init_parameters(*w, /*seed=*/7);
+  return w;
+}
+
+// `count` sequences of 6 to 45 tokens, responses of 1 to 20 tokens, advantages in [-1, 1).
+std::vector<TrainSample> samples(int count, uint64_t seed, int64_t vocab) {
+  Rng rng(seed);
+  std::vector<TrainSample> out(count);
+  for (TrainSample& s : out) {
+    s.prompt_len = 5 + static_cast<int64_t>(rng.below(20));
+    s.tokens.resize(s.prompt_len + 1 + rng.below(20));
+    for (int32_t& t : s.tokens) t = static_cast<int32_t>(rng.below(vocab));
+    s.advantage = static_cast<float>(2 * rng.uniform() - 1);
+  }
+  return out;
+}
+
+struct WeightDiff {
+  double max = 0, mean = 0, fraction_over_1e7 = 0;  // of |a - b| over all elements
+};
+
+// oneDNN 2.6 has no bf16 matmul on CPUs without AVX-512: bf16 compute cannot run there.
+bool bf16_compute_available(ModelWeights& w) {
+  DecoderOptions o;
+  o.mode = ComputeMode::BF16;
+  Decoder dec(w, o);
+  PackedBatch b;
+  b.clear();
+  b.add_sequence(std::vector<int32_t>{1, 2, 3});
+  std::vector<float> lp(3), ent(3);
+  try {
+    dec.forward(b, lp.data(), ent.data());
+    return true;
+  } catch (const std::exception&) {  // oneDNN's own error type
+    return false;
+  }
+}
+
+WeightDiff weight_diff(const ModelWeights& a, const ModelWeights& b) {
+  const float* x = a.params().flat().f32();
+  const float* y = b.params().flat().f32();
+  WeightDiff d;
+  const int64_t n = a.params().numel();
+  for (int64_t i = 0; i < n; ++i) {
+    const double e = std::fabs(static_cast<double>(x[i]) - y[i]);
+    d.max = std::max(d.max, e);
+    d.mean += e / n;
+    d.fraction_over_1e7 += e > 1e-7 ? 1.0 / n : 0.0;
+  }
+  return d;
+}
+
+struct Case {
+  const char* name;
+  MicroBatching mb;
+  DataParallel dp;
+  ComputeMode mode = ComputeMode::F32;
+  int sequences = 13;
+};
+
+class ActorDist : public ::testing::TestWithParam<Case> {
+ protected:
+  static void SetUpTestSuite() { set_num_threads(1); }
+  comm::Communicator& c = comm::world();
+};
+
+TEST_P(ActorDist, UpdatesLikeOneProcess) {
+  const Case& k = GetParam();
+  SCOPED_TRACE(testing::Message() << k.name << ", rank " << c.rank() << "/" << c.size());
+  auto wd = tiny_model(), w1 = tiny_model();
+  if (k.mode == ComputeMode::BF16 && !bf16_compute_available(*w1)) GTEST_SKIP() << "no bf16 GEMM on this CPU";
+  DecoderOptions dopt;
+  dopt.mode = k.mode;
+  AdamWConfig adam;
+  adam.lr = 1e-3f;
+  Actor dist(*wd, dopt, k.mb, adam, &c, k.dp);
+  Actor one(*w1, dopt, k.mb, adam);
+  const bool bf16_wire = c.size() > 1 && k.dp.reduce_wire == comm::Wire::BF16;
+  ops::PolicyLossConfig loss;
+  for (int step = 0; step < 3; ++step) {
+    const std::vector<TrainSample> batch = samples(k.sequences, 100 + step, wd->config().vocab_size);
+    const UpdateStats a = dist.update_policy(batch, loss, LossAggMode::TokenMean, 1.0f, -1.0f, adam.lr);
+    const UpdateStats b = one.update_policy(batch, loss, LossAggMode::TokenMean, 1.0f, -1.0f, adam.lr);
+    SCOPED_TRACE(testing::Message() << "step " << step);
+    EXPECT_FALSE(a.skipped);
+    EXPECT_EQ(a.response_tokens, b.response_tokens);
+    if (c.size() == 1) {  // the same code path: bitwise
+      EXPECT_EQ(a.loss, b.loss);
+      EXPECT_EQ(a.grad_norm, b.grad_norm);
+      EXPECT_EQ(weight_diff(*wd, *w1).max, 0.0);
+      continue;
+    }
+    // Step 0 sees identical weights; later steps weights that differ in the last bits.
+    const double tol = step == 0 ? 1e-6 : 1e-5;
+    EXPECT_NEAR(a.pg_loss, b.pg_loss, tol * (1 + std::fabs(b.pg_loss)));
+    EXPECT_NEAR(a.entropy, b.entropy, tol * (1 + std::fabs(b.entropy)));
+    EXPECT_NEAR(a.ppo_kl, b.ppo_kl, 1e-6);
+    EXPECT_NEAR(a.grad_norm, b.grad_norm, (bf16_wire ? 0x1.0p-8 : 1e-5) * b.grad_norm);
+    const WeightDiff d = weight_diff(*wd, *w1);
+    EXPECT_LE(d.max, (bf16_wire ? 2.0 : 0.1) * adam.lr * (step + 1)) << "fraction over 1e-7: " << d.fraction_over_1e7;
+    EXPECT_LE(d.mean, (bf16_wire ? 1e-2 : 1e-4) * adam.lr);
+  }
+  // Checkpoint state: rank 0 gets the whole layout's moments, equal to the single process's.
+  const Actor::FullMoments fm = dist.gather_for_checkpoint();
+  if (c.rank() == 0) {
+    ASSERT_NE(fm.m, nullptr);
+    double dm = 0;
+    for (int64_t i = 0; i < wd->params().numel(); ++i) dm = std::max(dm, std::fabs(double(fm.m[i]) - one.optimizer().m()[i]));
+    EXPECT_LE(dm, (bf16_wire ? 0x1.0p-8 : 1e-5) * one.optimizer().steps());
+  } else {
+    EXPECT_EQ(fm.m, nullptr);
+  }
+}
+
+MicroBatching budget(int64_t tokens) {
+  MicroBatching mb;
+  mb.dynamic = true;
+  mb.max_tokens = tokens;
+  return mb;
+}
+
+MicroBatching fixed(int64_t size, bool padded) {
+  MicroBatching mb;
+  mb.dynamic = false;
+  mb.micro_batch_size = size;
+  mb.pad_fixed = padded;
+  return mb;
+}
+
+DataParallel dp(comm::Wire wire, int64_t bucket, bool overlap, bool per_micro) {
+  DataParallel d;
+  d.reduce_wire = wire;
+  d.bucket_elems = bucket;
+  d.overlap = overlap;
+  d.reduce_per_micro_batch = per_micro;
+  return d;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Modes, ActorDist,
+    ::testing::Values(Case{"fp32 overlap", budget(128), dp(comm::Wire::F32, 10007, true, false)},
+                      Case{"fp32 no overlap one bucket", budget(128), dp(comm::Wire::F32, 1 << 24, false, false)},
+                      Case{"fp32 per micro-batch", budget(96), dp(comm::Wire::F32, 4099, true, true)},
+                      Case{"bf16 wire", budget(128), dp(comm::Wire::BF16, 10007, true, false)},
+                      Case{"fixed padded micro-batches", fixed(3, true), dp(comm::Wire::F32, 10007, true, true)},
+                      Case{"bf16 compute", budget(128), dp(comm::Wire::F32, 10007, true, false), ComputeMode::BF16},
+                      Case{"fewer sequences than ranks x micro-batches", budget(64), dp(comm::Wire::F32, 777, true, true),
+                           ComputeMode::F32, 2}),
+    [](const ::testing::TestParamInfo<Case>& i) { return std::string("case") + std::to_string(i.index); });
+
+}  // namespace
+
+namespace {
+
+// ParamSync in bf16 mode (runs on any CPU: no GEMM involved). Each rank writes new values into its own
+// shard of the f32 masters; after run() every rank's bf16 shadow holds all of them rounded, its f32 copy
+// holds all values of the tensors read in f32 and its own shard of the GEMM weights, and gather_masters
+// brings every f32 master to rank 0.
+TEST(ParamSyncBf16, GathersGemmWeightsAsBf16AndTheRestAsF32) {
+  comm::Communicator& c = comm::world();
+  auto w = tiny_model();
+  w->bf16();  // the shadow exists: bf16 mode
+  const comm::Partition part = comm::Partition::even(w->params().numel(), c.size(), 16);
+  ParamSync sync(*w, c, part);
+  const Arena& p32 = w->params();
+  float* p = p32.flat().f32();
+  auto value = [](int64_t i) { return 0.001f * static_cast<float>(i % 1000) + 1.0f / 3.0f; };
+  for (const auto& [name, view] : p32.entries())  // tensor elements only: padding stays zero
+    for (int64_t i = p32.offset(name); i < p32.offset(name) + view.numel(); ++i)
+      if (i >= part.begin(c.rank()) && i < part.end(c.rank())) p[i] = value(i);
+  sync.run();
+  const Arena& p16 = *w->bf16_arena();
+  int64_t f32_checked = 0, stale = 0;
+  for (const auto& [name, view] : p32.entries()) {
+    const int64_t lo = p32.offset(name), lo16 = p16.offset(name);
+    const bf16_t* s = p16.flat().as<bf16_t>() + lo16;
+    for (int64_t j = 0; j < view.numel(); ++j) {
+      const int64_t i = lo + j;
+      ASSERT_EQ(s[j], f32_to_bf16(value(i))) << name << "[" << j << "]";
+      const bool own = i >= part.begin(c.rank()) && i < part.end(c.rank());
+      if (!is_gemm_weight(name) || own) {
+        ASSERT_EQ(p[i], value(i)) << name << "[" << j << "]";
+        ++f32_checked;
+      } else {
+        stale += p[i] != value(i);
+      }
+    }
+  }
+  EXPECT_GT(f32_checked, 0);
+  if (c.size() > 1) {
+    EXPECT_GT(stale, 0) << "GEMM weights of other shards travel as bf16 only";
+  }
+  EXPECT_LT(sync.bytes_per_rank(c.rank()), 4 * part.size(c.rank()) + 1);
+
+  sync.gather_masters(0);
+  if (c.rank() != 0) return;
+  for (const auto& [name, view] : p32.entries())
+    for (int64_t i = p32.offset(name); i < p32.offset(name) + view.numel(); ++i) ASSERT_EQ(p[i], value(i)) << name;
+}
+
+}  // namespace
