@@ -1,9 +1,10 @@
 // Entry point of the `grpo` command-line tool: builds the CLI11 app from the command registry and
-// turns grpo::Error into a one-line message and exit status 1.
+// turns grpo::Error into a one-line message and exit status 1 (in a distributed run: naming the rank).
 #include <cstdio>
 #include <exception>
 
 #include "cli/command.h"
+#include "comm/communicator.h"
 #include "core/error.h"
 
 namespace grpo::cli {
@@ -21,6 +22,22 @@ CLI::App* group_command(CLI::App& app, const std::string& parent, const std::str
   return g;
 }
 
+namespace {
+
+// One line on stderr and status 1. In a distributed run the line names the rank, and the process leaves at
+// once without finalising MPI: the launcher sees the failure and stops the other ranks (which may be
+// waiting for this one in a collective).
+int report_error(const char* what) {
+  if (!comm::launched_distributed()) {
+    std::fprintf(stderr, "error: %s\n", what);
+    return 1;
+  }
+  std::fprintf(stderr, "error: [rank %d] %s\n", comm::launch_rank(), what);
+  comm::exit_now(1);
+}
+
+}  // namespace
+
 }  // namespace grpo::cli
 
 int main(int argc, char** argv) {
@@ -32,12 +49,8 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
-  } catch (const grpo::Error& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
+  } catch (const std::exception& e) {  // grpo::Error and the rest
+    return grpo::cli::report_error(e.what());
   }
   return 0;
 }

@@ -178,16 +178,23 @@ void LocalCommunicator::broadcast(void*, int64_t bytes, int root) {
 // ---------------------------------------------------------------- the backend choice
 
 namespace {
-int64_t launcher_world_size() {
-  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE"}) {
+// Open MPI, MPICH / Slurm (PMI), MVAPICH.
+int64_t launcher_env(const char* const (&vars)[3], int64_t fallback) {
+  for (const char* var : vars) {
     const char* v = std::getenv(var);
     if (v && *v) return std::atoll(v);
   }
-  return 1;
+  return fallback;
+}
+int64_t launcher_world_size() {
+  return launcher_env({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE"}, 1);
 }
 }  // namespace
 
 bool launched_distributed() { return launcher_world_size() > 1; }
+int launch_rank() {
+  return static_cast<int>(launcher_env({"OMPI_COMM_WORLD_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK"}, 0));
+}
 
 Communicator& world() {
   static std::unique_ptr<Communicator> w = []() -> std::unique_ptr<Communicator> {

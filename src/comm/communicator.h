@@ -131,8 +131,10 @@ class LocalCommunicator final : public Communicator {
 // process was started by an MPI launcher (mpirun, srun) with more than one rank, else local. The first call
 // initialises MPI; later calls return the same object.
 Communicator& world();
-// Whether this process was started by an MPI launcher with more than one rank (without initialising MPI).
+// Whether this process was started by an MPI launcher with more than one rank, and its rank there (0
+// otherwise); both from the launcher's environment, without initialising MPI.
 bool launched_distributed();
+int launch_rank();
 // Leaves the process with `status` at once, without waiting for the other ranks (error paths of a
 // distributed run: the launcher then stops the other ranks). Flushes stdio first.
 [[noreturn]] void exit_now(int status);

@@ -21,6 +21,10 @@
 
 namespace grpo {
 
+namespace train {
+struct DataParallel;
+}
+
 struct DataConfig {
   std::string train_files;         // JSONL (required)
   std::string val_files;           // JSONL, "" = no validation
@@ -215,5 +219,6 @@ std::string config_help();  // the table as text, for `grpo train --help-config`
 ops::PolicyLossConfig policy_loss_config(const Config& config);
 train::LossAggMode loss_agg_mode(const Config& config);
 train::AdvantageScaling advantage_scaling(const Config& config);
+train::DataParallel data_parallel_config(const Config& config);  // fsdp_config
 
 }  // namespace grpo

@@ -1,9 +1,12 @@
 // Held-out evaluation: greedy (or configured) generation on a dataset's prompts with the rollout engine,
-// scored by the `math` answer check (accuracy) and by the run's reward functions.
+// scored by the `math` answer check (accuracy) and by the run's reward functions. With several ranks,
+// each evaluates a share of the prompts and the per-prompt results are gathered, so that every rank gets
+// the numbers one process would.
 #pragma once
 #include <cstdint>
 #include <vector>
 
+#include "comm/communicator.h"
 #include "grpo/dataset.h"
 #include "grpo/rewards.h"
 #include "rollout/engine.h"
@@ -27,6 +30,10 @@ struct EvalOptions {
 
 // Examples need prompt_ids (DatasetOptions::encode_prompt). rewards may be empty.
 EvalResult evaluate(rollout::Engine& engine, const std::vector<Example>& examples,
+                    const EvalOptions& opt, std::vector<WeightedReward>* rewards);
+// The same over the ranks of `comm` (shares balanced by prompt length; request ids are the examples'
+// indices as in one process, so sampled responses do not depend on the number of ranks).
+EvalResult evaluate(comm::Communicator& comm, rollout::Engine& engine, const std::vector<Example>& examples,
                     const EvalOptions& opt, std::vector<WeightedReward>* rewards);
 
 }  // namespace grpo

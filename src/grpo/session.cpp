@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "comm/communicator.h"
 #include "core/files.h"
 #include "grpo/prompting.h"
 #include "rollout/tokenizer_text.h"
@@ -55,7 +56,7 @@ std::unique_ptr<Session> Session::open(const Config& config, bool require_respon
   dopt.overflow = prompt_overflow_from_config(config.data.filter_overlong_prompts, config.data.truncation);
   dopt.require_response = require_response;
   s->train = load_dataset(config.data.train_files, dopt);
-  if (s->train.filtered > 0)
+  if (s->train.filtered > 0 && comm::launch_rank() == 0)
     std::fprintf(stderr, "[data] %s: %lld prompts longer than %lld tokens filtered out\n", config.data.train_files.c_str(),
                  static_cast<long long>(s->train.filtered), static_cast<long long>(config.data.max_prompt_length));
   if (!config.data.val_files.empty()) {

@@ -6,7 +6,9 @@
 #include <numeric>
 
 #include "core/files.h"
+#include "comm/communicator.h"
 #include "core/rng.h"
+#include "grpo/distributed.h"
 #include "grpo/evaluate.h"
 #include "grpo/metrics.h"
 #include "grpo/prompting.h"
@@ -20,9 +22,16 @@ namespace grpo {
 SftSummary run_sft(const Config& cfg, bool quiet) {
   using Clock = std::chrono::steady_clock;
   const auto t_run = Clock::now();
+  // Several ranks: every rank takes the same batches and the actor splits each across them (train/actor.h);
+  // rank 0 alone prints and writes the run folder.
+  comm::Communicator& comm = comm::world();
+  comm.set_timeout(cfg.trainer.comm_timeout_s);
+  check_world(cfg, comm);
+  const bool console = comm.rank() == 0;
+  quiet = quiet || !console;
   const std::string run_dir = cfg.trainer.default_local_dir;
   make_dirs(run_dir);
-  write_file_atomic(run_dir + "/config.yaml", config_to_yaml(cfg));
+  if (console) write_file_atomic(run_dir + "/config.yaml", config_to_yaml(cfg));
   auto s = Session::open(cfg, /*require_response=*/true);
   const SftConfig& sc = cfg.sft;
   const bool chat = cfg.data.apply_chat_template;
@@ -41,7 +50,7 @@ SftSummary run_sft(const Config& cfg, bool quiet) {
     }
     data.push_back(std::move(t));
   }
-  if (too_long) std::fprintf(stderr, "[sft] %lld examples longer than sft.max_length %lld filtered out\n",
+  if (too_long && console) std::fprintf(stderr, "[sft] %lld examples longer than sft.max_length %lld filtered out\n",
                              static_cast<long long>(too_long), static_cast<long long>(sc.max_length));
   GRPO_CHECK(!data.empty(), "[sft] ", cfg.data.train_files, ": no usable example");
 
@@ -56,12 +65,13 @@ SftSummary run_sft(const Config& cfg, bool quiet) {
   adam.lr = static_cast<float>(sc.lr);
   adam.weight_decay = static_cast<float>(sc.weight_decay);
   adam.grad_clip = static_cast<float>(sc.grad_clip);
-  train::Actor actor(*s->weights, dopt, mb, adam);
+  train::Actor actor(*s->weights, dopt, mb, adam, &comm, data_parallel_config(cfg));
 
   const int64_t N = data.size(), bs = std::min<int64_t>(sc.batch_size, N);
   const int64_t per_epoch = (N + bs - 1) / bs, total = per_epoch * sc.epochs;
   const int64_t warmup = static_cast<int64_t>(sc.lr_warmup_steps_ratio * total);
-  MetricsWriter metrics(run_dir + "/metrics.jsonl", /*truncate=*/true);
+  std::unique_ptr<MetricsWriter> metrics;
+  if (console) metrics = std::make_unique<MetricsWriter>(run_dir + "/metrics.jsonl", /*truncate=*/true);
   std::vector<int64_t> order(N);
   std::vector<train::TrainSample> batch;
   SftSummary sum;
@@ -79,14 +89,16 @@ SftSummary run_sft(const Config& cfg, bool quiet) {
       const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
       ++step;
       sum.final_loss = u.loss;
-      metrics.write(step, {{"train/loss", u.loss}, {"train/lr", lr}, {"actor/grad_norm", u.grad_norm},
-                           {"actor/entropy", u.entropy}, {"perf/throughput", u.tokens / std::max(1e-9, secs)},
+      if (metrics)
+        metrics->write(step, {{"train/loss", u.loss}, {"train/lr", lr}, {"actor/grad_norm", u.grad_norm},
+                           {"actor/entropy", u.entropy},
+                           {"perf/throughput", u.tokens / std::max(1e-9, secs * comm.size())},
                            {"perf/packing_efficiency", u.packing_efficiency}, {"timing_s/step", secs},
                            {"training/epoch", epoch}});
       if (!quiet && (step % 10 == 0 || step == total))
         std::fprintf(stderr, "[sft] step %lld/%lld | loss %.4f | lr %.2e | %.0f tokens/s\n",
                      static_cast<long long>(step), static_cast<long long>(total), u.loss, lr,
-                     u.tokens / std::max(1e-9, secs));
+                     u.tokens / std::max(1e-9, secs * comm.size()));
     }
   }
   sum.steps = step;
@@ -96,22 +108,26 @@ SftSummary run_sft(const Config& cfg, bool quiet) {
     std::string p = cfg.actor_rollout_ref.model.path + "/" + f;
     if (file_exists(p)) extra.push_back(p);
   }
-  save_checkpoint(sum.model_dir, s->weights->config(), s->weights->named_tensors(), DType::F32, 0, extra);
+  actor.gather_weights();
+  if (console) save_checkpoint(sum.model_dir, s->weights->config(), s->weights->named_tensors(), DType::F32, 0, extra);
+  comm.barrier();
   if (!s->val.examples.empty()) {
     s->engine->clear_prefix_cache();
     EvalOptions eo;
     eo.sampling.temperature = 0;
     eo.max_new_tokens = static_cast<int32_t>(cfg.data.max_response_length);
     eo.stop_ids = s->stop_ids;
-    EvalResult r = evaluate(*s->engine, s->val.examples, eo, nullptr);
+    EvalResult r = evaluate(comm, *s->engine, s->val.examples, eo, nullptr);
     sum.val_accuracy = r.accuracy;
-    metrics.write(step, {{"val/accuracy", r.accuracy}, {"val/response_length/mean", r.response_length},
+    if (metrics)
+      metrics->write(step, {{"val/accuracy", r.accuracy}, {"val/response_length/mean", r.response_length},
                          {"timing_s/testing", r.seconds}});
     if (!quiet)
       std::fprintf(stderr, "[sft] held-out accuracy %.3f on %lld prompts\n", r.accuracy,
                    static_cast<long long>(r.examples));
   }
   sum.seconds = std::chrono::duration<double>(Clock::now() - t_run).count();
+  if (!console) return sum;
   ReportInfo info;
   info.title = "grpo.cpp SFT: " + cfg.trainer.experiment_name;
   info.config_yaml = config_to_yaml(cfg);

@@ -10,6 +10,7 @@
 #include "core/files.h"
 #include "core/profiler.h"
 #include "core/rng.h"
+#include "grpo/distributed.h"
 #include "grpo/metrics.h"
 #include "grpo/report.h"
 
@@ -39,7 +40,15 @@ int64_t total_training_steps(const Config& c, int64_t train_examples) {
   return per_epoch * c.trainer.total_epochs;
 }
 
-GrpoTrainer::GrpoTrainer(const Config& config, const TrainOptions& opt) : cfg_(config), opt_(opt) {
+GrpoTrainer::GrpoTrainer(const Config& config, const TrainOptions& opt)
+    : cfg_(config),
+      opt_(opt),
+      comm_(comm::world()),
+      console_(comm_.rank() == 0),
+      expected_response_tokens_(config.data.max_response_length) {
+  comm_.set_timeout(cfg_.trainer.comm_timeout_s);
+  check_world(cfg_, comm_);
+  if (!console_) opt_.quiet = true;
   run_dir_ = opt.resume_dir.empty() ? cfg_.trainer.default_local_dir : opt.resume_dir;
   make_dirs(run_dir_);
   s_ = Session::open(cfg_, /*require_response=*/false);
@@ -61,7 +70,7 @@ GrpoTrainer::GrpoTrainer(const Config& config, const TrainOptions& opt) : cfg_(c
   adam.eps = static_cast<float>(ac.optim.eps);
   adam.weight_decay = static_cast<float>(ac.optim.weight_decay);
   adam.grad_clip = static_cast<float>(ac.grad_clip);
-  actor_ = std::make_unique<train::Actor>(*s_->weights, dopt, mb, adam);
+  actor_ = std::make_unique<train::Actor>(*s_->weights, dopt, mb, adam, &comm_, data_parallel_config(cfg_));
   if (ac.use_kl_loss && ac.kl_loss_coef != 0) {
     ref_weights_ = ModelWeights::load(cfg_.actor_rollout_ref.model.path);
     ref_decoder_ = std::make_unique<Decoder>(*ref_weights_, dopt);
@@ -73,14 +82,24 @@ GrpoTrainer::GrpoTrainer(const Config& config, const TrainOptions& opt) : cfg_(c
   if (!opt.resume_dir.empty()) {
     std::string ck = latest_run_checkpoint(run_dir_);
     GRPO_CHECK(!ck.empty(), "[resume] ", run_dir_, " has no checkpoint (checkpoints/latest is missing)");
-    state_ = load_run_checkpoint(ck, *s_->weights, actor_->optimizer());
+    // Every rank reads the whole-layout moments and keeps its shard, whatever the ranks that saved them.
+    std::vector<float> m(s_->weights->params().numel()), v(m.size());
+    int64_t optimizer_steps = 0;
+    state_ = load_run_checkpoint(ck, *s_->weights, m.data(), v.data(), &optimizer_steps);
+    actor_->load_moments(m.data(), v.data(), optimizer_steps);
     s_->engine->clear_prefix_cache();
-    truncate_metrics(run_dir_ + "/metrics.jsonl", state_.global_step);
-    std::fprintf(stderr, "[train] resumed %s at step %lld\n", ck.c_str(), static_cast<long long>(state_.global_step));
-  } else if (file_exists(run_dir_ + "/metrics.jsonl")) {
+    if (console_) {
+      truncate_metrics(run_dir_ + "/metrics.jsonl", state_.global_step);
+      std::fprintf(stderr, "[train] resumed %s at step %lld\n", ck.c_str(), static_cast<long long>(state_.global_step));
+    }
+  } else if (console_ && file_exists(run_dir_ + "/metrics.jsonl")) {
     std::filesystem::remove(run_dir_ + "/metrics.jsonl");
   }
-  write_file_atomic(run_dir_ + "/config.yaml", config_to_yaml(cfg_));
+  if (console_) write_file_atomic(run_dir_ + "/config.yaml", config_to_yaml(cfg_));
+  if (console_ && comm_.size() > 1)
+    std::fprintf(stderr, "[train] %d ranks on %s (%s reduce, %s)\n", comm_.size(), comm_.backend().c_str(),
+                 cfg_.actor_rollout_ref.actor.fsdp_config.mixed_precision.reduce_dtype.c_str(),
+                 cfg_.actor_rollout_ref.actor.fsdp_config.overlap_comm ? "overlapped with the backward" : "after the backward");
 }
 
 GrpoTrainer::~GrpoTrainer() = default;
@@ -116,20 +135,21 @@ nlohmann::json GrpoTrainer::validate() {
   eo.max_new_tokens = static_cast<int32_t>(cfg_.data.max_response_length);
   eo.stop_ids = s_->stop_ids;
   eo.seed = static_cast<uint64_t>(cfg_.trainer.seed);
-  EvalResult r = evaluate(*s_->engine, s_->val.examples, eo, &rewards_);
+  EvalResult r = evaluate(comm_, *s_->engine, s_->val.examples, eo, &rewards_);
   return {{"val/accuracy", r.accuracy}, {"val/reward/mean", r.reward_mean},
           {"val/response_length/mean", r.response_length}, {"timing_s/testing", r.seconds}};
 }
 
 TrainSummary GrpoTrainer::run() {
   const auto t_run = Clock::now();
-  MetricsWriter metrics(run_dir_ + "/metrics.jsonl");
+  std::unique_ptr<MetricsWriter> metrics;  // rank 0 writes the run's one metrics.jsonl
+  if (console_) metrics = std::make_unique<MetricsWriter>(run_dir_ + "/metrics.jsonl");
   TrainSummary sum;
   const bool has_val = !s_->val.examples.empty();
   auto log_val = [&](int64_t step) {
     nlohmann::json v = validate();
     sum.val_accuracy.push_back(v["val/accuracy"].get<double>());
-    metrics.write(step, v);
+    if (metrics) metrics->write(step, v);
     if (!opt_.quiet)
       std::fprintf(stderr, "[val] step %lld: accuracy %.3f, reward %.3f (%lld prompts, %.1fs)\n",
                    static_cast<long long>(step), v["val/accuracy"].get<double>(), v["val/reward/mean"].get<double>(),
@@ -143,7 +163,7 @@ TrainSummary GrpoTrainer::run() {
     nlohmann::json m = train_step(step);
     if (profile) Profiler::enable(false);
     state_.global_step = step;
-    metrics.write(step, m);
+    if (metrics) metrics->write(step, m);
     if (!opt_.quiet)
       std::fprintf(stderr,
                    "[train] step %lld/%lld | reward %.3f | len %.1f | gen %.2fs upd %.2fs step %.2fs | %.0f rollout tok/s"
@@ -157,14 +177,20 @@ TrainSummary GrpoTrainer::run() {
     if (has_val && (last || (cfg_.trainer.test_freq > 0 && step % cfg_.trainer.test_freq == 0))) log_val(step);
     if (last || (cfg_.trainer.save_freq > 0 && step % cfg_.trainer.save_freq == 0)) {
       auto t0 = Clock::now();
-      sum.final_checkpoint = save_run_checkpoint(run_dir_, *s_->weights, actor_->optimizer(), state_, DType::F32,
-                                                 cfg_.actor_rollout_ref.model.path);
+      // Rank 0 gathers the f32 master weights and the moments of every shard and writes one checkpoint.
+      const train::Actor::FullMoments full = actor_->gather_for_checkpoint();
+      if (console_)
+        sum.final_checkpoint =
+            save_run_checkpoint(run_dir_, *s_->weights, OptimizerMoments{full.m, full.v, actor_->optimizer().steps()},
+                                state_, DType::F32, cfg_.actor_rollout_ref.model.path);
+      comm_.barrier();
       if (!opt_.quiet)
         std::fprintf(stderr, "[train] saved %s (%.1fs)\n", sum.final_checkpoint.c_str(), since(t0));
     }
   }
   sum.steps = state_.global_step;
   sum.seconds = since(t_run);
+  if (!console_) return sum;
   ReportInfo info;
   info.title = "grpo.cpp: " + cfg_.trainer.experiment_name;
   info.config_yaml = config_to_yaml(cfg_);

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "core/profiler.h"
+#include "grpo/distributed.h"
 #include "grpo/metrics.h"
 #include "grpo/trainer.h"
 #include "train/advantages.h"
@@ -37,7 +38,8 @@ void append_sample(StepBatch& b, GenerationResult& gen, const ScoreResult& sc, s
 
 }  // namespace
 
-GenerationResult GrpoTrainer::generate(const std::vector<const Example*>& prompts, int64_t step, int64_t batch_index) {
+GenerationResult GrpoTrainer::generate(const std::vector<const Example*>& prompts, const std::vector<int64_t>& index,
+                                       int64_t step, int64_t batch_index) {
   GRPO_PROFILE("gen");
   const auto t0 = Clock::now();
   const RolloutConfig& rc = cfg_.actor_rollout_ref.rollout;
@@ -56,7 +58,8 @@ GenerationResult GrpoTrainer::generate(const std::vector<const Example*>& prompt
     q.stop_token_ids = s_->stop_ids;
     q.max_new_tokens = static_cast<int32_t>(cfg_.data.max_response_length);
     q.seed = static_cast<uint64_t>(cfg_.trainer.seed);
-    q.id = static_cast<uint64_t>(step) * 1000003ull + static_cast<uint64_t>(batch_index) * 10007ull + r;
+    const uint64_t in_batch = static_cast<uint64_t>(index[i] * requests_per_prompt) + r % requests_per_prompt;
+    q.id = static_cast<uint64_t>(step) * 1000003ull + static_cast<uint64_t>(batch_index) * 10007ull + in_batch;
     reqs.push_back(std::move(q));
   }
   const std::vector<rollout::RequestResult> out = s_->engine->generate(reqs);
@@ -117,8 +120,22 @@ StepBatch GrpoTrainer::collect_batch(int64_t step) {
   std::vector<const Example*> prompts;
   for (int64_t gb = 0;; ++gb) {
     next_prompts(&prompts);
-    GenerationResult gen = generate(prompts, step, gb);
-    const ScoreResult sc = score(gen);
+    std::vector<int64_t> index(prompts.size());
+    std::iota(index.begin(), index.end(), 0);
+    GenerationResult gen;
+    ScoreResult sc;
+    if (comm_.size() == 1) {
+      gen = generate(prompts, index, step, gb);
+      sc = score(gen);
+    } else {  // this rank's share of the prompts, then every rank's groups
+      const std::vector<std::vector<int64_t>> shares =
+          prompt_shares(prompts, cfg_.actor_rollout_ref.rollout.n, expected_response_tokens_, comm_.size());
+      std::vector<const Example*> mine;
+      for (int64_t i : shares[comm_.rank()]) mine.push_back(prompts[i]);
+      gen = generate(mine, shares[comm_.rank()], step, gb);
+      sc = score(gen);
+      gather_groups(comm_, shares, prompts, gen, sc);
+    }
     b.gen_s += gen.seconds;
     b.reward_s += sc.seconds;
     b.function_names = sc.function_names;
@@ -188,8 +205,8 @@ LogProbResult GrpoTrainer::compute_log_probs(std::vector<std::vector<train::Trai
   if (need_old || ac.tis_imp_ratio_cap > 0) {
     GRPO_PROFILE("old_log_prob");
     const auto t0 = Clock::now();
-    for (auto& mb : minibatches) {
-      train::response_logprobs(actor_->decoder(), mb, actor_->micro_batching(), &lp, nullptr);
+    for (auto& mb : minibatches) {  // each rank: the samples its updates train on
+      actor_->share_logprobs(actor_->decoder(), mb, &lp);
       for (size_t i = 0; i < mb.size(); ++i) mb[i].old_logprobs = std::move(lp[i]);
     }
     r.old_s = since(t0);
@@ -198,7 +215,7 @@ LogProbResult GrpoTrainer::compute_log_probs(std::vector<std::vector<train::Trai
     GRPO_PROFILE("ref");
     const auto t0 = Clock::now();
     for (auto& mb : minibatches) {
-      train::response_logprobs(*ref_decoder_, mb, actor_->micro_batching(), &lp, nullptr);
+      actor_->share_logprobs(*ref_decoder_, mb, &lp);
       for (size_t i = 0; i < mb.size(); ++i) mb[i].ref_logprobs = std::move(lp[i]);
     }
     r.ref_s = since(t0);
@@ -253,6 +270,7 @@ SyncResult GrpoTrainer::sync_weights() {
 nlohmann::json GrpoTrainer::train_step(int64_t step) {
   GRPO_PROFILE("step");
   const auto t_step = Clock::now();
+  const comm::CommStats comm0 = comm_.stats();
   StepBatch batch = collect_batch(step);
   const AdvantageResult adv = compute_advantages(batch);
   std::vector<std::vector<train::TrainSample>> minibatches = split_minibatches(batch);
@@ -265,7 +283,23 @@ nlohmann::json GrpoTrainer::train_step(int64_t step) {
   GRPO_CHECK(state_.consecutive_skips < 5, "[train] ", state_.consecutive_skips,
              " steps in a row had a non-finite loss or gradient and were skipped; stopping. Lower "
              "actor_rollout_ref.actor.optim.lr or check the data and rewards.");
-  return step_metrics(batch, adv, minibatches, lp, up, sync, since(t_step));
+  const double step_s = since(t_step);
+  nlohmann::json m = step_metrics(batch, adv, minibatches, lp, up, sync, step_s);
+  expected_response_tokens_ = std::max<int64_t>(1, static_cast<int64_t>(m.value("response_length/mean", 1.0)));
+  if (comm_.size() > 1) {
+    // Communication on the critical path: the rank that waited least (the slowest one) was held up by the
+    // communication itself; the others' longer waits are also the slowest rank's extra work.
+    const comm::CommStats c = comm_.stats();
+    double v[] = {c.blocked_s - comm0.blocked_s, static_cast<double>(c.bytes_sent - comm0.bytes_sent)};
+    double blocked = v[0];
+    for (const std::string& b : comm_.all_gather_bytes(std::string_view(reinterpret_cast<const char*>(v), sizeof v)))
+      blocked = std::min(blocked, reinterpret_cast<const double*>(b.data())[0]);
+    comm_.all_reduce_sum(&v[1], 1);
+    m["timing_s/comm"] = blocked;
+    m["perf/comm_share"] = blocked / std::max(1e-9, step_s);
+    m["perf/comm_bytes"] = v[1];
+  }
+  return m;
 }
 
 // verl's metric names (grpo-math.md).
@@ -306,7 +340,7 @@ nlohmann::json GrpoTrainer::step_metrics(const StepBatch& batch, const Advantage
   m["timing_s/update_actor"] = up.seconds;
   m["timing_s/update_weights"] = up.update_weights_s + sync.seconds;
   m["timing_s/step"] = step_s;
-  m["perf/throughput"] = (batch.gen_tokens + batch.prompt_tokens) / std::max(1e-9, step_s);
+  m["perf/throughput"] = (batch.gen_tokens + batch.prompt_tokens) / std::max(1e-9, step_s * comm_.size());
   m["perf/rollout_tokens_per_s"] = batch.gen_tokens / std::max(1e-9, batch.gen_s);
   m["perf/train_tokens"] = up.train_tokens;
   m["perf/peak_rss_bytes"] = peak_rss_bytes();

@@ -292,9 +292,11 @@ UpdateStats Actor::update_sft(const std::vector<TrainSample>& samples, float lr)
   return run_update(samples, fn, lr);
 }
 
+void Actor::gather_weights() { sync_->gather_masters(0); }
+
 Actor::FullMoments Actor::gather_for_checkpoint() {
   if (comm_->size() == 1) return {adam_.m(), adam_.v()};
-  sync_->gather_masters(0);
+  gather_weights();
   const bool root = comm_->rank() == 0;
   if (root && full_m_.size() == 0) {
     full_m_ = Buffer(static_cast<size_t>(part_.total()) * sizeof(float));

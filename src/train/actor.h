@@ -98,8 +98,11 @@ class Actor {
   // rank's share of the mini-batch (the share its updates train on); other entries are left empty.
   void share_logprobs(Decoder& dec, const std::vector<TrainSample>& samples, std::vector<std::vector<float>>* logprobs);
 
-  // Checkpoints (collective: every rank calls them). Brings every rank's f32 master shard to rank 0 and
-  // returns, on rank 0, the AdamW moments in the whole flat layout (null elsewhere); valid until the next call.
+  // Checkpoints (collective: every rank calls them). gather_weights brings every rank's f32 master shard
+  // to rank 0 (needed in bf16 mode, where other ranks' GEMM weights travel as bf16 only);
+  // gather_for_checkpoint does that and returns, on rank 0, the AdamW moments in the whole flat layout
+  // (null elsewhere), valid until the next call.
+  void gather_weights();
   struct FullMoments {
     const float* m = nullptr;
     const float* v = nullptr;
