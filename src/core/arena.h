@@ -24,6 +24,9 @@ class Buffer {
 
   void* data() const { return data_; }
   size_t size() const { return size_; }
+  // Returns the memory of the whole pages inside [offset, offset + bytes) to the system: they read as zero
+  // until written again. Parts of pages at either end are left as they are.
+  void discard(size_t offset, size_t bytes);
 
   // Number of Buffer allocations made in this process (used to assert hot loops allocate nothing).
   static uint64_t alloc_count();
@@ -54,6 +57,8 @@ class Arena {
   int64_t declared_numel() const;           // sum of the declared tensors' sizes
   DType dtype() const { return dtype_; }
   void zero();
+  // Buffer::discard of elements [first, first + count).
+  void discard(int64_t first, int64_t count);
 
  private:
   struct Entry {

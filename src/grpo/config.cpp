@@ -506,6 +506,7 @@ train::DataParallel data_parallel_config(const Config& config) {
   dp.bucket_elems = std::max<int64_t>(1, static_cast<int64_t>(f.bucket_cap_mb * (1 << 20) / sizeof(float)));
   dp.overlap = f.overlap_comm;
   dp.reduce_per_micro_batch = f.reduce_per_micro_batch;
+  dp.zero3 = f.reshard_after_forward;
   return dp;
 }
 

@@ -181,6 +181,9 @@ std::vector<KeySpec> build_table() {
           "start each bucket's reduction as soon as the backward completed it (false: after the backward)"),
       KEY(actor_rollout_ref.actor.fsdp_config.reduce_per_micro_batch, any(),
           "reduce gradients after every micro-batch (false: once per mini-batch, after the last one)"),
+      KEY(actor_rollout_ref.actor.fsdp_config.reshard_after_forward, any(),
+          "ZeRO-3: while training keep only this rank's shard of the layers' parameters and gather each layer "
+          "just in time, the next one prefetched (false: ZeRO-2, whole parameters on every rank)"),
 
       KEY(actor_rollout_ref.rollout.n, at_least(1), "responses sampled per prompt (the group size)"),
       KEY(actor_rollout_ref.rollout.temperature, at_least(0), "sampling temperature; 0: greedy"),

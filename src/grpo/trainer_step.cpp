@@ -259,10 +259,12 @@ UpdateResult GrpoTrainer::update(std::vector<std::vector<train::TrainSample>>& m
 }
 
 // The rollout engine reads the actor's own weights (the bf16 shadow is refreshed by each optimizer step),
-// so what is left to sync is the prefix cache: its k/v belong to the old weights.
+// so what is left to sync is the prefix cache: its k/v belong to the old weights. With ZeRO-3 the layers'
+// parameters were sharded during training: the rollout needs them whole again.
 SyncResult GrpoTrainer::sync_weights() {
   GRPO_PROFILE("update_weights");
   const auto t0 = Clock::now();
+  actor_->gather_for_rollout();
   s_->engine->clear_prefix_cache();
   return {since(t0)};
 }

@@ -89,28 +89,6 @@ RankPlan plan_rank(const std::vector<int64_t>& lengths, const MicroBatching& mb,
   return rp;
 }
 
-void response_logprobs(Decoder& dec, const std::vector<TrainSample>& samples, const MicroBatching& mb,
-                       std::vector<std::vector<float>>* logprobs, std::vector<std::vector<float>>* entropy) {
-  GRPO_PROFILE("response_logprobs");
-  MicroBatchPlan plan = plan_micro_batches(lengths_of(samples), mb);
-  logprobs->assign(samples.size(), {});
-  if (entropy) entropy->assign(samples.size(), {});
-  std::vector<float> lp, ent;
-  std::vector<int64_t> row_of;
-  for (const MicroBatch& m : plan.micro_batches) {
-    PackedBatch b = build_batch(samples, m, !mb.dynamic && mb.pad_fixed, &row_of);
-    lp.resize(b.T());
-    ent.resize(b.T());
-    dec.forward(b, lp.data(), ent.data());
-    for (size_t j = 0; j < m.sequences.size(); ++j) {
-      const TrainSample& s = samples[m.sequences[j]];
-      const int64_t first = row_of[j] + s.prompt_len - 1;
-      (*logprobs)[m.sequences[j]].assign(lp.begin() + first, lp.begin() + first + s.response_len());
-      if (entropy) (*entropy)[m.sequences[j]].assign(ent.begin() + first, ent.begin() + first + s.response_len());
-    }
-  }
-}
-
 Actor::Actor(ModelWeights& weights, const DecoderOptions& dopt, const MicroBatching& mb, const AdamWConfig& adam,
              comm::Communicator* comm, const DataParallel& dp)
     : w_(weights),
@@ -131,18 +109,62 @@ Actor::Actor(ModelWeights& weights, const DecoderOptions& dopt, const MicroBatch
     shard_grads_ = Buffer(static_cast<size_t>(part_.size(comm_->rank())) * sizeof(float));
     reducer_ = std::make_unique<GradReducer>(*comm_, part_, weights.config(), grads_, dp.reduce_wire, dp.bucket_elems,
                                              dp.overlap);
+    if (dp.zero3) windows_ = std::make_unique<ParamWindows>(*sync_, weights.config(), w_.params());
+    hooks_.reducer = reducer_.get();
+    hooks_.windows = windows_.get();
+    dec_.set_hooks(&hooks_);
   }
+}
+
+void Actor::enter_training() {
+  if (!windows_ || resharded_) return;
+  windows_->reshard();
+  resharded_ = true;
+}
+
+void Actor::gather_for_rollout() {
+  if (!windows_ || !resharded_) return;
+  windows_->gather_all();
+  resharded_ = false;
 }
 
 void Actor::share_logprobs(Decoder& dec, const std::vector<TrainSample>& samples,
                            std::vector<std::vector<float>>* logprobs) {
+  GRPO_PROFILE("response_logprobs");
+  const bool own = &dec == &dec_;
+  if (own) enter_training();
   const RankPlan rp = plan_rank(lengths_of(samples), mb_, comm_->rank(), comm_->size());
-  std::vector<TrainSample> mine;
-  for (int64_t i : rp.sequences) mine.push_back(samples[i]);
-  std::vector<std::vector<float>> lp;
-  response_logprobs(dec, mine, mb_, &lp, nullptr);
   logprobs->assign(samples.size(), {});
-  for (size_t j = 0; j < rp.sequences.size(); ++j) (*logprobs)[rp.sequences[j]] = std::move(lp[j]);
+  std::vector<float> lp, ent;
+  std::vector<int64_t> row_of;
+  for (const MicroBatch& m : rp.plan.micro_batches) {
+    if (m.sequences.empty()) {
+      if (own && windows_) empty_pass(false);
+      continue;
+    }
+    PackedBatch b = build_batch(samples, m, !mb_.dynamic && mb_.pad_fixed, &row_of);
+    lp.resize(b.T());
+    ent.resize(b.T());
+    dec.forward(b, lp.data(), ent.data());
+    for (size_t j = 0; j < m.sequences.size(); ++j) {
+      const TrainSample& s = samples[m.sequences[j]];
+      const int64_t first = row_of[j] + s.prompt_len - 1;
+      (*logprobs)[m.sequences[j]].assign(lp.begin() + first, lp.begin() + first + s.response_len());
+    }
+  }
+}
+
+void Actor::empty_pass(bool backward) {
+  const int64_t L = w_.config().num_hidden_layers;
+  for (int64_t l = 0; l < L; ++l) hooks_.forward_layer(l);
+  if (!backward) return;
+  hooks_.head_done();
+  for (int64_t l = L - 1; l >= 0; --l) {
+    if (dec_.options().checkpoint_activations) hooks_.forward_layer(l);
+    hooks_.backward_layer(l);
+    hooks_.layer_done(l);
+  }
+  hooks_.embedding_done();
 }
 
 // loss_fn(sample, row_first, n, logp, entropy, dlogp, dentropy, stats): per-response-token loss of one
@@ -153,6 +175,7 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
   UpdateStats st;
   st.lr = lr;
   const bool dist = comm_->size() > 1;
+  enter_training();
   const RankPlan rp = plan_rank(lengths_of(samples), mb_, comm_->rank(), comm_->size());
   st.packing_efficiency = rp.efficiency;
   st.micro_batches = rp.plan.micro_batches.size();
@@ -176,6 +199,7 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
     };
     if (m.sequences.empty()) {  // this rank has fewer micro-batches' worth of sequences than another
       start_reduction();
+      if (windows_) empty_pass(true);  // the layer gathers (and buckets) in the other ranks' order
       if (reduce) reducer_->launch_rest();
       continue;
     }
@@ -203,7 +227,7 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
     st.ppo_kl += ls.ppo_kl;
     st.response_tokens += static_cast<int64_t>(ls.tokens);
     start_reduction();
-    dec_.backward(dlp.data(), dent.data(), grad_tensors_, reduce && reducer_->overlap() ? reducer_.get() : nullptr);
+    dec_.backward(dlp.data(), dent.data(), grad_tensors_);  // an armed reducer starts buckets from the hooks
     if (reduce) reducer_->launch_rest();
   }
   double sum_sq = 0;
@@ -234,7 +258,10 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
   st.skipped = r.skipped;
   if (!r.skipped && (dist || w_.has_bf16())) {
     auto t0 = std::chrono::steady_clock::now();
-    sync_->run();
+    if (windows_)  // ZeRO-3: the root stays whole; layers are gathered when next read
+      windows_->after_step();
+    else
+      sync_->run();
     st.update_weights_s = seconds_since(t0);
   }
   return st;
@@ -292,7 +319,10 @@ UpdateStats Actor::update_sft(const std::vector<TrainSample>& samples, float lr)
   return run_update(samples, fn, lr);
 }
 
-void Actor::gather_weights() { sync_->gather_masters(0); }
+void Actor::gather_weights() {
+  gather_for_rollout();
+  sync_->gather_masters(0);
+}
 
 Actor::FullMoments Actor::gather_for_checkpoint() {
   if (comm_->size() == 1) return {adam_.m(), adam_.v()};

@@ -9,6 +9,8 @@
 // share into the same number of micro-batches, and the gradients are reduce-scattered in buckets during
 // the backward (train/grad_reducer.h) into per-rank shards of the flat layout. AdamW moments exist for the
 // shard only; after the step the updated shards are all-gathered in the rollout dtype (train/param_sync.h).
+// ZeRO-3 (DataParallel::zero3) also drops the other shards of the layers' parameters while training and
+// gathers each layer just in time (train/param_windows.h); gather_for_rollout() makes the model whole again.
 // Loss weights and every statistic are global, so the update is the one a single process would make with
 // the same mini-batch (up to the order of fp32 additions).
 #pragma once
@@ -24,6 +26,7 @@
 #include "train/optimizer.h"
 #include "train/packing.h"
 #include "train/param_sync.h"
+#include "train/param_windows.h"
 
 namespace grpo::train {
 
@@ -53,6 +56,7 @@ struct DataParallel {
   int64_t bucket_elems = 1 << 20;            // fsdp_config.bucket_cap_mb, in fp32 elements
   bool overlap = true;                       // start each bucket during the backward (else after it)
   bool reduce_per_micro_batch = false;       // reduce every micro-batch (else once, after the last)
+  bool zero3 = false;                        // fsdp_config.reshard_after_forward: layers gathered just in time
 };
 
 struct UpdateStats {
@@ -67,11 +71,6 @@ struct UpdateStats {
 
 // Plans the micro-batches of sequences of the given lengths.
 MicroBatchPlan plan_micro_batches(const std::vector<int64_t>& lengths, const MicroBatching& mb);
-
-// Per-response-token log-probs (and entropies if `entropy` is non-null) of every sample under `dec`'s
-// weights, forward only. Sequences are processed in micro-batches of `mb`.
-void response_logprobs(Decoder& dec, const std::vector<TrainSample>& samples, const MicroBatching& mb,
-                       std::vector<std::vector<float>>* logprobs, std::vector<std::vector<float>>* entropy);
 
 // This rank's part of a mini-batch: its micro-batches (indices into the mini-batch), as many as every
 // other rank's, and the packing efficiency of all ranks together.
@@ -108,6 +107,9 @@ class Actor {
     const float* v = nullptr;
   };
   FullMoments gather_for_checkpoint();
+  // ZeRO-3: gathers every rank's parameters, as the rollout engine reads the whole model (no-op otherwise;
+  // training drops them again at its first forward).
+  void gather_for_rollout();
   // Every rank takes its shard of moments given in the whole flat layout.
   void load_moments(const float* m_full, const float* v_full, int64_t optimizer_steps);
 
@@ -121,6 +123,34 @@ class Actor {
  private:
   template <typename LossFn>
   UpdateStats run_update(const std::vector<TrainSample>& samples, LossFn&& loss_fn, float lr);
+  void enter_training();  // ZeRO-3: drop the layers' other shards (once after each gather_for_rollout)
+  // ZeRO-3: a rank with nothing in a micro-batch still takes part in the other ranks' layer gathers (and
+  // bucket reductions, started from the same events): its hooks see the events of a forward (and backward)
+  // pass in Decoder's order.
+  void empty_pass(bool backward);
+
+  // The decoder's hooks: the gradient reducer and the ZeRO-3 layer windows, whichever exist.
+  struct Hooks final : DecoderHooks {
+    GradReducer* reducer = nullptr;
+    ParamWindows* windows = nullptr;
+    void forward_layer(int64_t l) override {
+      if (windows) windows->forward_layer(l);
+    }
+    void backward_layer(int64_t l) override {
+      if (windows) windows->backward_layer(l);
+    }
+    void head_done() override {
+      if (windows) windows->head_done();
+      if (reducer) reducer->head_done();
+    }
+    void layer_done(int64_t l) override {
+      if (reducer) reducer->layer_done(l);
+    }
+    void embedding_done() override {
+      if (windows) windows->embedding_done();
+      if (reducer) reducer->embedding_done();
+    }
+  };
 
   ModelWeights& w_;
   Decoder dec_;
@@ -136,6 +166,9 @@ class Actor {
   Buffer shard_grads_;  // [part_.size(rank)] reduced gradients (N > 1)
   std::unique_ptr<GradReducer> reducer_;
   std::unique_ptr<ParamSync> sync_;
+  std::unique_ptr<ParamWindows> windows_;  // ZeRO-3 only
+  Hooks hooks_;
+  bool resharded_ = false;  // ZeRO-3: the layers' other shards are dropped
   Buffer full_m_, full_v_;  // rank 0, checkpoints only
 };
 

@@ -1,6 +1,6 @@
 // ZeRO gradient reduction: this rank's gradients of the whole flat layout (model/weights.h) are
 // reduce-scattered into its shard (comm/partition.h) in buckets of at most `bucket_elems` elements. With
-// overlap, each bucket starts as soon as the backward has finished every parameter in it (BackwardHooks),
+// overlap, each bucket starts as soon as the backward has finished every parameter in it (DecoderHooks),
 // so its communication runs on the communication thread while the backward computes the layers below;
 // without, all buckets start after the backward. Buckets are cut from the end of the layout, the order
 // in which the backward completes it: head, layer L-1, ..., layer 0, embedding. A bucket may be smaller
@@ -15,7 +15,7 @@
 
 namespace grpo::train {
 
-class GradReducer final : public BackwardHooks {
+class GradReducer final : public DecoderHooks {
  public:
   // `layout`: the parameter arena (declare_parameters) whose offsets the gradients share.
   GradReducer(comm::Communicator& comm, const comm::Partition& part, const ModelConfig& config, const Arena& layout,

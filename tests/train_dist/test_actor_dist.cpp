@@ -95,7 +95,23 @@ struct Case {
   DataParallel dp;
   ComputeMode mode = ComputeMode::F32;
   int sequences = 13;
+  bool checkpoint_activations = false;
 };
+
+// The fraction of zeros among the parameters of layers 1 .. L-1 outside this rank's shard: ZeRO-3 drops them
+// between uses (whole pages only; layer 0, used last by the backward, stays).
+double dropped_fraction(const ModelWeights& w, const comm::Partition& part, int rank) {
+  const Arena& a = w.params();
+  const float* p = a.flat().f32();
+  const int64_t lo = a.offset(first_layer_tensor(1)), hi = a.offset("model.norm.weight");
+  int64_t zeros = 0, count = 0;
+  for (int64_t i = lo; i < hi; ++i) {
+    if (i >= part.begin(rank) && i < part.end(rank)) continue;
+    ++count;
+    zeros += p[i] == 0.0f;
+  }
+  return count ? static_cast<double>(zeros) / count : 1.0;
+}
 
 class ActorDist : public ::testing::TestWithParam<Case> {
  protected:
@@ -110,6 +126,7 @@ TEST_P(ActorDist, UpdatesLikeOneProcess) {
   if (k.mode == ComputeMode::BF16 && !bf16_compute_available(*w1)) GTEST_SKIP() << "no bf16 GEMM on this CPU";
   DecoderOptions dopt;
   dopt.mode = k.mode;
+  dopt.checkpoint_activations = k.checkpoint_activations;
   AdamWConfig adam;
   adam.lr = 1e-3f;
   Actor dist(*wd, dopt, k.mb, adam, &c, k.dp);
@@ -117,10 +134,35 @@ TEST_P(ActorDist, UpdatesLikeOneProcess) {
   const bool bf16_wire = c.size() > 1 && k.dp.reduce_wire == comm::Wire::BF16;
   ops::PolicyLossConfig loss;
   for (int step = 0; step < 3; ++step) {
-    const std::vector<TrainSample> batch = samples(k.sequences, 100 + step, wd->config().vocab_size);
+    std::vector<TrainSample> batch = samples(k.sequences, 100 + step, wd->config().vocab_size);
+    // Old log-probs as the trainer computes them with several mini-batches: each rank for its share (with
+    // bf16 on the wire, from weights that moved by bf16-rounded gradients: 1e-2).
+    std::vector<std::vector<float>> lp_dist, lp_one;
+    dist.share_logprobs(dist.decoder(), batch, &lp_dist);
+    one.share_logprobs(one.decoder(), batch, &lp_one);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (lp_dist[i].empty()) continue;  // another rank's
+      ASSERT_EQ(lp_dist[i].size(), lp_one[i].size());
+      for (size_t t = 0; t < lp_one[i].size(); ++t)
+        ASSERT_NEAR(lp_dist[i][t], lp_one[i][t], (bf16_wire ? 1e-2 : 1e-5) * (1 + std::fabs(lp_one[i][t])))
+            << "sample " << i << " token " << t;
+    }
+    std::vector<TrainSample> batch_one = batch;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      batch[i].old_logprobs = lp_dist[i];
+      batch_one[i].old_logprobs = lp_one[i];
+    }
     const UpdateStats a = dist.update_policy(batch, loss, LossAggMode::TokenMean, 1.0f, -1.0f, adam.lr);
-    const UpdateStats b = one.update_policy(batch, loss, LossAggMode::TokenMean, 1.0f, -1.0f, adam.lr);
+    const UpdateStats b = one.update_policy(batch_one, loss, LossAggMode::TokenMean, 1.0f, -1.0f, adam.lr);
     SCOPED_TRACE(testing::Message() << "step " << step);
+    // ZeRO-3: two updates in a row (as with two mini-batches a step) before the model is made whole again.
+    if (k.dp.zero3 && c.size() > 1 && step % 2 == 1) {
+      const comm::Partition part = comm::Partition::even(wd->params().numel(), c.size(), 16);
+      EXPECT_GT(dropped_fraction(*wd, part, c.rank()), 0.5) << "ZeRO-3 keeps other ranks' layers while training";
+      dist.gather_for_rollout();
+      EXPECT_LT(dropped_fraction(*wd, part, c.rank()), 0.01) << "gather_for_rollout makes the model whole";
+    }
+    const bool whole = !k.dp.zero3 || c.size() == 1 || step % 2 == 1;  // weights comparable
     EXPECT_FALSE(a.skipped);
     EXPECT_EQ(a.response_tokens, b.response_tokens);
     if (c.size() == 1) {  // the same code path: bitwise
@@ -135,6 +177,7 @@ TEST_P(ActorDist, UpdatesLikeOneProcess) {
     EXPECT_NEAR(a.entropy, b.entropy, tol * (1 + std::fabs(b.entropy)));
     EXPECT_NEAR(a.ppo_kl, b.ppo_kl, 1e-6);
     EXPECT_NEAR(a.grad_norm, b.grad_norm, (bf16_wire ? 0x1.0p-8 : 1e-5) * b.grad_norm);
+    if (!whole) continue;
     const WeightDiff d = weight_diff(*wd, *w1);
     EXPECT_LE(d.max, (bf16_wire ? 2.0 : 0.1) * adam.lr * (step + 1)) << "fraction over 1e-7: " << d.fraction_over_1e7;
     EXPECT_LE(d.mean, (bf16_wire ? 1e-2 : 1e-4) * adam.lr);
@@ -166,8 +209,9 @@ MicroBatching fixed(int64_t size, bool padded) {
   return mb;
 }
 
-DataParallel dp(comm::Wire wire, int64_t bucket, bool overlap, bool per_micro) {
+DataParallel dp(comm::Wire wire, int64_t bucket, bool overlap, bool per_micro, bool zero3 = false) {
   DataParallel d;
+  d.zero3 = zero3;
   d.reduce_wire = wire;
   d.bucket_elems = bucket;
   d.overlap = overlap;
@@ -184,7 +228,12 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"fixed padded micro-batches", fixed(3, true), dp(comm::Wire::F32, 10007, true, true)},
                       Case{"bf16 compute", budget(128), dp(comm::Wire::F32, 10007, true, false), ComputeMode::BF16},
                       Case{"fewer sequences than ranks x micro-batches", budget(64), dp(comm::Wire::F32, 777, true, true),
-                           ComputeMode::F32, 2}),
+                           ComputeMode::F32, 2},
+                      Case{"zero3", budget(128), dp(comm::Wire::F32, 10007, true, false, true)},
+                      Case{"zero3 per micro-batch, recomputed activations", budget(96),
+                           dp(comm::Wire::F32, 4099, true, true, true), ComputeMode::F32, 13, true},
+                      Case{"zero3 bf16 compute", budget(128), dp(comm::Wire::BF16, 10007, true, false, true),
+                           ComputeMode::BF16}),
     [](const ::testing::TestParamInfo<Case>& i) { return std::string("case") + std::to_string(i.index); });
 
 }  // namespace
@@ -230,6 +279,24 @@ TEST(ParamSyncBf16, GathersGemmWeightsAsBf16AndTheRestAsF32) {
     EXPECT_GT(stale, 0) << "GEMM weights of other shards travel as bf16 only";
   }
   EXPECT_LT(sync.bytes_per_rank(c.rank()), 4 * part.size(c.rank()) + 1);
+
+  // ZeRO-3's layer windows: a released range (here all layers) reads zero outside this rank's shard (whole
+  // pages), and a gather in two steps brings the same bits back.
+  const int64_t lo = p32.offset(first_layer_tensor(0)), hi = p32.offset("model.norm.weight");
+  const std::vector<bf16_t> before(p16.flat().as<bf16_t>() + p16.offset(first_layer_tensor(0)),
+                                   p16.flat().as<bf16_t>() + p16.offset("model.norm.weight"));
+  sync.release(lo, hi);
+  if (c.size() > 1) {
+    int64_t zeros = 0, others = 0;
+    for (int64_t i = lo; i < hi; ++i)
+      if (i < part.begin(c.rank()) || i >= part.end(c.rank())) ++others, zeros += p[i] == 0.0f;
+    EXPECT_GT(zeros, others / 2) << "released pages read zero";
+  }
+  comm::Request req = sync.start(lo, hi, 1);
+  sync.finish(lo, hi, 1, req);
+  const std::vector<bf16_t> after(p16.flat().as<bf16_t>() + p16.offset(first_layer_tensor(0)),
+                                  p16.flat().as<bf16_t>() + p16.offset("model.norm.weight"));
+  EXPECT_EQ(before, after);
 
   sync.gather_masters(0);
   if (c.rank() != 0) return;
