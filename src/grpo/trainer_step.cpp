@@ -26,6 +26,14 @@ int64_t peak_rss_bytes() {
   return static_cast<int64_t>(ru.ru_maxrss) * 1024;
 }
 
+// CPU time (user + system) of this process so far: what a step costs whatever else runs on the machine.
+double cpu_seconds() {
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
 double mean(const std::vector<double>& v) { return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / v.size(); }
 
 // Moves sample i of a generation batch (with its scores) to the end of the step's batch.
@@ -272,6 +280,7 @@ SyncResult GrpoTrainer::sync_weights() {
 nlohmann::json GrpoTrainer::train_step(int64_t step) {
   GRPO_PROFILE("step");
   const auto t_step = Clock::now();
+  const double cpu0 = cpu_seconds();
   const comm::CommStats comm0 = comm_.stats();
   StepBatch batch = collect_batch(step);
   const AdvantageResult adv = compute_advantages(batch);
@@ -288,19 +297,22 @@ nlohmann::json GrpoTrainer::train_step(int64_t step) {
   const double step_s = since(t_step);
   nlohmann::json m = step_metrics(batch, adv, minibatches, lp, up, sync, step_s);
   expected_response_tokens_ = std::max<int64_t>(1, static_cast<int64_t>(m.value("response_length/mean", 1.0)));
+  // [seconds blocked on communication, bytes sent, CPU seconds] of this rank during the step.
+  const comm::CommStats c = comm_.stats();
+  double v[] = {c.blocked_s - comm0.blocked_s, static_cast<double>(c.bytes_sent - comm0.bytes_sent),
+                cpu_seconds() - cpu0};
   if (comm_.size() > 1) {
     // Communication on the critical path: the rank that waited least (the slowest one) was held up by the
     // communication itself; the others' longer waits are also the slowest rank's extra work.
-    const comm::CommStats c = comm_.stats();
-    double v[] = {c.blocked_s - comm0.blocked_s, static_cast<double>(c.bytes_sent - comm0.bytes_sent)};
     double blocked = v[0];
     for (const std::string& b : comm_.all_gather_bytes(std::string_view(reinterpret_cast<const char*>(v), sizeof v)))
       blocked = std::min(blocked, reinterpret_cast<const double*>(b.data())[0]);
-    comm_.all_reduce_sum(&v[1], 1);
+    comm_.all_reduce_sum(&v[1], 2);
     m["timing_s/comm"] = blocked;
     m["perf/comm_share"] = blocked / std::max(1e-9, step_s);
     m["perf/comm_bytes"] = v[1];
   }
+  m["perf/cpu_time_s"] = v[2];  // all ranks
   return m;
 }
 
