@@ -11,7 +11,6 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/files.h"
-#include "kernels/backend.h"
 #include "grpo/arith.h"
 #include "grpo/byte_model.h"
 #include "grpo/dist_bench.h"
@@ -23,19 +22,17 @@ namespace {
 struct BenchDistArgs {
   GrpoBenchOptions o;
   int ranks = 2;
-  std::string out, mpirun = "mpirun", precision = "auto";
+  std::string out, mpirun = "mpirun";
 };
 
 void run(const BenchDistArgs& a) {
   namespace fs = std::filesystem;
   const GrpoBenchOptions& o = a.o;
-  GRPO_CHECK(o.steps >= 1 && o.prompts >= 1 && o.n >= 1 && o.max_response_length >= 1,
-             "[bench dist] --steps, --prompts, --n and --max-response-length must be >= 1");
+  GRPO_CHECK(o.steps >= 1 && o.prompts >= 1 && o.n >= 1 && o.max_prompt_length >= 1 && o.max_response_length >= 1 &&
+                 o.micro_batch >= 1,
+             "[bench dist] --steps, --prompts, --n, --max-prompt-length, --max-response-length and --micro-batch must "
+             "be >= 1");
   std::vector<DistBenchRun> runs = dist_bench_runs(a.ranks);
-  GRPO_CHECK(a.precision == "auto" || a.precision == "f32" || a.precision == "bf16",
-             "[bench dist] --precision: expected auto, f32 or bf16, got \"", a.precision, "\"");
-  // oneDNN has bf16 matmuls only with AVX-512: elsewhere the runs compute in f32.
-  const bool bf16 = a.precision == "bf16" || (a.precision == "auto" && cpu_has_avx512());
   std::string out = a.out;
   if (out.empty()) {
     std::string tmpl = (fs::temp_directory_path() / "grpo-bench-dist-XXXXXX").string();
@@ -44,7 +41,7 @@ void run(const BenchDistArgs& a) {
   }
   make_dirs(out);
   std::fprintf(stderr, "[bench dist] work folder %s: random %s:%s model, arithmetic prompts, %s compute\n",
-               out.c_str(), o.arch.c_str(), o.preset.c_str(), bf16 ? "bf16" : "f32");
+               out.c_str(), o.arch.c_str(), o.preset.c_str(), o.dtype.c_str());
   write_byte_model(out + "/model", o.arch, o.preset, 1234 + o.seed);
   const ArithSplit data = write_arith_dataset(out + "/data", std::max<int64_t>(1000, o.prompts * o.steps), 0, o.seed,
                                               "mixed");
@@ -58,10 +55,9 @@ void run(const BenchDistArgs& a) {
       if (geteuid() == 0) argv.push_back("--allow-run-as-root");  // Open MPI refuses root otherwise
     }
     argv.insert(argv.end(), {self_executable(), "train", out + "/arith-grpo.yaml", "--threads", "1"});
-    for (const std::string& s : grpo_bench_overrides(o, out + "/model", data.train_path, run_dir, true))
+    for (const std::string& s : grpo_bench_overrides(o, out + "/model", data.train_path, run_dir, {}))
       argv.insert(argv.end(), {"--set", s});
     for (const std::string& s : r.overrides) argv.insert(argv.end(), {"--set", s});
-    argv.insert(argv.end(), {"--set", std::string("mixed_precision.enabled=") + (bf16 ? "true" : "false")});
     std::string line;
     for (const std::string& s : argv) line += " " + s;
     std::fprintf(stderr, "[bench dist] %s:%s\n", r.name.c_str(), line.c_str());
@@ -84,12 +80,18 @@ void setup(CLI::App& app) {
   c->add_option("--steps", a->o.steps, "Training steps per run; the first is a warm-up")->capture_default_str();
   c->add_option("--prompts", a->o.prompts, "Prompts per step (data.train_batch_size)")->capture_default_str();
   c->add_option("--n", a->o.n, "Samples per prompt (rollout.n)")->capture_default_str();
-  c->add_option("--max-response-length", a->o.max_response_length, "Response tokens at most")->capture_default_str();
-  c->add_option("--token-budget", a->o.token_budget, "Micro-batch token budget per rank")->capture_default_str();
+  c->add_option("--max-prompt-length", a->o.max_prompt_length, "Prompt tokens at most")->capture_default_str();
+  c->add_option("--max-response-length", a->o.max_response_length,
+                "Response tokens (every response is this long: stop tokens are ignored)")
+      ->capture_default_str();
+  c->add_option("--micro-batch", a->o.micro_batch,
+                "Sets the micro-batch token budget per rank: this many full-length sequences")
+      ->capture_default_str();
+  c->add_option("--dtype", a->o.dtype, "bf16 (mixed precision) or f32, the same in every run")
+      ->check(CLI::IsMember({"bf16", "f32"}))
+      ->capture_default_str();
   c->add_option("--seed", a->o.seed, "Seed")->capture_default_str();
   c->add_option("--mpirun", a->mpirun, "The MPI launcher")->capture_default_str();
-  c->add_option("--precision", a->precision, "Compute precision: auto (bf16 where the CPU has AVX-512), f32, bf16")
-      ->capture_default_str();
   c->add_option("--out", a->out, "Work folder, kept (default: a temporary folder, removed)");
   c->callback([a] { run(*a); });
 }

@@ -1,11 +1,15 @@
-// Entry point of the `grpo` command-line tool: builds the CLI11 app from the command registry and
-// turns grpo::Error into a one-line message and exit status 1 (in a distributed run: naming the rank).
+// Entry point of the `grpo` command-line tool: builds the CLI11 app from the command registry, makes the
+// CPU instruction-set decision once the command line has parsed (before the command runs: it prints the
+// "[cpu] ..." line, or refuses a CPU without AVX2+FMA or a bad GRPO_ISA), and turns grpo::Error into a
+// one-line message and exit status 1 (in a distributed run: naming the rank).
 #include <cstdio>
 #include <exception>
+#include <new>
 
 #include "cli/command.h"
 #include "comm/communicator.h"
 #include "core/error.h"
+#include "kernels/backend.h"
 
 namespace grpo::cli {
 
@@ -45,10 +49,13 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Show help for every command");
   for (auto& setup : grpo::cli::command_registry()) setup(app);
+  app.parse_complete_callback([] { grpo::isa_decision(); });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const std::bad_alloc&) {
+    return grpo::cli::report_error("out of memory (an allocation outside the arenas failed)");
   } catch (const std::exception& e) {  // grpo::Error and the rest
     return grpo::cli::report_error(e.what());
   }

@@ -38,7 +38,6 @@ void gather_groups(comm::Communicator& comm, const std::vector<std::vector<int64
                    const std::vector<const Example*>& prompts, GenerationResult& gen, ScoreResult& sc) {
   const size_t functions = sc.function_names.size();
   comm::ByteWriter w;
-  w.put(gen.truncated);
   w.put(gen.gen_tokens);
   w.put(gen.prompt_tokens);
   w.put(gen.seconds);
@@ -51,6 +50,7 @@ void gather_groups(comm::Communicator& comm, const std::vector<std::vector<int64
     w.put(s.loss_masked);
     w.put_vector(s.rollout_logprobs);
     w.put_string(gen.texts[i]);
+    w.put(gen.truncated[i]);
     w.put(sc.scores[i]);
     w.put(sc.rewards[i]);
     for (size_t f = 0; f < functions; ++f) w.put(sc.per_function[f][i]);
@@ -61,6 +61,7 @@ void gather_groups(comm::Communicator& comm, const std::vector<std::vector<int64
   struct Group {
     std::vector<train::TrainSample> samples;
     std::vector<std::string> texts;
+    std::vector<uint8_t> truncated;
     std::vector<float> scores, rewards;
     std::vector<std::vector<float>> per_function;
   };
@@ -70,7 +71,6 @@ void gather_groups(comm::Communicator& comm, const std::vector<std::vector<int64
   s.function_names = sc.function_names;
   for (int r = 0; r < comm.size(); ++r) {
     comm::ByteReader in(all[r], "generated groups");
-    g.truncated += in.get<int64_t>();
     g.gen_tokens += in.get<int64_t>();
     g.prompt_tokens += in.get<int64_t>();
     g.seconds = std::max(g.seconds, in.get<double>());
@@ -89,6 +89,7 @@ void gather_groups(comm::Communicator& comm, const std::vector<std::vector<int64
         t.rollout_logprobs = in.get_vector<float>();
         gr.samples.push_back(std::move(t));
         gr.texts.push_back(in.get_string());
+        gr.truncated.push_back(in.get<uint8_t>());
         gr.scores.push_back(in.get<float>());
         gr.rewards.push_back(in.get<float>());
         for (size_t f = 0; f < functions; ++f) gr.per_function[f].push_back(in.get<float>());
@@ -103,6 +104,7 @@ void gather_groups(comm::Communicator& comm, const std::vector<std::vector<int64
     for (size_t k = 0; k < gr.samples.size(); ++k) {
       g.samples.push_back(std::move(gr.samples[k]));
       g.texts.push_back(std::move(gr.texts[k]));
+      g.truncated.push_back(gr.truncated[k]);
       s.scores.push_back(gr.scores[k]);
       s.rewards.push_back(gr.rewards[k]);
       for (size_t f = 0; f < functions; ++f) s.per_function[f].push_back(gr.per_function[f][k]);

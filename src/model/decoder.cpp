@@ -206,7 +206,7 @@ void Decoder::forward(const PackedBatch& batch, float* logprob, float* entropy) 
   batch_ = &batch;
   T_ = T;
   size_t need = carve(T, /*dry_run=*/true);
-  if (need > ws_.capacity()) ws_.reserve(need);
+  if (need > ws_.capacity()) ws_.reserve(need, cat("the decoder's activations for ", T, " tokens"));
   ws_.reset();
   carve(T, /*dry_run=*/false);
 

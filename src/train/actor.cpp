@@ -16,7 +16,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Packs the micro-batch's sequences (padded to the longest in the fixed baseline); row_of[j] is the
+// Packs the micro-batch's sequences (each padded to the longest when `padded`); row_of[j] is the
 // first row of sequence j in the batch.
 PackedBatch build_batch(const std::vector<TrainSample>& samples, const MicroBatch& m, bool padded,
                         std::vector<int64_t>* row_of) {
@@ -59,7 +59,8 @@ MicroBatchPlan plan_subset(const std::vector<int64_t>& lengths, const std::vecto
 }  // namespace
 
 MicroBatchPlan plan_micro_batches(const std::vector<int64_t>& lengths, const MicroBatching& mb) {
-  return mb.dynamic ? pack_by_token_budget(lengths, mb.max_tokens) : split_fixed_padded(lengths, mb.micro_batch_size);
+  return mb.dynamic ? pack_by_token_budget(lengths, mb.max_tokens, mb.pad)
+                    : split_fixed(lengths, mb.micro_batch_size, mb.pad);
 }
 
 RankPlan plan_rank(const std::vector<int64_t>& lengths, const MicroBatching& mb, int rank, int ranks) {
@@ -67,7 +68,6 @@ RankPlan plan_rank(const std::vector<int64_t>& lengths, const MicroBatching& mb,
   if (ranks == 1) {
     rp.plan = plan_micro_batches(lengths, mb);
     for (size_t i = 0; i < lengths.size(); ++i) rp.sequences.push_back(static_cast<int64_t>(i));
-    rp.efficiency = rp.plan.efficiency();
     return rp;
   }
   const std::vector<std::vector<int64_t>> shares = balanced_partitions(lengths, ranks);
@@ -77,15 +77,9 @@ RankPlan plan_rank(const std::vector<int64_t>& lengths, const MicroBatching& mb,
     plans.push_back(plan_subset(lengths, share, mb));
     count = std::max(count, plans.back().micro_batches.size());
   }
-  int64_t real = 0, paid = 0;
-  for (MicroBatchPlan& p : plans) {
-    split_to_count(p, lengths, static_cast<int64_t>(count), mb.dynamic ? mb.max_tokens : 0);
-    real += p.real_tokens;
-    paid += p.paid_tokens;
-  }
+  for (MicroBatchPlan& p : plans) split_to_count(p, lengths, static_cast<int64_t>(count), mb.pad);
   rp.plan = std::move(plans[rank]);
   rp.sequences = shares[rank];
-  rp.efficiency = paid > 0 ? static_cast<double>(real) / static_cast<double>(paid) : 1.0;
   return rp;
 }
 
@@ -142,7 +136,7 @@ void Actor::share_logprobs(Decoder& dec, const std::vector<TrainSample>& samples
       if (own && windows_) empty_pass(false);
       continue;
     }
-    PackedBatch b = build_batch(samples, m, !mb_.dynamic && mb_.pad_fixed, &row_of);
+    PackedBatch b = build_batch(samples, m, mb_.pad, &row_of);
     lp.resize(b.T());
     ent.resize(b.T());
     dec.forward(b, lp.data(), ent.data());
@@ -177,7 +171,6 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
   const bool dist = comm_->size() > 1;
   enter_training();
   const RankPlan rp = plan_rank(lengths_of(samples), mb_, comm_->rank(), comm_->size());
-  st.packing_efficiency = rp.efficiency;
   st.micro_batches = rp.plan.micro_batches.size();
   grads_.zero();
   float* shard = dist ? static_cast<float*>(shard_grads_.data()) : grads_.flat().f32();
@@ -203,9 +196,10 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
       if (reduce) reducer_->launch_rest();
       continue;
     }
-    PackedBatch b = build_batch(samples, m, !mb_.dynamic && mb_.pad_fixed, &row_of);
+    PackedBatch b = build_batch(samples, m, mb_.pad, &row_of);
     const int64_t T = b.T();
     st.tokens += T;
+    st.useful_tokens += m.real_tokens;
     lp.resize(T);
     ent.resize(T);
     dec_.forward(b, lp.data(), ent.data());
@@ -236,16 +230,18 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
     // Every statistic (and the skip decision) over all ranks.
     double g[] = {st.loss, st.pg_loss, st.kl, st.entropy, st.pg_clipfrac, st.ppo_kl,
                   static_cast<double>(st.response_tokens), static_cast<double>(st.tokens), nonfinite,
-                  ops::sum_squares(shard, part_.size(comm_->rank()))};
+                  ops::sum_squares(shard, part_.size(comm_->rank())), static_cast<double>(st.useful_tokens)};
     comm_->all_reduce_sum(g, std::size(g));
     st.loss = g[0], st.pg_loss = g[1], st.kl = g[2], st.entropy = g[3], st.pg_clipfrac = g[4], st.ppo_kl = g[5];
     st.response_tokens = static_cast<int64_t>(g[6]);
     st.tokens = static_cast<int64_t>(g[7]);
     nonfinite = g[8];
     sum_sq = g[9];
+    st.useful_tokens = static_cast<int64_t>(g[10]);
   } else {
     sum_sq = ops::sum_squares(shard, grads_.numel());
   }
+  st.packing_efficiency = st.tokens > 0 ? static_cast<double>(st.useful_tokens) / static_cast<double>(st.tokens) : 1.0;
   const double ntok = std::max<int64_t>(1, st.response_tokens);
   st.pg_clipfrac /= ntok;
   st.ppo_kl /= ntok;

@@ -47,7 +47,7 @@ struct MicroBatching {
   bool dynamic = true;          // FFD packing by token budget (else fixed size)
   int64_t max_tokens = 16384;   // token budget per micro-batch (dynamic)
   int64_t micro_batch_size = 4; // sequences per micro-batch (fixed size)
-  bool pad_fixed = true;        // fixed-size micro-batches padded to their longest (else packed)
+  bool pad = false;             // each micro-batch padded to its longest sequence (use_remove_padding false)
 };
 
 // How the gradients of several ranks are combined (fsdp_config in the run config). Unused by one process.
@@ -63,8 +63,10 @@ struct UpdateStats {
   double loss = 0, pg_loss = 0, kl = 0, entropy = 0, pg_clipfrac = 0, ppo_kl = 0;
   double grad_norm = 0;
   bool skipped = false;        // non-finite loss or gradient: no update
-  double packing_efficiency = 1;
-  int64_t micro_batches = 0, tokens = 0, response_tokens = 0;  // micro-batches per rank; tokens of all ranks
+  double packing_efficiency = 1;  // useful_tokens / tokens (see train/packing.h)
+  // Of all ranks. tokens: computed (padding included where micro-batches are padded); useful_tokens: the
+  // sequences' own. micro_batches: per rank.
+  int64_t micro_batches = 0, tokens = 0, useful_tokens = 0, response_tokens = 0;
   double update_weights_s = 0;  // bringing every rank's rollout weights up to date (bf16 shadow, all-gather)
   float lr = 0;
 };
@@ -73,11 +75,10 @@ struct UpdateStats {
 MicroBatchPlan plan_micro_batches(const std::vector<int64_t>& lengths, const MicroBatching& mb);
 
 // This rank's part of a mini-batch: its micro-batches (indices into the mini-batch), as many as every
-// other rank's, and the packing efficiency of all ranks together.
+// other rank's.
 struct RankPlan {
   MicroBatchPlan plan;
   std::vector<int64_t> sequences;  // this rank's share, ascending
-  double efficiency = 1;
 };
 RankPlan plan_rank(const std::vector<int64_t>& lengths, const MicroBatching& mb, int rank, int ranks);
 

@@ -35,7 +35,7 @@ struct LessSpread {
   }
 };
 
-MicroBatch make_micro_batch(std::vector<int64_t> seqs, std::span<const int64_t> lengths, int64_t budget) {
+MicroBatch make_micro_batch(std::vector<int64_t> seqs, std::span<const int64_t> lengths, bool padded) {
   MicroBatch m;
   std::sort(seqs.begin(), seqs.end());
   int64_t longest = 0;
@@ -43,7 +43,7 @@ MicroBatch make_micro_batch(std::vector<int64_t> seqs, std::span<const int64_t> 
     m.real_tokens += lengths[s];
     longest = std::max(longest, lengths[s]);
   }
-  m.paid_tokens = seqs.empty() ? 0 : budget > 0 ? budget : longest * static_cast<int64_t>(seqs.size());
+  m.computed_tokens = padded ? longest * static_cast<int64_t>(seqs.size()) : m.real_tokens;
   m.sequences = std::move(seqs);
   return m;
 }
@@ -89,7 +89,7 @@ std::vector<std::vector<int64_t>> balanced_partitions(std::span<const int64_t> w
   return out;
 }
 
-void split_to_count(MicroBatchPlan& plan, std::span<const int64_t> lengths, int64_t count, int64_t budget) {
+void split_to_count(MicroBatchPlan& plan, std::span<const int64_t> lengths, int64_t count, bool padded) {
   GRPO_CHECK(static_cast<int64_t>(plan.micro_batches.size()) <= count, "[balance] a plan of ",
              plan.micro_batches.size(), " micro-batches cannot be brought down to ", count);
   auto& mbs = plan.micro_batches;
@@ -105,14 +105,14 @@ void split_to_count(MicroBatchPlan& plan, std::span<const int64_t> lengths, int6
     std::vector<int64_t> first, second;
     for (int64_t k : halves[0]) first.push_back(mbs[pick].sequences[k]);
     for (int64_t k : halves[1]) second.push_back(mbs[pick].sequences[k]);
-    mbs[pick] = make_micro_batch(std::move(first), lengths, budget);
-    mbs.insert(mbs.begin() + pick + 1, make_micro_batch(std::move(second), lengths, budget));
+    mbs[pick] = make_micro_batch(std::move(first), lengths, padded);
+    mbs.insert(mbs.begin() + pick + 1, make_micro_batch(std::move(second), lengths, padded));
   }
   while (static_cast<int64_t>(mbs.size()) < count) mbs.push_back(MicroBatch{});
-  plan.real_tokens = plan.paid_tokens = 0;
+  plan.real_tokens = plan.computed_tokens = 0;
   for (const MicroBatch& m : mbs) {
     plan.real_tokens += m.real_tokens;
-    plan.paid_tokens += m.paid_tokens;
+    plan.computed_tokens += m.computed_tokens;
   }
 }
 

@@ -22,8 +22,8 @@ std::vector<std::vector<int64_t>> balanced_partitions(std::span<const int64_t> w
 // Brings `plan` (over sequences of the given lengths) to exactly `count` micro-batches (count >= the
 // plan's): the micro-batch with the most tokens among those holding two or more sequences is split into
 // two balanced halves until the count is reached or nothing can be split, then empty micro-batches are
-// appended. Each piece pays `budget` tokens when budget > 0 (token-budget packing), else its size times its
-// longest sequence (the padded baseline); empty micro-batches pay nothing.
-void split_to_count(MicroBatchPlan& plan, std::span<const int64_t> lengths, int64_t count, int64_t budget);
+// appended. Each piece computes its own tokens, or its size times its longest sequence when `padded` (as
+// in packing.h); empty micro-batches compute nothing.
+void split_to_count(MicroBatchPlan& plan, std::span<const int64_t> lengths, int64_t count, bool padded);
 
 }  // namespace grpo::train

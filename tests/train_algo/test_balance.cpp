@@ -76,26 +76,29 @@ TEST(Balance, SplitToCountKeepsTheBudgetAndEverySequence) {
   const std::vector<int64_t> len = {30, 20, 20, 10, 5, 5, 3};
   MicroBatchPlan p = pack_by_token_budget(len, 64);
   ASSERT_EQ(p.micro_batches.size(), 2u);
-  split_to_count(p, len, 5, 64);
+  split_to_count(p, len, 5, /*padded=*/false);
   ASSERT_EQ(p.micro_batches.size(), 5u);
   std::vector<int64_t> seen;
   for (const MicroBatch& m : p.micro_batches) {
     EXPECT_LE(m.real_tokens, 64);
     EXPECT_FALSE(m.sequences.empty());
-    EXPECT_EQ(m.paid_tokens, 64);
+    EXPECT_EQ(m.computed_tokens, m.real_tokens);
     seen.insert(seen.end(), m.sequences.begin(), m.sequences.end());
   }
   std::sort(seen.begin(), seen.end());
   EXPECT_EQ(seen, (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6}));
   EXPECT_EQ(p.real_tokens, 93);
-  // Two sequences cannot make four micro-batches: the rest are empty and cost nothing.
+  EXPECT_EQ(p.computed_tokens, 93);
+  // Two sequences cannot make four micro-batches: the rest are empty and cost nothing; padded pieces
+  // compute size x longest.
   const std::vector<int64_t> two = {9, 4};
-  MicroBatchPlan q = split_fixed_padded(two, 2);
-  split_to_count(q, two, 4, 0);
+  MicroBatchPlan q = split_fixed(two, 2, /*padded=*/true);
+  EXPECT_EQ(q.computed_tokens, 18);
+  split_to_count(q, two, 4, /*padded=*/true);
   ASSERT_EQ(q.micro_batches.size(), 4u);
   EXPECT_EQ(q.micro_batches[2].sequences.size(), 0u);
-  EXPECT_EQ(q.paid_tokens, 9 + 4);
-  EXPECT_THROW(split_to_count(q, two, 3, 0), Error);
+  EXPECT_EQ(q.computed_tokens, 9 + 4);
+  EXPECT_THROW(split_to_count(q, two, 3, /*padded=*/true), Error);
 }
 
 }  // namespace

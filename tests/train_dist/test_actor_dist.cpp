@@ -16,6 +16,11 @@
 // fails the norm. With bf16 on the wire each contribution is rounded to 7 stored mantissa bits (relative
 // 2^-8): the norm agrees to 2^-8, a cancelling element can flip sign (|dw| up to 2 lr per step), and the
 // mean stays below 1e-2 lr.
+// bf16 compute is bounded the same way: activations and gradients are rounded to bf16 between operations,
+// and a rank's micro-batches have other shapes than the single process's (other GEMM accumulation orders),
+// so a last-bit difference ahead of a rounding becomes 2^-8. In bf16 mode a rank's f32 masters of other
+// ranks' GEMM weights are stale by design (they travel as bf16): masters are compared on the own shard,
+// the bf16 shadow on the whole model.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -58,35 +63,44 @@ struct WeightDiff {
   double max = 0, mean = 0, fraction_over_1e7 = 0;  // of |a - b| over all elements
 };
 
-// oneDNN 2.6 has no bf16 matmul on CPUs without AVX-512: bf16 compute cannot run there.
-bool bf16_compute_available(ModelWeights& w) {
-  DecoderOptions o;
-  o.mode = ComputeMode::BF16;
-  Decoder dec(w, o);
-  PackedBatch b;
-  b.clear();
-  b.add_sequence(std::vector<int32_t>{1, 2, 3});
-  std::vector<float> lp(3), ent(3);
-  try {
-    dec.forward(b, lp.data(), ent.data());
-    return true;
-  } catch (const std::exception&) {  // oneDNN's own error type
-    return false;
-  }
-}
-
-WeightDiff weight_diff(const ModelWeights& a, const ModelWeights& b) {
+// The f32 master weights of layout elements [lo, hi).
+WeightDiff weight_diff(const ModelWeights& a, const ModelWeights& b, int64_t lo, int64_t hi) {
   const float* x = a.params().flat().f32();
   const float* y = b.params().flat().f32();
   WeightDiff d;
-  const int64_t n = a.params().numel();
-  for (int64_t i = 0; i < n; ++i) {
+  const double n = static_cast<double>(std::max<int64_t>(1, hi - lo));
+  for (int64_t i = lo; i < hi; ++i) {
     const double e = std::fabs(static_cast<double>(x[i]) - y[i]);
     d.max = std::max(d.max, e);
     d.mean += e / n;
     d.fraction_over_1e7 += e > 1e-7 ? 1.0 / n : 0.0;
   }
   return d;
+}
+
+// Calls f(layout element, value the decoder reads) for every element of the parameters: in bf16 mode a
+// GEMM weight is read from the bf16 shadow (with several ranks its f32 master is up to date only on the
+// shard's owner), everything else from the f32 masters.
+template <typename F>
+void for_each_read_value(ModelWeights& w, F&& f) {
+  const Arena& p = w.params();
+  Arena* shadow = w.bf16_arena();
+  for (const auto& [name, view] : p.entries()) {
+    const int64_t at = p.offset(name);
+    const bool bf16 = shadow && is_gemm_weight(name);
+    const bf16_t* h = bf16 ? shadow->flat().as<bf16_t>() + shadow->offset(name) : nullptr;
+    for (int64_t i = 0; i < view.numel(); ++i) f(at + i, bf16 ? bf16_to_f32(h[i]) : view.f32()[i]);
+  }
+}
+
+// The fraction of elements whose read value (above) differs between two models.
+double read_values_differing(ModelWeights& a, ModelWeights& b) {
+  std::vector<float> va, vb;
+  for_each_read_value(a, [&](int64_t, float v) { va.push_back(v); });
+  for_each_read_value(b, [&](int64_t, float v) { vb.push_back(v); });
+  int64_t differ = 0;
+  for (size_t i = 0; i < va.size(); ++i) differ += va[i] != vb[i];
+  return va.empty() ? 0.0 : static_cast<double>(differ) / static_cast<double>(va.size());
 }
 
 struct Case {
@@ -100,16 +114,14 @@ struct Case {
 
 // The fraction of zeros among the parameters of layers 1 .. L-1 outside this rank's shard: ZeRO-3 drops them
 // between uses (whole pages only; layer 0, used last by the backward, stays).
-double dropped_fraction(const ModelWeights& w, const comm::Partition& part, int rank) {
-  const Arena& a = w.params();
-  const float* p = a.flat().f32();
-  const int64_t lo = a.offset(first_layer_tensor(1)), hi = a.offset("model.norm.weight");
+double dropped_fraction(ModelWeights& w, const comm::Partition& part, int rank) {
+  const int64_t lo = w.params().offset(first_layer_tensor(1)), hi = w.params().offset("model.norm.weight");
   int64_t zeros = 0, count = 0;
-  for (int64_t i = lo; i < hi; ++i) {
-    if (i >= part.begin(rank) && i < part.end(rank)) continue;
+  for_each_read_value(w, [&](int64_t i, float v) {
+    if (i < lo || i >= hi || (i >= part.begin(rank) && i < part.end(rank))) return;
     ++count;
-    zeros += p[i] == 0.0f;
-  }
+    zeros += v == 0.0f;
+  });
   return count ? static_cast<double>(zeros) / count : 1.0;
 }
 
@@ -123,7 +135,6 @@ TEST_P(ActorDist, UpdatesLikeOneProcess) {
   const Case& k = GetParam();
   SCOPED_TRACE(testing::Message() << k.name << ", rank " << c.rank() << "/" << c.size());
   auto wd = tiny_model(), w1 = tiny_model();
-  if (k.mode == ComputeMode::BF16 && !bf16_compute_available(*w1)) GTEST_SKIP() << "no bf16 GEMM on this CPU";
   DecoderOptions dopt;
   dopt.mode = k.mode;
   dopt.checkpoint_activations = k.checkpoint_activations;
@@ -132,6 +143,9 @@ TEST_P(ActorDist, UpdatesLikeOneProcess) {
   Actor dist(*wd, dopt, k.mb, adam, &c, k.dp);
   Actor one(*w1, dopt, k.mb, adam);
   const bool bf16_wire = c.size() > 1 && k.dp.reduce_wire == comm::Wire::BF16;
+  // bf16 compute (N > 1): see the header; bounded like bf16 on the wire.
+  const bool loose = bf16_wire || (c.size() > 1 && k.mode == ComputeMode::BF16);
+  const comm::Partition part = comm::Partition::even(wd->params().numel(), c.size(), 16);
   ops::PolicyLossConfig loss;
   for (int step = 0; step < 3; ++step) {
     std::vector<TrainSample> batch = samples(k.sequences, 100 + step, wd->config().vocab_size);
@@ -144,8 +158,8 @@ TEST_P(ActorDist, UpdatesLikeOneProcess) {
       if (lp_dist[i].empty()) continue;  // another rank's
       ASSERT_EQ(lp_dist[i].size(), lp_one[i].size());
       for (size_t t = 0; t < lp_one[i].size(); ++t)
-        ASSERT_NEAR(lp_dist[i][t], lp_one[i][t], (bf16_wire ? 1e-2 : 1e-5) * (1 + std::fabs(lp_one[i][t])))
-            << "sample " << i << " token " << t;
+        ASSERT_NEAR(lp_dist[i][t], lp_one[i][t], (loose ? 1e-2 : 1e-5) * (1 + std::fabs(lp_one[i][t])))
+            << "step " << step << " sample " << i << " token " << t;
     }
     std::vector<TrainSample> batch_one = batch;
     for (size_t i = 0; i < batch.size(); ++i) {
@@ -157,7 +171,6 @@ TEST_P(ActorDist, UpdatesLikeOneProcess) {
     SCOPED_TRACE(testing::Message() << "step " << step);
     // ZeRO-3: two updates in a row (as with two mini-batches a step) before the model is made whole again.
     if (k.dp.zero3 && c.size() > 1 && step % 2 == 1) {
-      const comm::Partition part = comm::Partition::even(wd->params().numel(), c.size(), 16);
       EXPECT_GT(dropped_fraction(*wd, part, c.rank()), 0.5) << "ZeRO-3 keeps other ranks' layers while training";
       dist.gather_for_rollout();
       EXPECT_LT(dropped_fraction(*wd, part, c.rank()), 0.01) << "gather_for_rollout makes the model whole";
@@ -168,7 +181,7 @@ TEST_P(ActorDist, UpdatesLikeOneProcess) {
     if (c.size() == 1) {  // the same code path: bitwise
       EXPECT_EQ(a.loss, b.loss);
       EXPECT_EQ(a.grad_norm, b.grad_norm);
-      EXPECT_EQ(weight_diff(*wd, *w1).max, 0.0);
+      EXPECT_EQ(weight_diff(*wd, *w1, 0, wd->params().numel()).max, 0.0);
       continue;
     }
     // Step 0 sees identical weights; later steps weights that differ in the last bits.
@@ -176,11 +189,19 @@ TEST_P(ActorDist, UpdatesLikeOneProcess) {
     EXPECT_NEAR(a.pg_loss, b.pg_loss, tol * (1 + std::fabs(b.pg_loss)));
     EXPECT_NEAR(a.entropy, b.entropy, tol * (1 + std::fabs(b.entropy)));
     EXPECT_NEAR(a.ppo_kl, b.ppo_kl, 1e-6);
-    EXPECT_NEAR(a.grad_norm, b.grad_norm, (bf16_wire ? 0x1.0p-8 : 1e-5) * b.grad_norm);
+    EXPECT_NEAR(a.grad_norm, b.grad_norm, (loose ? 0x1.0p-8 : 1e-5) * b.grad_norm);
     if (!whole) continue;
-    const WeightDiff d = weight_diff(*wd, *w1);
-    EXPECT_LE(d.max, (bf16_wire ? 2.0 : 0.1) * adam.lr * (step + 1)) << "fraction over 1e-7: " << d.fraction_over_1e7;
-    EXPECT_LE(d.mean, (bf16_wire ? 1e-2 : 1e-4) * adam.lr);
+    // The f32 masters: every one in f32 mode; in bf16 mode this rank's shard (the others' GEMM weights
+    // reach it as bf16 only), and after the first update (from equal weights) the values the decoder reads,
+    // which differ only where a master's change crossed a bf16 rounding boundary (a piece missing from the
+    // all-gather would leave a whole stale range: tens of percent). Later, bf16 compute has amplified the
+    // first update's sign flips into ~1% gradient differences, which move 10-20% of the bf16 values.
+    const bool shard_only = c.size() > 1 && k.mode == ComputeMode::BF16;
+    const WeightDiff d = shard_only ? weight_diff(*wd, *w1, part.begin(c.rank()), part.end(c.rank()))
+                                    : weight_diff(*wd, *w1, 0, wd->params().numel());
+    EXPECT_LE(d.max, (loose ? 2.0 : 0.1) * adam.lr * (step + 1)) << "fraction over 1e-7: " << d.fraction_over_1e7;
+    EXPECT_LE(d.mean, (loose ? 1e-2 : 1e-4) * adam.lr);
+    if (shard_only && step == 0) EXPECT_LE(read_values_differing(*wd, *w1), 0.01);  // from equal weights
   }
   // Checkpoint state: rank 0 gets the whole layout's moments, equal to the single process's.
   const Actor::FullMoments fm = dist.gather_for_checkpoint();
@@ -188,7 +209,7 @@ TEST_P(ActorDist, UpdatesLikeOneProcess) {
     ASSERT_NE(fm.m, nullptr);
     double dm = 0;
     for (int64_t i = 0; i < wd->params().numel(); ++i) dm = std::max(dm, std::fabs(double(fm.m[i]) - one.optimizer().m()[i]));
-    EXPECT_LE(dm, (bf16_wire ? 0x1.0p-8 : 1e-5) * one.optimizer().steps());
+    EXPECT_LE(dm, (loose ? 0x1.0p-8 : 1e-5) * one.optimizer().steps());
   } else {
     EXPECT_EQ(fm.m, nullptr);
   }
@@ -205,7 +226,7 @@ MicroBatching fixed(int64_t size, bool padded) {
   MicroBatching mb;
   mb.dynamic = false;
   mb.micro_batch_size = size;
-  mb.pad_fixed = padded;
+  mb.pad = padded;
   return mb;
 }
 
