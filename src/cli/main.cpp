@@ -1,14 +1,23 @@
 // Entry point of the `grpo` command-line tool: builds the CLI11 app from the command registry, makes the
 // CPU instruction-set decision once the command line has parsed (before the command runs: it prints the
-// "[cpu] ..." line, or refuses a CPU without AVX2+FMA or a bad GRPO_ISA), and turns grpo::Error into a
-// one-line message and exit status 1 (in a distributed run: naming the rank).
+// "[cpu] ..." line, or refuses a CPU without AVX2+FMA or a bad GRPO_ISA), and turns any exception into
+// "error: <message>" plus the scopes it left (what was being done, with what sizes: core/error_context.h)
+// and exit status 1 (in a distributed run the line names the rank). Library exceptions (std::bad_alloc, oneDNN's, the standard library's) say what kind of
+// failure they are, since their own text is terse.
+#include <cxxabi.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <memory>
 #include <new>
+#include <string>
+#include <typeinfo>
 
 #include "cli/command.h"
 #include "comm/communicator.h"
 #include "core/error.h"
+#include "core/error_context.h"
 #include "kernels/backend.h"
 
 namespace grpo::cli {
@@ -31,18 +40,29 @@ namespace {
 // One line on stderr and status 1. In a distributed run the line names the rank, and the process leaves at
 // once without finalising MPI: the launcher sees the failure and stops the other ranks (which may be
 // waiting for this one in a collective).
-int report_error(const char* what) {
+int report_error(const std::string& what) {
   if (!comm::launched_distributed()) {
-    std::fprintf(stderr, "error: %s\n", what);
+    std::fprintf(stderr, "error: %s\n", what.c_str());
     return 1;
   }
-  std::fprintf(stderr, "error: [rank %d] %s\n", comm::launch_rank(), what);
+  std::fprintf(stderr, "error: [rank %d] %s\n", comm::launch_rank(), what.c_str());
   comm::exit_now(1);
 }
 
 }  // namespace
 
 }  // namespace grpo::cli
+
+namespace {
+
+// "dnnl::error", "std::out_of_range", ...: the exception's type, readable.
+std::string type_name(const std::type_info& t) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> name(abi::__cxa_demangle(t.name(), nullptr, nullptr, &status), std::free);
+  return status == 0 && name ? name.get() : t.name();
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"grpo.cpp: reinforcement-learning post-training (GRPO) of language models, one native engine"};
@@ -54,10 +74,12 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
-  } catch (const std::bad_alloc&) {
-    return grpo::cli::report_error("out of memory (an allocation outside the arenas failed)");
-  } catch (const std::exception& e) {  // grpo::Error and the rest
-    return grpo::cli::report_error(e.what());
+  } catch (const grpo::Error& e) {
+    return grpo::cli::report_error(grpo::describe_failure(e.what()));
+  } catch (const std::bad_alloc& e) {
+    return grpo::cli::report_error("out of memory (" + grpo::describe_failure(e.what()) + ")");
+  } catch (const std::exception& e) {
+    return grpo::cli::report_error(type_name(typeid(e)) + ": " + grpo::describe_failure(e.what()));
   }
   return 0;
 }

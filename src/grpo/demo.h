@@ -1,7 +1,8 @@
 // The demo (`grpo demo`, README quick-start command 1): generates the arithmetic task (two-digit + and -,
 // a quarter of the worked responses column by column), initialises a `small` byte-level Qwen3 model from
 // scratch, warm-starts it with SFT (examples/arith-sft.yaml), then trains it with GRPO
-// (examples/arith-grpo.yaml) and reports held-out accuracy after each phase.
+// (examples/arith-grpo.yaml) and reports held-out accuracy after each phase. A rerun into the same folder
+// replaces the earlier demo runs.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -43,6 +43,7 @@ void gather_groups(comm::Communicator& comm, const std::vector<std::vector<int64
   w.put(gen.seconds);
   w.put(sc.seconds);
   w.put_vector(gen.group_sizes);
+  w.put_vector(sc.failures);
   for (size_t i = 0; i < gen.samples.size(); ++i) {
     const train::TrainSample& s = gen.samples[i];
     w.put_vector(s.tokens);
@@ -69,6 +70,7 @@ void gather_groups(comm::Communicator& comm, const std::vector<std::vector<int64
   GenerationResult g;
   ScoreResult s;
   s.function_names = sc.function_names;
+  s.failures.assign(functions, 0);
   for (int r = 0; r < comm.size(); ++r) {
     comm::ByteReader in(all[r], "generated groups");
     g.gen_tokens += in.get<int64_t>();
@@ -76,6 +78,10 @@ void gather_groups(comm::Communicator& comm, const std::vector<std::vector<int64
     g.seconds = std::max(g.seconds, in.get<double>());
     s.seconds = std::max(s.seconds, in.get<double>());
     const std::vector<int64_t> sizes = in.get_vector<int64_t>();
+    const std::vector<int64_t> failures = in.get_vector<int64_t>();
+    GRPO_CHECK(failures.size() == functions, "[train] rank ", r, " counted failures of ", failures.size(),
+               " reward functions, expected ", functions);
+    for (size_t f = 0; f < functions; ++f) s.failures[f] += failures[f];
     GRPO_CHECK(sizes.size() == shares[r].size(), "[train] rank ", r, " generated ", sizes.size(), " groups, expected ",
                shares[r].size());
     for (size_t j = 0; j < sizes.size(); ++j) {

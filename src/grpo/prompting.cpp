@@ -7,8 +7,9 @@ namespace grpo {
 
 std::string prompt_text(const Tokenizer& tok, const Example& ex, bool apply_chat_template) {
   if (!apply_chat_template) {
-    GRPO_CHECK(ex.messages.is_null(), "[data] line ", ex.line,
-               ": `messages` needs data.apply_chat_template: true (the model's chat template)");
+    GRPO_CHECK(ex.messages.is_null(),
+               "chat turns (`messages`, or verl's `prompt` list) need data.apply_chat_template: true (the model's "
+               "chat template)");
     return ex.prompt;
   }
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();

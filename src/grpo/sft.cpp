@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "core/error_context.h"
 #include "core/files.h"
 #include "comm/communicator.h"
 #include "core/rng.h"
@@ -13,15 +14,18 @@
 #include "grpo/metrics.h"
 #include "grpo/prompting.h"
 #include "grpo/report.h"
+#include "grpo/run_folder.h"
 #include "grpo/session.h"
+#include "grpo/step_logger.h"
 #include "model/checkpoint.h"
 #include "train/actor.h"
 
 namespace grpo {
 
-SftSummary run_sft(const Config& cfg, bool quiet) {
+SftSummary run_sft(const Config& cfg, bool quiet, bool overwrite) {
   using Clock = std::chrono::steady_clock;
   const auto t_run = Clock::now();
+  ErrorContext what("setting up the SFT run");
   // Several ranks: every rank takes the same batches and the actor splits each across them (train/actor.h);
   // rank 0 alone prints and writes the run folder.
   comm::Communicator& comm = comm::world();
@@ -29,10 +33,14 @@ SftSummary run_sft(const Config& cfg, bool quiet) {
   check_world(cfg, comm);
   const bool console = comm.rank() == 0;
   quiet = quiet || !console;
-  const std::string run_dir = cfg.trainer.default_local_dir;
-  make_dirs(run_dir);
-  if (console) write_file_atomic(run_dir + "/config.yaml", config_to_yaml(cfg));
+  const RunFolderPlan plan = plan_sft_run_folder(cfg, overwrite);  // changes nothing yet; the same on every rank
+  comm.barrier();                                                  // every rank has looked before rank 0 changes it
+  const std::string run_dir = plan.run_dir;
   auto s = Session::open(cfg, /*require_response=*/true, SessionRollout::ValidateOnly);
+  if (console) {
+    prepare_run_folder(plan);
+    write_file_atomic(run_dir + "/config.yaml", config_to_yaml(cfg));
+  }
   const SftConfig& sc = cfg.sft;
   const bool chat = cfg.data.apply_chat_template;
 
@@ -70,8 +78,17 @@ SftSummary run_sft(const Config& cfg, bool quiet) {
   const int64_t N = data.size(), bs = std::min<int64_t>(sc.batch_size, N);
   const int64_t per_epoch = (N + bs - 1) / bs, total = per_epoch * sc.epochs;
   const int64_t warmup = static_cast<int64_t>(sc.lr_warmup_steps_ratio * total);
-  std::unique_ptr<MetricsWriter> metrics;
-  if (console) metrics = std::make_unique<MetricsWriter>(run_dir + "/metrics.jsonl", /*truncate=*/true);
+  std::unique_ptr<StepLogger> metrics;  // rank 0
+  if (console) {
+    StepLoggerOptions lo;
+    lo.loggers = cfg.trainer.logger;
+    lo.run_dir = run_dir;
+    lo.project_name = cfg.trainer.project_name;
+    lo.experiment_name = cfg.trainer.experiment_name;
+    lo.truncate_jsonl = true;
+    lo.quiet = quiet;
+    metrics = std::make_unique<StepLogger>(lo);
+  }
   std::vector<int64_t> order(N);
   std::vector<train::TrainSample> batch;
   SftSummary sum;
@@ -85,20 +102,24 @@ SftSummary run_sft(const Config& cfg, bool quiet) {
       for (int64_t i = b * bs; i < std::min(N, (b + 1) * bs); ++i) batch.push_back(data[order[i]]);
       const float lr = train::scheduled_lr(static_cast<float>(sc.lr), step, total, warmup, "cosine", 0.1f);
       auto t0 = Clock::now();
-      train::UpdateStats u = actor.update_sft(batch, lr);
+      train::UpdateStats u;
+      {
+        ErrorContext updating("SFT step ", step + 1, " of ", total, ": ", batch.size(), " sequences");
+        u = actor.update_sft(batch, lr);
+      }
       const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
       ++step;
       sum.final_loss = u.loss;
-      if (metrics)
-        metrics->write(step, {{"train/loss", u.loss}, {"train/lr", lr}, {"actor/grad_norm", u.grad_norm},
-                           {"actor/entropy", u.entropy},
-                           {"perf/throughput", u.tokens / std::max(1e-9, secs * comm.size())},
-                           {"perf/packing_efficiency", u.packing_efficiency}, {"timing_s/step", secs},
-                           {"training/epoch", epoch}});
-      if (!quiet && (step % 10 == 0 || step == total))
-        std::fprintf(stderr, "[sft] step %lld/%lld | loss %.4f | lr %.2e | %.0f tokens/s\n",
-                     static_cast<long long>(step), static_cast<long long>(total), u.loss, lr,
-                     u.tokens / std::max(1e-9, secs * comm.size()));
+      const double tokens_per_s = u.tokens / std::max(1e-9, secs * comm.size());
+      const nlohmann::json m = {{"train/loss", u.loss}, {"train/lr", lr}, {"actor/grad_norm", u.grad_norm},
+                                {"actor/entropy", u.entropy}, {"perf/throughput", tokens_per_s},
+                                {"perf/packing_efficiency", u.packing_efficiency}, {"timing_s/step", secs},
+                                {"training/epoch", epoch}};
+      char line[160] = "";
+      if (step % 10 == 0 || step == total)
+        std::snprintf(line, sizeof line, "[sft] step %lld/%lld | loss %.4f | lr %.2e | %.0f tokens/s",
+                      static_cast<long long>(step), static_cast<long long>(total), u.loss, lr, tokens_per_s);
+      if (metrics) metrics->log(step, m, line);
     }
   }
   sum.steps = step;
@@ -117,21 +138,23 @@ SftSummary run_sft(const Config& cfg, bool quiet) {
     eo.sampling.temperature = 0;
     eo.max_new_tokens = static_cast<int32_t>(cfg.data.max_response_length);
     eo.stop_ids = s->stop_ids;
+    ErrorContext validating("validation: ", s->val.examples.size(), " prompts");
     EvalResult r = evaluate(comm, *s->engine, s->val.examples, eo, nullptr);
     sum.val_accuracy = r.accuracy;
+    const nlohmann::json v = {{"val/accuracy", r.accuracy}, {"val/response_length/mean", r.response_length},
+                              {"timing_s/testing", r.seconds}};
     if (metrics)
-      metrics->write(step, {{"val/accuracy", r.accuracy}, {"val/response_length/mean", r.response_length},
-                         {"timing_s/testing", r.seconds}});
-    if (!quiet)
-      std::fprintf(stderr, "[sft] held-out accuracy %.3f on %lld prompts\n", r.accuracy,
-                   static_cast<long long>(r.examples));
+      metrics->log(step, v,
+                   cat("[sft] held-out ", console_fields(v, {{"accuracy", "val/accuracy", "%.3f"}}), " on ",
+                       r.examples, " prompts"));
   }
   sum.seconds = std::chrono::duration<double>(Clock::now() - t_run).count();
-  if (!console) return sum;
-  ReportInfo info;
-  info.title = "grpo.cpp SFT: " + cfg.trainer.experiment_name;
-  info.config_yaml = config_to_yaml(cfg);
-  write_report(run_dir + "/metrics.jsonl", run_dir + "/report.html", info);
+  if (metrics && metrics->jsonl()) {  // the report is drawn from metrics.jsonl
+    ReportInfo info;
+    info.title = "grpo.cpp SFT: " + cfg.trainer.project_name + " / " + cfg.trainer.experiment_name;
+    info.config_yaml = config_to_yaml(cfg);
+    write_report(metrics->jsonl_path(), run_dir + "/report.html", info);
+  }
   return sum;
 }
 

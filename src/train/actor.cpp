@@ -123,11 +123,12 @@ void Actor::gather_for_rollout() {
 }
 
 void Actor::share_logprobs(Decoder& dec, const std::vector<TrainSample>& samples,
-                           std::vector<std::vector<float>>* logprobs) {
+                           std::vector<std::vector<float>>* logprobs, const MicroBatching* mb) {
   GRPO_PROFILE("response_logprobs");
   const bool own = &dec == &dec_;
   if (own) enter_training();
-  const RankPlan rp = plan_rank(lengths_of(samples), mb_, comm_->rank(), comm_->size());
+  const MicroBatching& batching = mb ? *mb : mb_;
+  const RankPlan rp = plan_rank(lengths_of(samples), batching, comm_->rank(), comm_->size());
   logprobs->assign(samples.size(), {});
   std::vector<float> lp, ent;
   std::vector<int64_t> row_of;
@@ -136,7 +137,7 @@ void Actor::share_logprobs(Decoder& dec, const std::vector<TrainSample>& samples
       if (own && windows_) empty_pass(false);
       continue;
     }
-    PackedBatch b = build_batch(samples, m, mb_.pad, &row_of);
+    PackedBatch b = build_batch(samples, m, batching.pad, &row_of);
     lp.resize(b.T());
     ent.resize(b.T());
     dec.forward(b, lp.data(), ent.data());

@@ -96,7 +96,9 @@ class Actor {
   UpdateStats update_sft(const std::vector<TrainSample>& samples, float lr);
   // Response log-probs under `dec` (this actor's decoder or a frozen reference) of the samples of this
   // rank's share of the mini-batch (the share its updates train on); other entries are left empty.
-  void share_logprobs(Decoder& dec, const std::vector<TrainSample>& samples, std::vector<std::vector<float>>* logprobs);
+  // Micro-batches of `mb` (null: the actor's own).
+  void share_logprobs(Decoder& dec, const std::vector<TrainSample>& samples, std::vector<std::vector<float>>* logprobs,
+                      const MicroBatching* mb = nullptr);
 
   // Checkpoints (collective: every rank calls them). gather_weights brings every rank's f32 master shard
   // to rank 0 (needed in bf16 mode, where other ranks' GEMM weights travel as bf16 only);
