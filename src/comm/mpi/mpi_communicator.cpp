@@ -37,6 +37,7 @@ std::string mpi_error_text(int code) {
 
 // Wire encodings of gradient pieces.
 void encode(const float* src, int64_t n, Wire w, void* dst) {
+  if (n == 0) return;  // an empty piece (a rank's empty shard) may come with null pointers
   if (w == Wire::F32) {
     std::memcpy(dst, src, static_cast<size_t>(n) * 4);
     return;
@@ -47,6 +48,7 @@ void encode(const float* src, int64_t n, Wire w, void* dst) {
 
 // acc[i] = (first ? 0 : acc[i]) + decoded src[i]
 void add_decoded(float* acc, const void* src, int64_t n, Wire w, bool first) {
+  if (n == 0) return;
   if (w == Wire::F32) {
     const float* s = static_cast<const float*>(src);
     if (first)
