@@ -108,29 +108,46 @@ void tile_rows(int64_t mr, float* y, int64_t ldy, const float* x, int64_t ldx, c
   }
 }
 
-// 8 rows of W as f32 vectors of 8 (f32 loaded, bf16 widened).
-GRPO_AVX2 [[gnu::always_inline]] inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
-GRPO_AVX2 [[gnu::always_inline]] inline __m256 load8(const bf16_t* p) { return cpu::load_bf16x8(p); }
 inline float widen(float v) { return v; }
 inline float widen(bf16_t v) { return bf16_to_f32(v); }
 
-// r[i] (row i, 8 values along k) -> r[j] = the j-th value of every row.
-GRPO_AVX2 [[gnu::always_inline]] inline void transpose8(__m256 (&r)[8]) {
-  __m256 t[8], s[8];
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+// c[j] = u[0..3][j] in each 128-bit half: four 4 x 4 transposes at once (in-lane shuffles only).
+GRPO_AVX2 [[gnu::always_inline]] inline void transpose4x2(__m256* c, const __m256 (&u)[4]) {
+  const __m256 t0 = _mm256_unpacklo_ps(u[0], u[1]), t1 = _mm256_unpackhi_ps(u[0], u[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(u[2], u[3]), t3 = _mm256_unpackhi_ps(u[2], u[3]);
+  c[0] = _mm256_shuffle_ps(t0, t2, 0x44);
+  c[1] = _mm256_shuffle_ps(t0, t2, 0xEE);
+  c[2] = _mm256_shuffle_ps(t1, t3, 0x44);
+  c[3] = _mm256_shuffle_ps(t1, t3, 0xEE);
+}
+
+// c[j] = (w[0][j], w[ld][j], .., w[7 ld][j]) for j < 8 as f32: 8 rows of W x 8 values of k, transposed.
+// Rows i and i+4 share a register (low and high half), so the transpose needs in-lane shuffles only; bf16
+// is widened by interleaving with zeros.
+GRPO_AVX2 [[gnu::always_inline]] inline void columns8(__m256 (&c)[8], const float* w, int64_t ld) {
+  __m256 u[4], v[4];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    u[i] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(w + i * ld)), _mm_loadu_ps(w + (i + 4) * ld), 1);
+    v[i] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(w + i * ld + 4)),
+                                _mm_loadu_ps(w + (i + 4) * ld + 4), 1);
   }
-  for (int i = 0; i < 8; i += 4) {
-    s[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
-    s[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
-    s[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-    s[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  transpose4x2(c, u);
+  transpose4x2(c + 4, v);
+}
+GRPO_AVX2 [[gnu::always_inline]] inline void columns8(__m256 (&c)[8], const bf16_t* w, int64_t ld) {
+  __m256 u[4], v[4];
+  const __m256i zero = _mm256_setzero_si256();
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    const __m256i r = _mm256_inserti128_si256(
+        _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + i * ld))),
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + (i + 4) * ld)), 1);
+    u[i] = _mm256_castsi256_ps(_mm256_unpacklo_epi16(zero, r));  // values 0..3 of rows i | i+4
+    v[i] = _mm256_castsi256_ps(_mm256_unpackhi_epi16(zero, r));  // values 4..7
   }
-  for (int j = 0; j < 4; ++j) {
-    r[j] = _mm256_permute2f128_ps(s[j], s[j + 4], 0x20);
-    r[j + 4] = _mm256_permute2f128_ps(s[j], s[j + 4], 0x31);
-  }
+  transpose4x2(c, u);
+  transpose4x2(c + 4, v);
 }
 
 // Panel [kc][8] f32 of W rows w (row stride K; `rows` <= 8 of them, the others zero) over kc values of k.
@@ -146,14 +163,12 @@ GRPO_AVX2 void pack_panel(float* dst, const E* w, int64_t K, int64_t rows, int64
     int64_t row = 0, at = 0;  // the next line to prefetch: row `row` of ahead, byte `at`
     for (; k + 8 <= kc; k += 8) {
       __m256 r[8];
-#pragma GCC unroll 8
-      for (int i = 0; i < 8; ++i) r[i] = load8(w + i * K + k);
+      columns8(r, w + k, K);
 #pragma GCC unroll 4
       for (size_t j = 0; j < sizeof(E) && row < ahead_rows; ++j) {
         _mm_prefetch(reinterpret_cast<const char*>(ahead + row * K) + at, _MM_HINT_T0);
         if ((at += 64) >= row_bytes) at = 0, ++row;
       }
-      transpose8(r);
 #pragma GCC unroll 8
       for (int j = 0; j < 8; ++j) _mm256_store_ps(dst + (k + j) * kPanel, r[j]);
     }
@@ -225,16 +240,14 @@ GRPO_AVX2 void direct(float* y, int64_t ldy, const float* x, int64_t ldx, const 
     for (int p = 0; p < NP; ++p) {
       __m256 r[8];
       if (n == 8 && rows >= (p + 1) * kPanel) {
-#pragma GCC unroll 8
-        for (int i = 0; i < 8; ++i) r[i] = load8(w + (p * kPanel + i) * K + k);
+        columns8(r, w + p * kPanel * K + k, K);
       } else {  // the last values of k or the last rows: zero-filled
         alignas(32) float t[8][8];
         for (int i = 0; i < 8; ++i)
           for (int j = 0; j < 8; ++j)
             t[i][j] = p * kPanel + i < rows && j < n ? widen(w[(p * kPanel + i) * K + k + j]) : 0.0f;
-        for (int i = 0; i < 8; ++i) r[i] = _mm256_load_ps(t[i]);
+        columns8(r, t[0], 8);
       }
-      transpose8(r);
       if (n == 8) {
 #pragma GCC unroll 8
         for (int j = 0; j < 8; ++j)
