@@ -218,8 +218,8 @@ void block(float* y, const void* x, const E* W, int64_t B, int64_t n0, int64_t n
 
 // Small batches (B <= kDirectMaxB): W read straight from its rows, no packing. NP panels of 8 rows at a
 // time: 8 rows x 8 values of k are transposed in registers, then go through the same fused multiply-adds
-// as tile(), in the same order. x: MR rows of f32 (row stride ldx). The rows of the group kPrefetchPanels
-// groups on (contiguous in W) are prefetched as one linear sweep.
+// as tile(), in the same order. x: MR rows of f32 (row stride ldx). ahead: the next group's rows
+// (contiguous in W), prefetched into L2 as one linear sweep as fast as this group's are read.
 template <int MR, int NP, typename E>
 GRPO_AVX2 void direct(float* y, int64_t ldy, const float* x, int64_t ldx, const E* w, int64_t K, int64_t rows,
                       const E* ahead) {
@@ -234,7 +234,7 @@ GRPO_AVX2 void direct(float* y, int64_t ldy, const float* x, int64_t ldx, const 
     const int64_t n = std::min<int64_t>(8, K - k);
     if (sweep) {
 #pragma GCC unroll 8
-      for (size_t j = 0; j < NP * sizeof(E); ++j, sweep += 64) _mm_prefetch(sweep, _MM_HINT_T0);
+      for (size_t j = 0; j < NP * sizeof(E); ++j, sweep += 64) _mm_prefetch(sweep, _MM_HINT_T1);
     }
 #pragma GCC unroll 8
     for (int p = 0; p < NP; ++p) {
@@ -272,21 +272,23 @@ GRPO_AVX2 void direct(float* y, int64_t ldy, const float* x, int64_t ldx, const 
 }
 
 template <int MR, typename E>
-void direct_rows(float* y, int64_t ldy, const float* x, int64_t ldx, const E* W, int64_t n0, int64_t n1, int64_t K) {
+void direct_rows(float* y, int64_t ldy, const float* x, int64_t ldx, const E* W, int64_t n0, int64_t n1, int64_t N,
+                 int64_t K) {
   constexpr int NP = MR <= 2 ? 2 : 1;  // panels at a time (MR * NP accumulators, 8 transposed rows)
   constexpr int64_t step = NP * kPanel;
   for (int64_t n = n0; n < n1; n += step) {
-    const E* ahead = n + (kPrefetchPanels + 1) * step <= n1 ? W + (n + kPrefetchPanels * step) * K : nullptr;
+    // the next group (which may be in the next block: the thread's blocks are consecutive rows)
+    const E* ahead = n + 2 * step <= N ? W + (n + step) * K : nullptr;
     direct<MR, NP>(y + n, ldy, x, ldx, W + n * K, K, std::min(step, n1 - n), ahead);
   }
 }
 
 template <int MR = kDirectMaxB, typename E>
 void direct_block(int64_t B, float* y, int64_t ldy, const float* x, int64_t ldx, const E* W, int64_t n0, int64_t n1,
-                  int64_t K) {
+                  int64_t N, int64_t K) {
   if constexpr (MR > 0) {
-    if (B != MR) return direct_block<MR - 1>(B, y, ldy, x, ldx, W, n0, n1, K);
-    direct_rows<MR>(y, ldy, x, ldx, W, n0, n1, K);
+    if (B != MR) return direct_block<MR - 1>(B, y, ldy, x, ldx, W, n0, n1, N, K);
+    direct_rows<MR>(y, ldy, x, ldx, W, n0, n1, N, K);
   }
 }
 
@@ -307,9 +309,9 @@ void run(float* y, const void* x, const E* W, int64_t B, int64_t N, int64_t K) {
     } else if constexpr (std::is_same_v<E, bf16_t>) {
       alignas(32) float xf[kDirectMaxB * kDirectMaxK];  // x widened
       widen_x(xf, static_cast<const bf16_t*>(x), B, K, K);
-      direct_block(B, y, N, xf, K, W, n0, n1, K);
+      direct_block(B, y, N, xf, K, W, n0, n1, N, K);
     } else {
-      direct_block(B, y, N, static_cast<const float*>(x), K, W, n0, n1, K);
+      direct_block(B, y, N, static_cast<const float*>(x), K, W, n0, n1, N, K);
     }
   }
 }
