@@ -59,6 +59,10 @@ struct GrpoBenchRun {
   double rollout_share = 0;          // timing_s/gen / timing_s/step
   double train_tokens_per_step = 0;  // the work done: the same in every run
   int64_t peak_rss_bytes = 0;
+  double throughput = 0;             // perf/throughput: tokens / (step time x ranks)
+  double cpu_time_s = 0;             // perf/cpu_time_s: CPU seconds of all ranks per step
+  bool distributed = false;          // the run had several ranks: the communication values below exist
+  double comm_s = 0, comm_share = 0, comm_bytes = 0;  // timing_s/comm, perf/comm_share, perf/comm_bytes
 };
 
 // Means over the steps after the first (all steps if there is only one); peak RSS is the maximum.

@@ -212,7 +212,10 @@ void Decoder::forward(const PackedBatch& batch, float* logprob, float* entropy) 
 
   const bool bf = opt_.mode == ComputeMode::BF16;
   k_->embedding_forward(acts_[0].x_in, batch.ids.data(), static_cast<float*>(w_.f32().embed), T, C);
-  for (int64_t l = 0; l < L; ++l) layer_forward(l, acts_[l], l + 1 < L ? acts_[l + 1].x_in : x_final_);
+  for (int64_t l = 0; l < L; ++l) {
+    if (hooks_) hooks_->forward_layer(l);
+    layer_forward(l, acts_[l], l + 1 < L ? acts_[l + 1].x_in : x_final_);
+  }
   k_->rmsnorm_forward(s_.h_final, s_.rstd_final, x_final_, static_cast<float*>(w_.f32().final_norm), T, C,
                        static_cast<float>(c_.rms_norm_eps));
   const void* h = s_.h_final;
@@ -238,14 +241,19 @@ void Decoder::backward(const float* dlogprob, const float* dentropy, const Model
                         s_.head_ws);
   k_->rmsnorm_backward(s_.dx, G(g.final_norm), s_.dtmp, x_final_, G(w_.f32().final_norm), s_.rstd_final, T, C,
                         s_.rms_ws);
+  if (hooks_) hooks_->head_done();
   for (int64_t l = L - 1; l >= 0; --l) {
     if (opt_.checkpoint_activations) {
       GRPO_PROFILE("recompute_layer");
+      if (hooks_) hooks_->forward_layer(l);
       layer_forward(l, acts_[l], l + 1 < L ? acts_[l + 1].x_in : x_final_);
     }
+    if (hooks_) hooks_->backward_layer(l);
     layer_backward(l, acts_[l], g);
+    if (hooks_) hooks_->layer_done(l);
   }
   k_->embedding_backward(G(g.embed), s_.dx, batch_->ids.data(), T, C);
+  if (hooks_) hooks_->embedding_done();
 }
 
 void Decoder::full_logits(float* out) {

@@ -39,6 +39,15 @@ void declare_parameters(const ModelConfig& c, Arena& a) {
   if (!c.tie_word_embeddings) a.add("lm_head.weight", Shape{V, C});
 }
 
+bool is_gemm_weight(const std::string& name) {
+  for (const char* suffix : {"q_proj.weight", "k_proj.weight", "v_proj.weight", "o_proj.weight", "gate_proj.weight",
+                             "up_proj.weight", "down_proj.weight"})
+    if (name.ends_with(suffix)) return true;
+  return name == "lm_head.weight";
+}
+
+std::string first_layer_tensor(int64_t layer) { return layer_prefix(layer) + "input_layernorm.weight"; }
+
 ModelTensors resolve_tensors(const ModelConfig& c, const Arena& a) {
   ModelTensors m;
   auto v = [&](const std::string& n) { return a.view(n).data; };

@@ -43,8 +43,8 @@ TEST(RunCheckpoints, StateInsideTheFolderAndTheNewestKept) {
   const std::string run = tmp.path() + "/run";
   ModelWeights w(preset_config("qwen3", "tiny"));
   train::AdamW adam(w.config());
-  adam.m().flat().f32()[3] = 0.25f;
-  adam.v().flat().f32()[5] = 0.5f;
+  adam.m()[3] = 0.25f;
+  adam.v()[5] = 0.5f;
   TrainerState st;
   for (int64_t step = 1; step <= 5; ++step) {
     st.global_step = step;
@@ -64,8 +64,8 @@ TEST(RunCheckpoints, StateInsideTheFolderAndTheNewestKept) {
   EXPECT_EQ(back.global_step, 5);
   EXPECT_EQ(back.epoch_position, 50);
   EXPECT_EQ(adam2.steps(), 5);
-  EXPECT_EQ(adam2.m().flat().f32()[3], 0.25f);
-  EXPECT_EQ(adam2.v().flat().f32()[5], 0.5f);
+  EXPECT_EQ(adam2.m()[3], 0.25f);
+  EXPECT_EQ(adam2.v()[5], 0.5f);
 
   // 0 keeps every checkpoint.
   st.global_step = 6;
