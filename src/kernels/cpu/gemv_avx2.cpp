@@ -122,8 +122,7 @@ GRPO_AVX2 [[gnu::always_inline]] inline void transpose4x2(__m256* c, const __m25
 }
 
 // c[j] = (w[0][j], w[ld][j], .., w[7 ld][j]) for j < 8 as f32: 8 rows of W x 8 values of k, transposed.
-// Rows i and i+4 share a register (low and high half), so the transpose needs in-lane shuffles only; bf16
-// is widened by interleaving with zeros.
+// Rows i and i+4 share a register (low and high half), so the transpose needs in-lane shuffles only.
 GRPO_AVX2 [[gnu::always_inline]] inline void columns8(__m256 (&c)[8], const float* w, int64_t ld) {
   __m256 u[4], v[4];
 #pragma GCC unroll 4
@@ -136,18 +135,22 @@ GRPO_AVX2 [[gnu::always_inline]] inline void columns8(__m256 (&c)[8], const floa
   transpose4x2(c + 4, v);
 }
 GRPO_AVX2 [[gnu::always_inline]] inline void columns8(__m256 (&c)[8], const bf16_t* w, int64_t ld) {
-  __m256 u[4], v[4];
-  const __m256i zero = _mm256_setzero_si256();
+  // pairs of bf16 (values 2q, 2q+1) transposed as 32-bit elements, then split: the even value is the
+  // pair's low half shifted up, the odd one its high half with the low bits cleared
+  __m256 u[4], p[4];
 #pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i) {
-    const __m256i r = _mm256_inserti128_si256(
+  for (int i = 0; i < 4; ++i)
+    u[i] = _mm256_castsi256_ps(_mm256_inserti128_si256(
         _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + i * ld))),
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + (i + 4) * ld)), 1);
-    u[i] = _mm256_castsi256_ps(_mm256_unpacklo_epi16(zero, r));  // values 0..3 of rows i | i+4
-    v[i] = _mm256_castsi256_ps(_mm256_unpackhi_epi16(zero, r));  // values 4..7
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + (i + 4) * ld)), 1));
+  transpose4x2(p, u);
+  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; ++q) {
+    const __m256i v = _mm256_castps_si256(p[q]);
+    c[2 * q] = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+    c[2 * q + 1] = _mm256_castsi256_ps(_mm256_and_si256(v, high));
   }
-  transpose4x2(c, u);
-  transpose4x2(c + 4, v);
 }
 
 // Panel [kc][8] f32 of W rows w (row stride K; `rows` <= 8 of them, the others zero) over kc values of k.
@@ -230,36 +233,42 @@ GRPO_AVX2 void direct(float* y, int64_t ldy, const float* x, int64_t ldx, const 
     for (int p = 0; p < NP; ++p) acc[m][p] = _mm256_setzero_ps();
   const char* sweep = reinterpret_cast<const char*>(ahead);
   int64_t k = 0;
-  for (; k < K; k += 8) {
-    const int64_t n = std::min<int64_t>(8, K - k);
-    if (sweep) {
+  if (rows == NP * kPanel) {
+    for (; k + 8 <= K; k += 8) {
+      if (sweep) {
 #pragma GCC unroll 8
-      for (size_t j = 0; j < NP * sizeof(E); ++j, sweep += 64) _mm_prefetch(sweep, _MM_HINT_T1);
-    }
-#pragma GCC unroll 8
-    for (int p = 0; p < NP; ++p) {
-      __m256 r[8];
-      if (n == 8 && rows >= (p + 1) * kPanel) {
-        columns8(r, w + p * kPanel * K + k, K);
-      } else {  // the last values of k or the last rows: zero-filled
-        alignas(32) float t[8][8];
-        for (int i = 0; i < 8; ++i)
-          for (int j = 0; j < 8; ++j)
-            t[i][j] = p * kPanel + i < rows && j < n ? widen(w[(p * kPanel + i) * K + k + j]) : 0.0f;
-        columns8(r, t[0], 8);
+        for (size_t j = 0; j < NP * sizeof(E); ++j, sweep += 64) _mm_prefetch(sweep, _MM_HINT_T1);
       }
-      if (n == 8) {
+      // the row addresses are recomputed from two registers each step (GCC would otherwise keep one
+      // pointer per row and spill them)
+      const E* wk = w + k;
+      int64_t ld = K;
+      asm("" : "+r"(wk), "+r"(ld));
+      const float* xk = x + k;
+#pragma GCC unroll 8
+      for (int p = 0; p < NP; ++p) {
+        __m256 r[8];
+        columns8(r, wk + p * kPanel * ld, ld);
 #pragma GCC unroll 8
         for (int j = 0; j < 8; ++j)
 #pragma GCC unroll 8
-          for (int m = 0; m < MR; ++m)
-            acc[m][p] = _mm256_fmadd_ps(_mm256_broadcast_ss(x + m * ldx + k + j), r[j], acc[m][p]);
-      } else {
-        for (int j = 0; j < n; ++j)
-#pragma GCC unroll 8
-          for (int m = 0; m < MR; ++m)
-            acc[m][p] = _mm256_fmadd_ps(_mm256_broadcast_ss(x + m * ldx + k + j), r[j], acc[m][p]);
+          for (int m = 0; m < MR; ++m) acc[m][p] = _mm256_fmadd_ps(_mm256_broadcast_ss(xk + m * ldx + j), r[j], acc[m][p]);
       }
+    }
+  }
+  for (; k < K; k += 8) {  // the last values of k or a group of fewer rows: zero-filled 8 x 8 blocks
+    const int64_t n = std::min<int64_t>(8, K - k);
+    for (int p = 0; p < NP; ++p) {
+      alignas(32) float t[8][8];
+      for (int i = 0; i < 8; ++i)
+        for (int j = 0; j < 8; ++j)
+          t[i][j] = p * kPanel + i < rows && j < n ? widen(w[(p * kPanel + i) * K + k + j]) : 0.0f;
+      __m256 r[8];
+      columns8(r, t[0], 8);
+      for (int j = 0; j < n; ++j)
+#pragma GCC unroll 8
+        for (int m = 0; m < MR; ++m)
+          acc[m][p] = _mm256_fmadd_ps(_mm256_broadcast_ss(x + m * ldx + k + j), r[j], acc[m][p]);
     }
   }
   alignas(32) float out[MR][NP * kPanel];
