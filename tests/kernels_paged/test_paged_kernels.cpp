@@ -301,7 +301,7 @@ TEST(Gemv, RowResultIndependentOfBatchSizeTilesAndThreads) {
           ASSERT_EQ(one[n], all[b * N + n]) << dtype_name(wt) << " B=" << B << " b=" << b << " n=" << n;
       }
       set_num_threads(threads);
-      for (int64_t sub : {2, 3, 4, 5, 7}) {  // batches of other sizes, from row 1 on
+      for (int64_t sub : {2, 3, 4, 5, 7, 8, 9}) {  // batches of other sizes, from row 1 on
         std::vector<float> part(sub * N);
         ops::gemv(part.data(), x.data() + K, W, wt, sub, N, K, scratch.data());
         for (int64_t i = 0; i < sub * N; ++i)

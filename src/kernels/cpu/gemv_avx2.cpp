@@ -4,7 +4,7 @@
 // weight rows, [k][8], that stay in L2 while every batch row runs against them: register tiles of MR batch
 // rows x 8*NV weight rows (MR * NV accumulators), x broadcast one value at a time, W one packed vector per
 // panel and k. Small batches (B <= kDirectMaxB) skip the packing: 8 x 8 values of W are transposed in
-// registers and used at once. W is read from memory once per call, prefetched ahead. bf16 W: x is rounded
+// registers and used at once (bf16 as 32-bit pairs, split after the transpose). W is read from memory once per call, prefetched ahead. bf16 W: x is rounded
 // to bf16 once (into x_scratch) and widened back to f32 per tile and chunk (a small stack buffer).
 // Every y[b,n] is summed the same way whatever B, its path, tile, block and chunk and the thread count: one
 // fused multiply-add per k, in order of k, from zero (a chunk's partial sum is stored in y and reloaded
@@ -29,7 +29,7 @@ constexpr int64_t kChunk = 256;          // k per packed chunk
 constexpr int64_t kBlockRows = 128;      // weight rows per block: 128 x 256 f32 = 128 KiB packed (in L2)
 constexpr int64_t kBlocksPerThread = 4;  // when W is small, at least this many blocks per thread
 constexpr int64_t kPrefetchPanels = 2;   // packing prefetches this many panels ahead from memory
-constexpr int kDirectMaxB = 4;           // batches up to this size read W unpacked (see direct())
+constexpr int kDirectMaxB = 8;           // batches up to this size read W unpacked (see direct())
 constexpr int64_t kDirectMaxK = 4096;    // ... and, for bf16 W, rows up to this long (x widened on the stack)
 
 // Accumulator vectors along N for MR batch rows: MR * NV <= 12 accumulators, NV W vectors and one
@@ -280,24 +280,31 @@ GRPO_AVX2 void direct(float* y, int64_t ldy, const float* x, int64_t ldx, const 
     for (int64_t c = 0; c < std::min<int64_t>(rows, NP * kPanel); ++c) y[m * ldy + c] = out[m][c];
 }
 
-template <int MR, typename E>
-void direct_rows(float* y, int64_t ldy, const float* x, int64_t ldx, const E* W, int64_t n0, int64_t n1, int64_t N,
-                 int64_t K) {
-  constexpr int NP = MR <= 2 ? 2 : 1;  // panels at a time (MR * NP accumulators, 8 transposed rows)
-  constexpr int64_t step = NP * kPanel;
-  for (int64_t n = n0; n < n1; n += step) {
-    // the next group (which may be in the next block: the thread's blocks are consecutive rows)
-    const E* ahead = n + 2 * step <= N ? W + (n + step) * K : nullptr;
-    direct<MR, NP>(y + n, ldy, x, ldx, W + n * K, K, std::min(step, n1 - n), ahead);
+// direct<MR, NP> for B = MR batch rows (a run-time count up to kDirectMaxB).
+template <int NP, int MR = kDirectMaxB, typename E>
+void direct_batch(int64_t B, float* y, int64_t ldy, const float* x, int64_t ldx, const E* w, int64_t K, int64_t rows,
+                  const E* ahead) {
+  if constexpr (MR > 0) {
+    if (B != MR) return direct_batch<NP, MR - 1>(B, y, ldy, x, ldx, w, K, rows, ahead);
+    direct<MR, NP>(y, ldy, x, ldx, w, K, rows, ahead);
   }
 }
 
-template <int MR = kDirectMaxB, typename E>
-void direct_block(int64_t B, float* y, int64_t ldy, const float* x, int64_t ldx, const E* W, int64_t n0, int64_t n1,
-                  int64_t N, int64_t K) {
-  if constexpr (MR > 0) {
-    if (B != MR) return direct_block<MR - 1>(B, y, ldy, x, ldx, W, n0, n1, N, K);
-    direct_rows<MR>(y, ldy, x, ldx, W, n0, n1, N, K);
+// Weight rows n0 .. n1 against the B <= kDirectMaxB batch rows (x f32, row stride K) without packing, in
+// groups of 8 rows, or 16 for batches of one or two rows (more accumulators).
+template <typename E>
+void direct_rows(int64_t B, float* y, const float* x, const E* W, int64_t n0, int64_t n1, int64_t N, int64_t K) {
+  const bool two = B <= 2;
+  const int64_t step = (two ? 2 : 1) * kPanel;
+  for (int64_t n = n0; n < n1; n += step) {
+    // the next group (which may be in the next block: the thread's blocks are consecutive rows)
+    const E* ahead = n + 2 * step <= N ? W + (n + step) * K : nullptr;
+    const int64_t rows = std::min(step, n1 - n);
+    if (two) {
+      direct_batch<2>(B, y + n, N, x, K, W + n * K, K, rows, ahead);
+    } else {
+      direct_batch<1>(B, y + n, N, x, K, W + n * K, K, rows, ahead);
+    }
   }
 }
 
@@ -318,9 +325,9 @@ void run(float* y, const void* x, const E* W, int64_t B, int64_t N, int64_t K) {
     } else if constexpr (std::is_same_v<E, bf16_t>) {
       alignas(32) float xf[kDirectMaxB * kDirectMaxK];  // x widened
       widen_x(xf, static_cast<const bf16_t*>(x), B, K, K);
-      direct_block(B, y, N, xf, K, W, n0, n1, N, K);
+      direct_rows(B, y, xf, W, n0, n1, N, K);
     } else {
-      direct_block(B, y, N, static_cast<const float*>(x), K, W, n0, n1, N, K);
+      direct_rows(B, y, static_cast<const float*>(x), W, n0, n1, N, K);
     }
   }
 }
