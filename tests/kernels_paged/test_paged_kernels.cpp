@@ -277,9 +277,9 @@ TEST(Gemv, MatchesReferenceOnOddSizesWithGuards) {
         }
 }
 
-// Bitwise: a row's result is the same alone and in a batch (wide register tiles, leftover rows in narrower
-// ones, batch chunks) and whatever the thread count, for f32 and bf16 weights. The second shape has rows
-// long enough that the batch is cut into several chunks.
+// Bitwise: a row's result is the same alone and in a batch (small batches read W unpacked, larger ones
+// packed; wide register tiles, leftover rows in narrower ones, chunks along k) and whatever the thread
+// count, for f32 and bf16 weights. The second shape has rows long enough to be cut into several chunks.
 TEST(Gemv, RowResultIndependentOfBatchSizeTilesAndThreads) {
   struct Shape {
     int64_t B, N, K;
@@ -301,6 +301,12 @@ TEST(Gemv, RowResultIndependentOfBatchSizeTilesAndThreads) {
           ASSERT_EQ(one[n], all[b * N + n]) << dtype_name(wt) << " B=" << B << " b=" << b << " n=" << n;
       }
       set_num_threads(threads);
+      for (int64_t sub : {2, 3, 4, 5, 7, 8, 9}) {  // batches of other sizes, from row 1 on
+        std::vector<float> part(sub * N);
+        ops::gemv(part.data(), x.data() + K, W, wt, sub, N, K, scratch.data());
+        for (int64_t i = 0; i < sub * N; ++i)
+          ASSERT_EQ(part[i], all[N + i]) << dtype_name(wt) << " batch of " << sub << " i=" << i;
+      }
     }
   }
 }
