@@ -30,6 +30,32 @@ constexpr const char* kChatTemplate =
     "{%- endif %}"
     "{%- endif %}";
 
+// The same with Qwen3-VL's content lists (the image/video placeholders of its template, no vision ids).
+constexpr const char* kVisionChatTemplate =
+    "{%- for message in messages %}"
+    "{{- '<|im_start|>' + message['role'] + '\\n' }}"
+    "{%- if message['content'] is string %}"
+    "{{- message['content'] }}"
+    "{%- else %}"
+    "{%- for item in message['content'] %}"
+    "{%- if item['type'] == 'image' or 'image' in item or 'image_url' in item %}"
+    "{{- '<|vision_start|><|image_pad|><|vision_end|>' }}"
+    "{%- elif item['type'] == 'video' or 'video' in item %}"
+    "{{- '<|vision_start|><|video_pad|><|vision_end|>' }}"
+    "{%- elif 'text' in item %}"
+    "{{- item['text'] }}"
+    "{%- endif %}"
+    "{%- endfor %}"
+    "{%- endif %}"
+    "{{- '<|im_end|>' + '\\n' }}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}"
+    "{{- '<|im_start|>assistant\\n' }}"
+    "{%- if enable_thinking is defined and enable_thinking is false %}"
+    "{{- '<think>\\n\\n</think>\\n\\n' }}"
+    "{%- endif %}"
+    "{%- endif %}";
+
 ordered_json byte_level_component() {
   return {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};
 }
@@ -41,17 +67,20 @@ ordered_json added_token_entry(int64_t id, const std::string& content) {
 
 }  // namespace
 
-const std::vector<std::string>& byte_tokenizer_added_tokens() {
+const std::vector<std::string>& byte_tokenizer_added_tokens(bool vision) {
   static const std::vector<std::string> tokens{"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"};
-  return tokens;
+  static const std::vector<std::string> with_vision{"<|endoftext|>",    "<|im_start|>",   "<|im_end|>",
+                                                    "<think>",          "</think>",       "<|vision_start|>",
+                                                    "<|vision_end|>",   "<|image_pad|>",  "<|video_pad|>"};
+  return vision ? with_vision : tokens;
 }
 
-void write_byte_tokenizer(const std::string& dir) {
+void write_byte_tokenizer(const std::string& dir, bool vision) {
   ordered_json vocab = ordered_json::object();
   for (int b = 0; b < 256; ++b) vocab[byte_level::encode(std::string(1, static_cast<char>(b)))] = b;
   ordered_json added = ordered_json::array();
   ordered_json added_decoder = ordered_json::object();
-  const auto& tokens = byte_tokenizer_added_tokens();
+  const auto& tokens = byte_tokenizer_added_tokens(vision);
   for (size_t i = 0; i < tokens.size(); ++i) {
     const int64_t id = 256 + static_cast<int64_t>(i);
     ordered_json e = added_token_entry(id, tokens[i]);
@@ -86,7 +115,7 @@ void write_byte_tokenizer(const std::string& dir) {
       {"added_tokens_decoder", added_decoder},
       {"additional_special_tokens", {"<|im_start|>", "<|im_end|>"}},
       {"bos_token", nullptr},
-      {"chat_template", kChatTemplate},
+      {"chat_template", vision ? kVisionChatTemplate : kChatTemplate},
       {"clean_up_tokenization_spaces", false},
       {"eos_token", "<|im_end|>"},
       {"errors", "replace"},

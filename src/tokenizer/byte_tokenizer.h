@@ -10,12 +10,17 @@
 namespace grpo {
 
 // Added tokens after the 256 bytes, in id order: <|endoftext|> 256, <|im_start|> 257, <|im_end|> 258,
-// <think> 259, </think> 260.
-const std::vector<std::string>& byte_tokenizer_added_tokens();
-constexpr int64_t kByteTokenizerVocab = 261;  // ids 0..260
+// <think> 259, </think> 260; with vision (Qwen3-VL models) also <|vision_start|> 261, <|vision_end|> 262,
+// <|image_pad|> 263, <|video_pad|> 264.
+const std::vector<std::string>& byte_tokenizer_added_tokens(bool vision = false);
+constexpr int64_t kByteTokenizerVocab = 261;        // ids 0..260
+constexpr int64_t kByteTokenizerVisionVocab = 265;  // ids 0..264
 
 // Writes tokenizer.json and tokenizer_config.json (eos <|im_end|>, pad <|endoftext|>, a ChatML
-// chat_template like Qwen's) into dir (created if needed), each file atomically.
-void write_byte_tokenizer(const std::string& dir);
+// chat_template like Qwen's) into dir (created if needed), each file atomically. With vision, the added
+// tokens include the vision ones and the chat template renders Qwen3-VL content lists: an item
+// {"type": "image"} becomes <|vision_start|><|image_pad|><|vision_end|> (video: <|video_pad|>), text items
+// their text, concatenated.
+void write_byte_tokenizer(const std::string& dir, bool vision = false);
 
 }  // namespace grpo
