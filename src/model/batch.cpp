@@ -10,6 +10,13 @@ void PackedBatch::clear() {
   positions.clear();
   targets.clear();
   cu_seqlens.assign(1, 0);
+  pixel_values.clear();
+  image_grids.clear();
+}
+
+void PackedBatch::add_pictures(const float* pixels, int64_t floats, const std::vector<ImageGrid>& grids) {
+  pixel_values.insert(pixel_values.end(), pixels, pixels + floats);
+  image_grids.insert(image_grids.end(), grids.begin(), grids.end());
 }
 
 void PackedBatch::add_sequence(const int32_t* tokens, int64_t n) {
