@@ -69,6 +69,7 @@ struct ActorConfig {
   double entropy_coeff = 0.0;
   double grad_clip = 1.0;
   double tis_imp_ratio_cap = -1;  // truncated importance sampling cap C; -1: off
+  bool freeze_vision_tower = false;  // Qwen3-VL: no gradients and no optimizer state for the vision tower
   OptimConfig optim;
 };
 

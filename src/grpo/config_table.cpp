@@ -162,6 +162,8 @@ std::vector<KeySpec> build_table() {
           "clip the global gradient norm to this; -1: no clipping"),
       KEY(actor_rollout_ref.actor.tis_imp_ratio_cap, greater_than(0).or_value(-1),
           "truncated importance sampling cap C: weight min(exp(old - rollout logp), C); -1: off"),
+      KEY(actor_rollout_ref.actor.freeze_vision_tower, any(),
+          "Qwen3-VL: train the language model only (the vision tower gets no gradients and no optimizer state)"),
       KEY(actor_rollout_ref.actor.optim.lr, greater_than(0), "AdamW learning rate"),
       KEY(actor_rollout_ref.actor.optim.weight_decay, at_least(0), "AdamW decoupled weight decay"),
       KEY(actor_rollout_ref.actor.optim.betas, closed_open(0, 1).with_length(2), "AdamW betas"),

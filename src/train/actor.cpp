@@ -14,8 +14,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Packs the micro-batch's sequences (padded to the longest in the fixed baseline); row_of[j] is the
-// first row of sequence j in the batch.
+// Packs the micro-batch's sequences (padded to the longest in the fixed baseline) with their pictures;
+// row_of[j] is the first row of sequence j in the batch.
 PackedBatch build_batch(const std::vector<TrainSample>& samples, const MicroBatch& m, bool padded,
                         std::vector<int64_t>* row_of) {
   PackedBatch b;
@@ -30,6 +30,7 @@ PackedBatch build_batch(const std::vector<TrainSample>& samples, const MicroBatc
       b.add_padded_sequence(tok.data(), tok.size(), longest, tok.back());
     else
       b.add_sequence(tok);
+    add_pictures(b, samples[i].pictures);
   }
   return b;
 }
@@ -71,9 +72,15 @@ void response_logprobs(Decoder& dec, const std::vector<TrainSample>& samples, co
   }
 }
 
-Actor::Actor(ModelWeights& weights, const DecoderOptions& dopt, const MicroBatching& mb, const AdamWConfig& adam)
-    : w_(weights), dec_(weights, dopt), mb_(mb), adam_cfg_(adam), adam_(weights.config()), grads_(DType::F32) {
-  declare_parameters(weights.config(), grads_);
+Actor::Actor(ModelWeights& weights, const DecoderOptions& dopt, const MicroBatching& mb, const AdamWConfig& adam,
+             bool freeze_vision_tower)
+    : w_(weights),
+      dec_(weights, dopt),
+      mb_(mb),
+      adam_cfg_(adam),
+      adam_(weights.config(), !freeze_vision_tower),
+      grads_(DType::F32) {
+  declare_parameters(weights.config(), grads_, !freeze_vision_tower);
   grads_.allocate();
   grad_tensors_ = resolve_tensors(weights.config(), grads_);
 }

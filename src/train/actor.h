@@ -10,6 +10,7 @@
 
 #include "kernels/ops.h"
 #include "model/decoder.h"
+#include "model/picture.h"
 #include "train/aggregation.h"
 #include "train/optimizer.h"
 #include "train/packing.h"
@@ -20,6 +21,7 @@ namespace grpo::train {
 // entries: entry i belongs to token tokens[prompt_len + i], predicted from position prompt_len + i - 1.
 struct TrainSample {
   std::vector<int32_t> tokens;  // prompt + response
+  std::vector<PicturePtr> pictures;  // Qwen3-VL: the pictures of the prompt's <|image_pad|> runs, in order
   int64_t prompt_len = 0;       // >= 1
   float advantage = 0;
   bool loss_masked = false;            // excluded from the loss (e.g. truncated responses when masked)
@@ -56,7 +58,9 @@ void response_logprobs(Decoder& dec, const std::vector<TrainSample>& samples, co
 
 class Actor {
  public:
-  Actor(ModelWeights& weights, const DecoderOptions& dopt, const MicroBatching& mb, const AdamWConfig& adam);
+  // freeze_vision_tower (Qwen3-VL): the tower gets no gradient and no optimizer state (its weights stay).
+  Actor(ModelWeights& weights, const DecoderOptions& dopt, const MicroBatching& mb, const AdamWConfig& adam,
+        bool freeze_vision_tower = false);
 
   // One optimizer step of the GRPO/PPO objective over `samples` (a mini-batch), loss aggregated over the
   // whole mini-batch by `agg`. tis_cap > 0 enables truncated importance sampling.

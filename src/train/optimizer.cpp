@@ -8,20 +8,20 @@
 
 namespace grpo::train {
 
-AdamW::AdamW(const ModelConfig& c) : m_(DType::F32), v_(DType::F32) {
-  declare_parameters(c, m_);
-  declare_parameters(c, v_);
+AdamW::AdamW(const ModelConfig& c, bool with_vision) : m_(DType::F32), v_(DType::F32) {
+  declare_parameters(c, m_, with_vision);
+  declare_parameters(c, v_, with_vision);
   m_.allocate();
   v_.allocate();
 }
 
 StepReport AdamW::step(Arena& params, const Arena& grads, const AdamWConfig& cfg, float lr) {
   GRPO_PROFILE("adamw_step");
-  GRPO_CHECK(params.numel() == grads.numel() && params.numel() == m_.numel(),
-             "[adamw] parameter, gradient and moment arenas differ in size");
+  GRPO_CHECK(grads.numel() == m_.numel() && params.numel() >= grads.numel(),
+             "[adamw] gradient and moment arenas differ in size, or exceed the parameters");
   StepReport r;
   r.lr = lr;
-  const int64_t n = params.numel();
+  const int64_t n = grads.numel();  // all parameters, or the text prefix when the tower is frozen
   // Padding between tensors is zero in every arena, so whole-buffer loops are exact.
   r.grad_norm = std::sqrt(ops::sum_squares(grads.flat().f32(), n));
   if (!std::isfinite(r.grad_norm)) {

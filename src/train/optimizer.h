@@ -1,6 +1,8 @@
 // AdamW over the flat parameter arena: fp32 master weights, moments m and v in two more flat arenas of
 // the same layout, bias correction, decoupled weight decay, and global-norm gradient clipping. A step
-// whose gradient norm is not finite is skipped (weights and moments untouched) and reported.
+// whose gradient norm is not finite is skipped (weights and moments untouched) and reported. With a frozen
+// vision tower the gradient and moment arenas hold the text part only, a prefix of the parameter arena
+// (weights.h): the step updates that prefix and never touches the tower.
 #pragma once
 #include <cstdint>
 
@@ -24,9 +26,11 @@ struct StepReport {
 
 class AdamW {
  public:
-  explicit AdamW(const ModelConfig& c);  // moments sized like the parameters, zeroed
+  // Moments sized like the parameters (without the vision tower when with_vision is false), zeroed.
+  explicit AdamW(const ModelConfig& c, bool with_vision = true);
 
-  // Applies one update with learning rate `lr` from grads (same layout as params). Does not zero grads.
+  // Applies one update with learning rate `lr` from grads (the layout of params, or of its text prefix) to
+  // the parameters grads covers. Does not zero grads.
   StepReport step(Arena& params, const Arena& grads, const AdamWConfig& cfg, float lr);
 
   int64_t steps() const { return step_; }
