@@ -56,7 +56,7 @@ SftSummary run_sft(const Config& cfg, bool quiet) {
   adam.lr = static_cast<float>(sc.lr);
   adam.weight_decay = static_cast<float>(sc.weight_decay);
   adam.grad_clip = static_cast<float>(sc.grad_clip);
-  train::Actor actor(*s->weights, dopt, mb, adam);
+  train::Actor actor(*s->weights, dopt, mb, adam, cfg.actor_rollout_ref.actor.freeze_vision_tower);
 
   const int64_t N = data.size(), bs = std::min<int64_t>(sc.batch_size, N);
   const int64_t per_epoch = (N + bs - 1) / bs, total = per_epoch * sc.epochs;

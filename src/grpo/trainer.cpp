@@ -61,7 +61,7 @@ GrpoTrainer::GrpoTrainer(const Config& config, const TrainOptions& opt) : cfg_(c
   adam.eps = static_cast<float>(ac.optim.eps);
   adam.weight_decay = static_cast<float>(ac.optim.weight_decay);
   adam.grad_clip = static_cast<float>(ac.grad_clip);
-  actor_ = std::make_unique<train::Actor>(*s_->weights, dopt, mb, adam);
+  actor_ = std::make_unique<train::Actor>(*s_->weights, dopt, mb, adam, ac.freeze_vision_tower);
   if (ac.use_kl_loss && ac.kl_loss_coef != 0) {
     ref_weights_ = ModelWeights::load(cfg_.actor_rollout_ref.model.path);
     ref_decoder_ = std::make_unique<Decoder>(*ref_weights_, dopt);
