@@ -71,7 +71,13 @@ PromptVision InferenceModel::encode_prompt(const std::vector<int32_t>& prompt, c
   const int64_t n = static_cast<int64_t>(prompt.size()), C = c.hidden_size;
   PromptVision pv;
   std::vector<ImageGrid> grids;
-  for (const PicturePtr& p : pictures) grids.push_back(p->grid);
+  for (size_t j = 0; j < pictures.size(); ++j) {
+    const Picture& p = *pictures[j];
+    GRPO_CHECK(static_cast<int64_t>(p.pixel_values.size()) == p.grid.patches() * c.vision.patch_dim(), "[infer] ",
+               where, ": picture ", j, " has ", p.pixel_values.size(), " pixel values, its grid (", p.grid.t, ", ",
+               p.grid.h, ", ", p.grid.w, ") needs ", p.grid.patches(), " rows of patch_dim ", c.vision.patch_dim());
+    grids.push_back(p.grid);
+  }
   pv.positions.resize(3 * n);
   size_t next = 0;
   pv.rope_delta = mrope_positions(c, prompt.data(), n, grids, &next, pv.positions.data(), n, where);

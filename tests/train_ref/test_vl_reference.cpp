@@ -210,12 +210,15 @@ std::unique_ptr<ModelWeights> text_twin(const ModelWeights& vl) {
   return w;
 }
 
-TEST(VlDecoder, WithoutPicturesItIsExactlyTheTextDecoder) {
+class VlWithoutPictures : public ::testing::TestWithParam<ComputeMode> {};
+
+TEST_P(VlWithoutPictures, ItIsExactlyTheTextDecoder) {
   auto vl = ModelWeights::load(kVl);
   auto text = text_twin(*vl);
   const PackedBatch b = PackedBatch::from_sequences({{301, 10, 12, 5, 6, 7, 302, 12, 301, 11, 12, 40, 41},
                                                      {301, 10, 12, 99, 302}});
-  for (ComputeMode mode : {ComputeMode::F32, ComputeMode::BF16}) {
+  {
+    const ComputeMode mode = GetParam();
     DecoderOptions opt;
     opt.mode = mode;
     Decoder dv(*vl, opt), dt(*text, opt);
@@ -244,6 +247,11 @@ TEST(VlDecoder, WithoutPicturesItIsExactlyTheTextDecoder) {
     for (int64_t i = 0; i < pg.numel(); ++i) ASSERT_EQ(pg.f32()[i], 0.0f);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Modes, VlWithoutPictures, ::testing::Values(ComputeMode::F32, ComputeMode::BF16),
+                         [](const ::testing::TestParamInfo<ComputeMode>& i) {
+                           return std::string(i.param == ComputeMode::F32 ? "f32" : "bf16");
+                         });
 
 // Prompt A: text, then a picture (image_b: 1 pad); prompt B: the same text, then text where the picture was.
 // The log-probs of the tokens before the picture are the same.
