@@ -22,6 +22,7 @@ struct PackedBatch {
   std::vector<int32_t> cu_seqlens;  // [S+1] prefix sums of sequence lengths
   std::vector<float> pixel_values;     // [patch rows, patch_dim] of every picture, in order of appearance
   std::vector<ImageGrid> image_grids;  // [pictures]
+  std::vector<int32_t> sequence_pictures;  // [S] pictures of each sequence (on its first <|image_pad|> runs)
 
   int64_t T() const { return static_cast<int64_t>(ids.size()); }
   int64_t S() const { return static_cast<int64_t>(cu_seqlens.size()) - 1; }
@@ -30,8 +31,8 @@ struct PackedBatch {
   void clear();
   void add_sequence(const int32_t* tokens, int64_t n);
   void add_sequence(const std::vector<int32_t>& tokens) { add_sequence(tokens.data(), tokens.size()); }
-  // Appends pictures: `floats` pixel values (their patch rows of patch_dim floats each) and their grids in
-  // order of appearance in the sequences.
+  // Appends pictures of the last sequence added: `floats` pixel values (their patch rows of patch_dim floats
+  // each) and their grids, in order of appearance.
   void add_pictures(const float* pixels, int64_t floats, const std::vector<ImageGrid>& grids);
   bool has_pictures() const { return !image_grids.empty(); }
   // Adds a sequence followed by padded_len - n copies of pad_id inside the same sequence (the fixed,

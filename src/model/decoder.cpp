@@ -126,19 +126,27 @@ void Decoder::rope(float* x, int64_t nh, bool backward) {
 
 void Decoder::prepare_pictures(const PackedBatch& batch) {
   const int64_t T = batch.T(), S = batch.S();
+  GRPO_CHECK(static_cast<int64_t>(batch.sequence_pictures.size()) == S, "[decoder] the batch gives picture counts for ",
+             batch.sequence_pictures.size(), " of its ", S, " sequences");
   pos3_.resize(3 * T);
   rope_deltas_.resize(S);
+  picture_pad_.resize(T);
   pad_rows_.clear();
-  size_t next = 0;
+  int64_t next = 0;
   for (int64_t s = 0; s < S; ++s) {
-    const int64_t start = batch.cu_seqlens[s];
-    rope_deltas_[s] = grpo::mrope_positions(c_, batch.ids.data() + start, batch.seq_len(s), batch.image_grids, &next,
-                                      pos3_.data() + start, T, cat("batch sequence ", s));
+    const int64_t start = batch.cu_seqlens[s], count = batch.sequence_pictures[s];
+    GRPO_CHECK(count >= 0 && next + count <= static_cast<int64_t>(batch.image_grids.size()), "[decoder] sequence ", s,
+               " claims ", count, " pictures, the batch has ", batch.image_grids.size() - next, " left");
+    // Pads past a sequence's pictures are text: a response may sample the pad token.
+    const SequencePictures pics{batch.image_grids.data() + next, count, /*extra_pads_are_text=*/true};
+    rope_deltas_[s] = grpo::mrope_positions(c_, batch.ids.data() + start, batch.seq_len(s), pics, pos3_.data() + start,
+                                            T, picture_pad_.data() + start, cat("batch sequence ", s));
+    next += count;
   }
-  GRPO_CHECK(next == batch.image_grids.size(), "[decoder] the batch has ", batch.image_grids.size(),
-             " pictures but <|image_pad|> runs for ", next);
+  GRPO_CHECK(next == static_cast<int64_t>(batch.image_grids.size()), "[decoder] the batch has ",
+             batch.image_grids.size(), " pictures, its sequences claim ", next);
   for (int64_t t = 0; t < T; ++t)
-    if (batch.ids[t] == c_.image_token_id) pad_rows_.push_back(static_cast<int32_t>(t));
+    if (picture_pad_[t]) pad_rows_.push_back(static_cast<int32_t>(t));
   pictures_ = batch.has_pictures();
   if (!pictures_) return;
   const int64_t rows = static_cast<int64_t>(batch.pixel_values.size()) / c_.vision.patch_dim();

@@ -130,7 +130,8 @@ class Decoder {
   std::vector<uint8_t> mrope_axes_;   // [D/2]
   std::vector<int32_t> pos3_;         // [3, T]
   std::vector<int64_t> rope_deltas_;  // [S]
-  std::vector<int32_t> pad_rows_;     // rows of the <|image_pad|> tokens, in order
+  std::vector<uint8_t> picture_pad_;  // [T] 1 for the <|image_pad|> tokens that show a picture
+  std::vector<int32_t> pad_rows_;     // their rows, in order
   bool pictures_ = false;             // the last batch had pictures
 };
 

@@ -79,22 +79,22 @@ PromptVision InferenceModel::encode_prompt(const std::vector<int32_t>& prompt, c
     grids.push_back(p.grid);
   }
   pv.positions.resize(3 * n);
-  size_t next = 0;
-  pv.rope_delta = mrope_positions(c, prompt.data(), n, grids, &next, pv.positions.data(), n, where);
-  GRPO_CHECK(next == grids.size(), "[infer] ", where, ": ", grids.size(), " pictures but <|image_pad|> runs for ", next);
+  std::vector<uint8_t> picture_pad(n);
+  const SequencePictures pics{grids.data(), static_cast<int64_t>(grids.size()), /*extra_pads_are_text=*/false};
+  pv.rope_delta = mrope_positions(c, prompt.data(), n, pics, pv.positions.data(), n, picture_pad.data(), where);
   pv.pad_index.assign(n, -1);
   int64_t pads = 0;
   for (int64_t i = 0; i < n; ++i)
-    if (prompt[i] == c.image_token_id) pv.pad_index[i] = static_cast<int32_t>(pads++);
+    if (picture_pad[i]) pv.pad_index[i] = static_cast<int32_t>(pads++);
   for (size_t j = 0; j < grids.size(); ++j)
     pv.pad_picture.insert(pv.pad_picture.end(), grids[j].patches() / c.vision.merge_factor(), static_cast<int32_t>(j));
   if (pictures.empty()) return pv;
   GRPO_PROFILE("encode_prompt_vision");
   const auto t0 = std::chrono::steady_clock::now();
   if (!vision_) vision_ = std::make_unique<VisionTower>(w_, VisionOptions{mode_, false});
-  PackedBatch px;
-  add_pictures(px, pictures);
-  vision_->forward(px.pixel_values.data(), px.image_grids, where);
+  std::vector<float> pixels;  // the pictures' rows, concatenated
+  for (const PicturePtr& p : pictures) pixels.insert(pixels.end(), p->pixel_values.begin(), p->pixel_values.end());
+  vision_->forward(pixels.data(), grids, where);
   GRPO_CHECK(vision_->merged_rows() == pads, "[infer] ", where, ": ", pads, " <|image_pad|> tokens for ",
              vision_->merged_rows(), " image features");
   const int64_t K = static_cast<int64_t>(vision_->num_deepstack());

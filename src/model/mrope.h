@@ -16,11 +16,21 @@
 
 namespace grpo {
 
-// Writes the positions of ids [n] into pos3 (axis a at pos3 + a * ld) and returns rope_delta. The pictures
-// of the sequence are grids[*next_grid], grids[*next_grid + 1], ... in order; *next_grid advances past them.
-// Errors (naming `where`): a pad run that is not a whole picture, more pads than pictures, video pads.
-int64_t mrope_positions(const ModelConfig& c, const int32_t* ids, int64_t n, const std::vector<ImageGrid>& grids,
-                        size_t* next_grid, int32_t* pos3, int64_t ld, const std::string& where);
+// The pictures of one sequence: grids[0..count) go on its first <|image_pad|> runs, in order. Pads after
+// them: text tokens when extra_pads_are_text (a response may sample the pad token: it is text, never a
+// picture), else an error (a prompt whose pads and pictures disagree).
+struct SequencePictures {
+  const ImageGrid* grids = nullptr;
+  int64_t count = 0;
+  bool extra_pads_are_text = false;
+};
+
+// Writes the positions of ids [n] into pos3 (axis a at pos3 + a * ld) and returns rope_delta; picture_pad
+// [n] (may be null) gets 1 for the pads that show a picture, 0 for every other token. Errors (naming
+// `where`): a pad run shorter than its picture's token count, fewer pad runs than pictures, extra pads
+// (unless text), <|video_pad|> (videos are not supported; text when extra pads are).
+int64_t mrope_positions(const ModelConfig& c, const int32_t* ids, int64_t n, const SequencePictures& pictures,
+                        int32_t* pos3, int64_t ld, uint8_t* picture_pad, const std::string& where);
 
 // Axis (0 temporal, 1 height, 2 width) of each of the head_dim / 2 frequencies: height for j % 3 == 1 and
 // j < 3 * mrope_section[1], width for j % 3 == 2 and j < 3 * mrope_section[2], temporal otherwise.

@@ -20,7 +20,7 @@ using PicturePtr = std::shared_ptr<const Picture>;
 // Checks that pixel_values holds grid.patches() rows of patch_dim floats and computes the hash.
 PicturePtr make_picture(const ImageGrid& grid, std::vector<float> pixel_values, int64_t patch_dim);
 
-// Appends the pictures to a packed batch (pixel rows and grids, in order).
+// Appends the pictures of the packed batch's last sequence (pixel rows and grids, in order).
 void add_pictures(PackedBatch& batch, const std::vector<PicturePtr>& pictures);
 
 }  // namespace grpo

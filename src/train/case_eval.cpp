@@ -106,6 +106,18 @@ CaseOutputs evaluate_case(ModelWeights& weights, const SafetensorsFile& cf, cons
     for (size_t i = 0; i < thw.size(); i += 3) grids.push_back({thw[i], thw[i + 1], thw[i + 2]});
     const std::vector<float> pixels = case_floats(cf, "pixel_values");
     batch.add_pictures(pixels.data(), static_cast<int64_t>(pixels.size()), grids);
+    // The case lists the pictures in order of appearance: each sequence takes those its pads cover.
+    size_t next = 0;
+    for (int64_t s = 0; s < batch.S(); ++s) {
+      int64_t pads = 0, count = 0;
+      for (int64_t t = batch.cu_seqlens[s]; t < batch.cu_seqlens[s + 1]; ++t) pads += batch.ids[t] == c.image_token_id;
+      for (; pads > 0 && next < grids.size(); ++next, ++count) pads -= grids[next].patches() / c.vision.merge_factor();
+      GRPO_CHECK(pads == 0, "[case] ", cf.path(), ": the <|image_pad|> tokens of sequence ", s,
+                 " do not match the pictures of image_grid_thw");
+      batch.sequence_pictures[s] = static_cast<int32_t>(count);
+    }
+    GRPO_CHECK(next == grids.size(), "[case] ", cf.path(), ": image_grid_thw has ", grids.size(),
+               " pictures, the sequences' pads cover ", next);
   }
 
   DecoderOptions dopt;

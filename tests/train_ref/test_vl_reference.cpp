@@ -155,8 +155,7 @@ TEST(VlTables, MropeAndVisionTablesAtThe8bSizes) {
   const std::vector<int64_t> thw = case_ints(ref, "vision.image_grid_thw");
   const std::vector<ImageGrid> grids{{thw[0], thw[1], thw[2]}};
   std::vector<int32_t> pos3(3 * T);
-  size_t next = 0;
-  const int64_t delta = mrope_positions(c, ids.data(), T, grids, &next, pos3.data(), T, "rope_8b_case");
+  const int64_t delta = mrope_positions(c, ids.data(), T, {grids.data(), 1, false}, pos3.data(), T, nullptr, "rope_8b_case");
   EXPECT_EQ(std::vector<int64_t>(pos3.begin(), pos3.end()), case_ints(ref, "text.position_ids"));
   EXPECT_EQ(delta, -3);  // the worked example of the guide
   const std::vector<uint8_t> axes = mrope_axes(c);
@@ -280,23 +279,51 @@ TEST(VlDecoder, APictureChangesNothingBeforeIt) {
   EXPECT_TRUE(differs) << "the picture must matter after it";
 }
 
-TEST(VlDecoder, RejectsPadsThatDoNotMatchThePictures) {
+TEST(VlDecoder, RejectsPicturesThatDoNotMatchThePads) {
   auto w = ModelWeights::load(kVl);
   Decoder dec(*w, DecoderOptions{});
-  std::vector<float> pixels(4 * 1536, 0.1f), lp(16), ent(16);
-  PackedBatch two_pads = PackedBatch::from_sequences({{301, 309, 312, 312, 310, 5}});
-  two_pads.add_pictures(pixels.data(), 4 * 1536, {{1, 2, 2}});  // one pad's worth
-  EXPECT_THROW(dec.forward(two_pads, lp.data(), ent.data()), Error);
-  const PackedBatch no_picture = PackedBatch::from_sequences({{301, 309, 312, 310, 5}});
-  EXPECT_THROW(dec.forward(no_picture, lp.data(), ent.data()), Error);
+  std::vector<float> pixels(8 * 1536, 0.1f), lp(16), ent(16);
+  PackedBatch short_run = PackedBatch::from_sequences({{301, 309, 312, 310, 5}});
+  short_run.add_pictures(pixels.data(), 8 * 1536, {{1, 2, 4}});  // two pads' worth, one pad
+  EXPECT_THROW(dec.forward(short_run, lp.data(), ent.data()), Error);
   PackedBatch unused = PackedBatch::from_sequences({{301, 5, 6}});
-  unused.add_pictures(pixels.data(), 4 * 1536, {{1, 2, 2}});
+  unused.add_pictures(pixels.data(), 4 * 1536, {{1, 2, 2}});  // no pad to show it
   EXPECT_THROW(dec.forward(unused, lp.data(), ent.data()), Error);
   PackedBatch odd_grid = PackedBatch::from_sequences({{301, 309, 312, 310}});
-  odd_grid.add_pictures(pixels.data(), 4 * 1536, {{1, 1, 4}});
+  odd_grid.add_pictures(pixels.data(), 4 * 1536, {{1, 1, 4}});  // not a multiple of the 2x2 merge
   EXPECT_THROW(dec.forward(odd_grid, lp.data(), ent.data()), Error);
-  const PackedBatch video = PackedBatch::from_sequences({{301, 309, 313, 310}});
-  EXPECT_THROW(dec.forward(video, lp.data(), ent.data()), Error);
+  PackedBatch short_pixels = PackedBatch::from_sequences({{301, 309, 312, 310}});
+  short_pixels.add_pictures(pixels.data(), 3 * 1536, {{1, 2, 2}});
+  EXPECT_THROW(dec.forward(short_pixels, lp.data(), ent.data()), Error);
+}
+
+// Pad (and video pad) tokens past a sequence's pictures are text: a response may sample them, and training
+// on it must neither fail nor treat them as pictures. They keep their embedding (and its gradient).
+TEST(VlDecoder, PadTokensPastTheSequencesPicturesAreText) {
+  auto w = ModelWeights::load(kVl);
+  SafetensorsFile f = SafetensorsFile::open(kVl + "vl_case.safetensors");
+  const std::vector<float> pixels = case_floats(f, "pixel_values");
+  PackedBatch b;
+  b.clear();
+  b.add_sequence({301, 309, 312, 310, 5, 302, 301, 11, 312, 313, 312, 7});
+  b.add_pictures(pixels.data() + 24 * 1536, 4 * 1536, {{1, 2, 2}});
+  b.add_sequence({301, 10, 312, 9});  // a text-only prompt whose response holds a pad
+  Decoder dec(*w, DecoderOptions{});
+  std::vector<float> lp(b.T()), ent(b.T());
+  dec.forward(b, lp.data(), ent.data());
+  for (float v : lp) EXPECT_TRUE(std::isfinite(v));
+  const std::vector<int32_t>& pos3 = dec.mrope_positions();
+  EXPECT_EQ(pos3[8], 8);  // the stray pad at index 8: a text position on every axis
+  EXPECT_EQ(pos3[b.T() + 8], 8);
+  Arena g(DType::F32);
+  declare_parameters(w->config(), g);
+  g.allocate();
+  std::vector<float> dlp(b.T(), -0.1f);
+  dec.backward(dlp.data(), nullptr, resolve_tensors(w->config(), g));
+  const float* pad_row = g.view("model.language_model.embed_tokens.weight").f32() + 312 * 32;
+  double norm = 0;
+  for (int i = 0; i < 32; ++i) norm += std::fabs(pad_row[i]);
+  EXPECT_GT(norm, 0.0) << "the stray pads are text: their embedding row learns";
 }
 
 }  // namespace
