@@ -60,18 +60,27 @@ inline Reg gelu_grad(Reg x) {
   }
 }
 
-// One row: x [F] += b (b may be null), y [F] = gelu(x).
+// One row: x [F] += b (b may be null), y [F] = gelu(x). Whole vectors with plain loads and stores, the tail
+// masked (masked stores are slow on some CPUs: AMD's vmaskmovps).
 template <Gelu kKind>
 inline void bias_gelu_row(float* y, float* x, const float* b, int64_t F) {
-  for (int64_t i = 0; i < F; i += V::W) {
-    const int64_t n = F - i < V::W ? F - i : V::W;
-    Reg xv = V::load_n(x + i, n);
+  int64_t i = 0;
+  for (; i + V::W <= F; i += V::W) {
+    Reg xv = V::load(x + i);
     if (b) {
-      xv = V::add(xv, V::load_n(b + i, n));
-      V::store_n(x + i, xv, n);
+      xv = V::add(xv, V::load(b + i));
+      V::store(x + i, xv);
     }
-    V::store_n(y + i, gelu<kKind>(xv), n);
+    V::store(y + i, gelu<kKind>(xv));
   }
+  if (i == F) return;
+  const int64_t n = F - i;
+  Reg xv = V::load_n(x + i, n);
+  if (b) {
+    xv = V::add(xv, V::load_n(b + i, n));
+    V::store_n(x + i, xv, n);
+  }
+  V::store_n(y + i, gelu<kKind>(xv), n);
 }
 
 // Columns [c0, c0 + width) of rows [0, N): dx = dy gelu'(x) (row stride F); db[c] += the column sums in row
@@ -83,15 +92,20 @@ inline void gelu_backward_columns(float* dx, float* db, const float* dy, const f
   constexpr int kRegs = static_cast<int>(kGeluColumns / V::W);
   Reg acc[kRegs];
   for (int r = 0; r < kRegs; ++r) acc[r] = V::zero();
+  const int full = static_cast<int>(width / V::W);  // whole vectors; the rest of the block is masked
   for (int64_t row = 0; row < N; ++row) {
     const int64_t off = row * F + c0;
-    for (int r = 0; r < kRegs; ++r) {
+    for (int r = 0; r < full; ++r) {
       const int64_t c = r * V::W;
-      if (c >= width) break;
-      const int64_t n = width - c < V::W ? width - c : V::W;
+      const Reg g = V::mul(V::load(dy + off + c), gelu_grad<kKind>(V::load(x + off + c)));
+      V::store(dx + off + c, g);
+      acc[r] = V::add(acc[r], g);
+    }
+    if (full < kRegs && full * V::W < width) {
+      const int64_t c = full * V::W, n = width - c;
       const Reg g = V::mul(V::load_n(dy + off + c, n), gelu_grad<kKind>(V::load_n(x + off + c, n)));
       V::store_n(dx + off + c, g, n);
-      acc[r] = V::add(acc[r], g);
+      acc[full] = V::add(acc[full], g);
     }
   }
   if (!db) return;
