@@ -1,5 +1,6 @@
 // Google Benchmark of the head kernels: GEMM (f32 and bf16, square, prefill-like and training-like shapes
-// with transposes), the fused output layer forward/backward, AdamW and f32 -> bf16 conversion.
+// with transposes; bf16 is native or emulated as the ISA decision says, and the label tells which), batched
+// f32 GEMM (attention scores), the fused output layer forward/backward, AdamW and f32 <-> bf16 conversion.
 // Counters: GFLOP/s for GEMM and lm_head (2 M N K per GEMM), GB/s of memory traffic for AdamW / conversion.
 #include <benchmark/benchmark.h>
 
@@ -7,6 +8,7 @@
 
 #include "core/dtype.h"
 #include "core/rng.h"
+#include "kernels/backend.h"
 #include "kernels/ops.h"
 
 namespace {
@@ -45,7 +47,9 @@ void BM_gemm(benchmark::State& state) {
   }
   state.counters["GFLOP/s"] =
       benchmark::Counter(2.0 * M * N * K * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(std::string(grpo::dtype_name(dt)) + (ta == Trans::T ? " T" : " N") + (tb == Trans::T ? "T" : "N"));
+  const bool emulated = dt == DType::BF16 && !grpo::gemm_bf16_native();
+  state.SetLabel(std::string(grpo::dtype_name(dt)) + (emulated ? " emulated" : "") + (ta == Trans::T ? " T" : " N") +
+                 (tb == Trans::T ? "T" : "N") + " " + grpo::isa_name(grpo::isa()));
 }
 
 void gemm_args(benchmark::internal::Benchmark* b) {
@@ -61,6 +65,27 @@ void gemm_args(benchmark::internal::Benchmark* b) {
   }
 }
 BENCHMARK(BM_gemm)->Apply(gemm_args)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Batched f32 GEMM of attention scores, one call for all heads: S [H, L, L] = Q K^T with Q, K [H, L, D].
+// Args: H, L, D.
+void BM_gemm_batched(benchmark::State& state) {
+  const int64_t H = state.range(0), L = state.range(1), D = state.range(2);
+  auto q = random_floats(H * L * D, 1), k = random_floats(H * L * D, 2);
+  std::vector<float> s(static_cast<size_t>(H * L * L));
+  for (auto _ : state) {
+    grpo::ops::gemm_batched(Trans::N, Trans::T, H, L, L, D, 1.0f, q.data(), D, L * D, k.data(), D, L * D, 0.0f,
+                            s.data(), L, L * L);
+    benchmark::DoNotOptimize(s.data());
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * H * L * L * D * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_gemm_batched)
+    ->ArgNames({"H", "L", "D"})
+    ->Args({8, 512, 64})
+    ->Args({16, 1024, 128})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // Args: T, C, V, chunk, dtype (0 f32, 1 bf16), backward (0 forward only, 1 backward only).
 void BM_lm_head(benchmark::State& state) {
@@ -139,5 +164,17 @@ void BM_f32_to_bf16(benchmark::State& state) {
   state.counters["GB/s"] = benchmark::Counter(6.0 * n * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_f32_to_bf16)->Arg(1 << 16)->Arg(25 << 20)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_bf16_to_f32(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const auto x = to_bf16(random_floats(n, 9));
+  std::vector<float> y(static_cast<size_t>(n));
+  for (auto _ : state) {
+    grpo::ops::bf16_to_f32(y.data(), x.data(), n);
+    benchmark::ClobberMemory();
+  }
+  state.counters["GB/s"] = benchmark::Counter(6.0 * n * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_bf16_to_f32)->Arg(1 << 16)->Arg(25 << 20)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/rng.h"
-#include "kernels/cpu/nn_simd.h"
+#include "kernels/backend.h"
 #include "kernels/ops.h"
 
 namespace {
@@ -154,9 +154,9 @@ struct AttentionData {
 // Forces AVX2 for the benchmark's lifetime when state.range(0) == 1.
 struct IsaChoice {
   explicit IsaChoice(const benchmark::State& state) {
-    if (state.range(0) == 1) grpo::cpu::nn_set_isa_override(static_cast<int>(grpo::cpu::NnIsa::Avx2));
+    if (state.range(0) == 1) grpo::set_isa_for_tests(grpo::Isa::Avx2);
   }
-  ~IsaChoice() { grpo::cpu::nn_set_isa_override(-1); }
+  ~IsaChoice() { grpo::set_isa_for_tests(std::nullopt); }
 };
 
 void BM_AttentionForward(benchmark::State& state) {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/rng.h"
-#include "kernels/cpu/nn_simd.h"
+#include "kernels/backend.h"
 #include "kernels/ops.h"
 #include "kernels/vision_ops.h"
 
@@ -31,9 +31,9 @@ void set_rate(benchmark::State& state, const char* name, double per_iteration) {
 
 struct IsaChoice {  // forces AVX2 for the benchmark's lifetime when state.range(0) == 1
   explicit IsaChoice(const benchmark::State& state) {
-    if (state.range(0) == 1) grpo::cpu::nn_set_isa_override(static_cast<int>(grpo::cpu::NnIsa::Avx2));
+    if (state.range(0) == 1) grpo::set_isa_for_tests(grpo::Isa::Avx2);
   }
-  ~IsaChoice() { grpo::cpu::nn_set_isa_override(-1); }
+  ~IsaChoice() { grpo::set_isa_for_tests(std::nullopt); }
 };
 
 // state.range(1): 0 = the blocks' LayerNorm (N x 1152), 1 = a DeepStack merger's (N/4 x 4608).

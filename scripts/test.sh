@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command of the README: installs dependencies, builds, runs every test (CTest), then builds the
+# The test command of the README: installs dependencies, builds, runs every test (CTest), runs them again
+# with GRPO_ISA=avx2 (the AVX2 kernels and emulated bf16 GEMM, whatever this CPU has), then builds the
 # unit tests under AddressSanitizer + UndefinedBehaviorSanitizer and runs them, then runs the libFuzzer
 # targets briefly. Usage: scripts/test.sh   (env: GRPO_FUZZ_SECONDS, default 20 per target)
 set -euo pipefail
@@ -9,6 +10,9 @@ jobs="$(nproc)"
 echo "== release build + tests" >&2
 "$here/scripts/setup.sh" "$here/build"
 (cd "$here/build" && ctest --output-on-failure -j"$jobs" --timeout 900)
+
+echo "== release tests again at GRPO_ISA=avx2" >&2
+(cd "$here/build" && GRPO_ISA=avx2 ctest --output-on-failure -j"$jobs" --timeout 900)
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer build + unit tests" >&2
 cmake -S "$here" -B "$here/build-asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRPO_SANITIZE=ON \
@@ -24,7 +28,7 @@ if compgen -G "$here/fuzz/*.cpp" >/dev/null; then
   cmake --build "$here/build-fuzz" -j"$jobs" --target fuzz_all
   for f in "$here"/fuzz/*.cpp; do
     name="$(basename "$f" .cpp)"
-    corpus="$here/fuzz/corpus/$name"
+    corpus="$here/fuzz/corpus/${name#fuzz_}"  # seeds: fuzz/corpus/<name without fuzz_>
     mkdir -p "$here/build-fuzz/corpus-$name"
     echo "-- $name" >&2
     "$here/build-fuzz/$name" -max_total_time="${GRPO_FUZZ_SECONDS:-20}" -rss_limit_mb=4096 \

@@ -13,9 +13,10 @@ struct CommandResult {
   std::string output;  // what `redirect` sends to the pipe
 };
 
-// `grpo args`; redirect "2>&1" captures stdout and stderr together, "2>&1 >/dev/null" stderr alone.
-inline CommandResult run_grpo(const std::string& args, const std::string& redirect = "2>&1") {
-  const std::string cmd = std::string(GRPO_BINARY) + " " + args + " " + redirect;
+// `grpo args`; redirect "2>&1" captures stdout and stderr together, "2>&1 >/dev/null" stderr alone; `env`
+// is put before the command (e.g. "GRPO_ISA=avx2").
+inline CommandResult run_grpo(const std::string& args, const std::string& redirect = "2>&1", const std::string& env = "") {
+  const std::string cmd = env + (env.empty() ? "" : " ") + std::string(GRPO_BINARY) + " " + args + " " + redirect;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return {-1, "popen failed: " + cmd};
   CommandResult r{-1, ""};

@@ -1,6 +1,6 @@
 // `grpo bench grpo`: the mission's table. Writes a random preset model and arithmetic prompts into a work
-// folder, runs `grpo train` on them twice in child processes (every optimisation on, then off; see
-// grpo/grpo_bench.h), prints the table and, as the last stdout line, a JSON object.
+// folder, runs `grpo train` on them in child processes (every optimisation on, each one off alone, all
+// off; see grpo/grpo_bench.h), prints the tables and, as the last stdout line, a JSON object.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,8 +50,10 @@ void run_self(const std::vector<std::string>& args, const std::string& what) {
 void run(const BenchGrpoArgs& a) {
   namespace fs = std::filesystem;
   const GrpoBenchOptions& o = a.o;
-  GRPO_CHECK(o.steps >= 1 && o.prompts >= 1 && o.n >= 1 && o.max_response_length >= 1,
-             "[bench grpo] --steps, --prompts, --n and --max-response-length must be >= 1");
+  GRPO_CHECK(o.steps >= 1 && o.prompts >= 1 && o.n >= 1 && o.max_response_length >= 1 && o.max_prompt_length >= 1 &&
+                 o.micro_batch >= 1,
+             "[bench grpo] --steps, --prompts, --n, --max-prompt-length, --max-response-length and --micro-batch must "
+             "be >= 1");
   std::string out = a.out;
   if (out.empty()) {
     std::string tmpl = (fs::temp_directory_path() / "grpo-bench-XXXXXX").string();
@@ -59,27 +61,38 @@ void run(const BenchGrpoArgs& a) {
     out = tmpl;
   }
   make_dirs(out);
-  std::fprintf(stderr, "[bench grpo] work folder %s: random %s:%s model, arithmetic prompts\n", out.c_str(),
-               o.arch.c_str(), o.preset.c_str());
+  std::fprintf(stderr, "[bench grpo] work folder %s: random %s:%s model, arithmetic prompts, %s\n", out.c_str(),
+               o.arch.c_str(), o.preset.c_str(), o.dtype.c_str());
   write_byte_model(out + "/model", o.arch, o.preset, 1234 + o.seed);
   const ArithSplit data = write_arith_dataset(out + "/data", std::max<int64_t>(1000, o.prompts * o.steps), 0, o.seed,
                                               "mixed");
   write_file_atomic(out + "/arith-grpo.yaml", kArithGrpoYaml);
-  GrpoBenchRun runs[2];
-  for (bool optimised : {true, false}) {
-    const std::string name = optimised ? "optimised" : "baseline";
-    std::fprintf(stderr, "[bench grpo] %s: %lld steps of %lld prompts x %lld samples\n", name.c_str(),
-                 static_cast<long long>(o.steps), static_cast<long long>(o.prompts), static_cast<long long>(o.n));
-    const std::string run_dir = out + "/" + name;
+  // (label, switches off): all on first, each switch off alone, all off last.
+  std::vector<std::pair<std::string, std::vector<std::string>>> plan = {{"all on", {}}};
+  std::vector<std::string> all;
+  for (const GrpoBenchSwitch& sw : grpo_bench_switches()) {
+    all.push_back(sw.name);
+    if (o.ablation) plan.push_back({"no " + sw.name, {sw.name}});
+  }
+  plan.push_back({"all off (baseline)", all});
+  std::vector<GrpoBenchRun> runs;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const auto& [label, off] = plan[i];
+    std::fprintf(stderr, "[bench grpo] run %zu/%zu, %s: %lld steps of %lld prompts x %lld samples\n", i + 1, plan.size(),
+                 label.c_str(), static_cast<long long>(o.steps), static_cast<long long>(o.prompts),
+                 static_cast<long long>(o.n));
+    const std::string run_dir = out + "/run" + std::to_string(i);
     std::vector<std::string> args = {"train", out + "/arith-grpo.yaml"};
     if (a.threads > 0) args.insert(args.end(), {"--threads", std::to_string(a.threads)});
-    for (const std::string& s : grpo_bench_overrides(o, out + "/model", data.train_path, run_dir, optimised))
+    for (const std::string& s : grpo_bench_overrides(o, out + "/model", data.train_path, run_dir, off))
       args.insert(args.end(), {"--set", s});
-    run_self(args, name);
-    runs[optimised ? 0 : 1] = summarise_grpo_bench_run(run_dir + "/metrics.jsonl");
+    run_self(args, label);
+    runs.push_back(summarise_grpo_bench_run(run_dir + "/metrics.jsonl"));
+    runs.back().label = label;
   }
-  std::printf("%s", grpo_bench_table(runs[0], runs[1]).c_str());
-  std::printf("%s\n", grpo_bench_json(o, runs[0], runs[1]).dump().c_str());
+  std::printf("%s\n", grpo_bench_ablation_table(runs).c_str());
+  std::printf("%s", grpo_bench_table(runs.front(), runs.back()).c_str());
+  std::printf("%s\n", grpo_bench_json(o, runs.front(), runs.back(), runs).dump().c_str());
   if (a.out.empty()) fs::remove_all(out);
 }
 
@@ -92,11 +105,18 @@ void setup(CLI::App& app) {
   c->add_option("--steps", a->o.steps, "Training steps per run; the first is a warm-up")->capture_default_str();
   c->add_option("--prompts", a->o.prompts, "Prompts per step (data.train_batch_size)")->capture_default_str();
   c->add_option("--n", a->o.n, "Samples per prompt (rollout.n)")->capture_default_str();
-  c->add_option("--max-response-length", a->o.max_response_length, "Response tokens at most")->capture_default_str();
-  c->add_option("--token-budget", a->o.token_budget, "Micro-batch token budget of the optimised run")
+  c->add_option("--max-prompt-length", a->o.max_prompt_length, "Prompt tokens at most")->capture_default_str();
+  c->add_option("--max-response-length", a->o.max_response_length,
+                "Response tokens (every response is this long: stop tokens are ignored)")
       ->capture_default_str();
-  c->add_option("--micro-batch", a->o.micro_batch, "Sequences per padded micro-batch of the baseline")
+  c->add_option("--micro-batch", a->o.micro_batch,
+                "Sequences per fixed micro-batch of the baseline (divides prompts x n); the optimised run's token "
+                "budget is as many full-length sequences")
       ->capture_default_str();
+  c->add_option("--dtype", a->o.dtype, "bf16 (mixed precision) or f32, the same in every run")
+      ->check(CLI::IsMember({"bf16", "f32"}))
+      ->capture_default_str();
+  c->add_flag("!--no-ablation", a->o.ablation, "Only the all-on and all-off runs (no run per optimisation)");
   c->add_option("--seed", a->o.seed, "Seed")->capture_default_str();
   c->add_option("--out", a->out, "Work folder, kept (default: a temporary folder, removed)");
   c->add_option("--threads", a->threads, "Threads of the runs (default: all cores)");

@@ -6,9 +6,15 @@
 // "completions": [{text, token_ids, logprobs, finish_reason}]. An invalid option fails before the model is
 // loaded, naming the option. A bad line (invalid JSON or field, a prompt that does not fit the model's
 // context or the KV cache) is reported (file:line, field) and skipped; the rest of the file is still
-// generated and written, and the exit status is non-zero. Progress on stderr.
+// generated and written, and the exit status is non-zero. Progress on stderr. A model folder without
+// tokenizer.json works when every line is {"input_ids"}: ids in, ids out (texts empty; text prompts, --chat
+// and stop strings are refused, naming the missing file). Stop tokens then come from config.json's
+// eos_token_id.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <optional>
 #include <cstdio>
 #include <limits>
 #include <memory>
@@ -153,12 +159,14 @@ void apply_overrides(const Json& j, rollout::Request& r) {
   override_sampling(j, "min_p", r.sampling, &SamplingParams::min_p);
 }
 
-// What a line is read with: the command line's settings, the tokenizer and the limits of model and KV cache.
+// What a line is read with: the command line's settings, the tokenizer (null without tokenizer.json) and the
+// model's limits.
 struct LineContext {
   const rollout::Request& defaults;
-  const Tokenizer& tok;
+  const Tokenizer* tok;
+  const std::string& no_tokenizer;  // why tok is null: "no tokenizer.json in MODEL"
   bool chat;
-  int64_t vocab, context, kv_blocks, block_size;
+  int64_t vocab, context;
 };
 
 std::vector<int32_t> input_ids_of(const Json& j, int64_t V) {
@@ -186,32 +194,31 @@ std::vector<int32_t> prompt_of(const Json& j, const LineContext& c, const char*&
     source = "messages";
     GRPO_CHECK(c.chat, "field \"messages\" needs --chat (the model's chat template)");
     GRPO_CHECK(j["messages"].is_array(), "field \"messages\" must be an array");
-    return chat_prompt(c.tok, j["messages"], j.value("tools", Json()));
+    return chat_prompt(*c.tok, j["messages"], j.value("tools", Json()));
   }
   GRPO_CHECK(j.contains("prompt"), "expected a field \"prompt\", \"messages\" or \"input_ids\"");
   source = "prompt";
+  GRPO_CHECK(c.tok, "field \"prompt\" needs the model's tokenizer (", c.no_tokenizer, "): give \"input_ids\"");
   GRPO_CHECK(j["prompt"].is_string(), "field \"prompt\" must be a string");
   const std::string p = j["prompt"].get<std::string>();
-  if (!c.chat) return c.tok.encode(p);
-  return chat_prompt(c.tok, Json::array({{{"role", "user"}, {"content", p}}}), nullptr);
+  if (!c.chat) return c.tok->encode(p);
+  return chat_prompt(*c.tok, Json::array({{{"role", "user"}, {"content", p}}}), nullptr);
 }
 
-// The engine's limits, checked per line so that a line too long for them is skipped instead of failing all.
+// The model's limits, checked per line so that a line too long for them is skipped instead of failing all.
 void check_fits(const rollout::Request& r, const char* source, const LineContext& c) {
   const int64_t tokens = static_cast<int64_t>(r.prompt.size()) + r.max_new_tokens;
   GRPO_CHECK(!r.prompt.empty(), "field \"", source, "\": the prompt is empty");
   GRPO_CHECK(tokens <= c.context, "field \"", source, "\": the prompt's ", r.prompt.size(), " tokens + max_new_tokens ",
              r.max_new_tokens, " exceed the model's context of ", c.context, " tokens (max_position_embeddings)");
-  const int64_t blocks = (tokens + c.block_size - 1) / c.block_size;
-  GRPO_CHECK(blocks <= c.kv_blocks, "field \"", source, "\": the prompt's ", r.prompt.size(),
-             " tokens + max_new_tokens ", r.max_new_tokens, " need ", blocks, " KV blocks, the cache has ", c.kv_blocks,
-             " (raise --kv-cache-memory or lower max_new_tokens)");
 }
 
 rollout::Request request_of(const Json& j, const LineContext& c, int64_t line) {
   GRPO_CHECK(j.is_object(), "expected a JSON object, got ", j.dump());
   rollout::Request r = c.defaults;
   apply_overrides(j, r);
+  GRPO_CHECK(c.tok || !j.contains("stop"), field("stop"), ": stop strings need the model's tokenizer (", c.no_tokenizer,
+             ")");
   const char* source = "";
   r.prompt = prompt_of(j, c, source);
   check_fits(r, source, c);
@@ -230,9 +237,37 @@ Json parse_line(const std::string& text) {
 // Every line's request and input; a bad line is reported on stderr and counted in `bad`.
 struct Lines {
   std::vector<Json> inputs;
-  std::vector<rollout::Request> requests;
+  std::vector<rollout::Request> requests;  // id: the line number
   int64_t bad = 0;
 };
+
+// Skips (and reports) the lines whose prompt + max_new_tokens need more KV blocks than the cache has: only
+// possible when --kv-cache-memory or --kv-cache-fraction gives less than the work can use.
+void drop_lines_over_the_cache(Lines& lines, const rollout::Engine& engine, const std::string& path) {
+  const int64_t blocks = engine.kv_cache().num_blocks(), bs = engine.kv_cache().block_size();
+  size_t kept = 0;
+  for (size_t i = 0; i < lines.requests.size(); ++i) {
+    const rollout::Request& r = lines.requests[i];
+    const int64_t need = rollout::kv_blocks_for(1, static_cast<int64_t>(r.prompt.size()) + r.max_new_tokens, bs,
+                                                "[generate] KV sizing");
+    if (need > blocks) {
+      ++lines.bad;
+      std::fprintf(stderr,
+                   "error: %s:%llu: the prompt's %zu tokens + max_new_tokens %d need %lld KV blocks, the cache has %lld "
+                   "(raise --kv-cache-memory or lower max_new_tokens) (line skipped)\n",
+                   path.c_str(), static_cast<unsigned long long>(r.id), r.prompt.size(), r.max_new_tokens,
+                   static_cast<long long>(need), static_cast<long long>(blocks));
+      continue;
+    }
+    if (kept != i) {
+      lines.requests[kept] = std::move(lines.requests[i]);
+      lines.inputs[kept] = std::move(lines.inputs[i]);
+    }
+    ++kept;
+  }
+  lines.requests.resize(kept);
+  lines.inputs.resize(kept);
+}
 
 Lines read_lines(const std::string& path, const LineContext& c) {
   Lines out;
@@ -280,28 +315,49 @@ std::string output_lines(const Lines& lines, const std::vector<rollout::RequestR
   return out;
 }
 
+// The model folder's tokenizer; none without tokenizer.json (`why` then says so), when the options need none.
+std::optional<Tokenizer> load_tokenizer(const GenerateArgs& a, std::string& why) {
+  const std::filesystem::path file = std::filesystem::path(a.model) / "tokenizer.json";
+  if (std::filesystem::exists(file)) return Tokenizer::load(a.model);
+  why = cat("no tokenizer.json in ", a.model);
+  GRPO_CHECK(!a.chat, "[generate] --chat needs the model's tokenizer (", why, ")");
+  GRPO_CHECK(a.stop.empty(), "[generate] --stop needs the model's tokenizer (", why, ")");
+  return std::nullopt;
+}
+
 void run_generate(const GenerateArgs& a) {
   rollout::Request defaults = request_defaults(a);
   check_engine_options(a);
   if (a.threads > 0) set_num_threads(a.threads);
+  std::string no_tokenizer;
+  const std::optional<Tokenizer> tok = load_tokenizer(a, no_tokenizer);
   auto weights = ModelWeights::load(a.model);
-  Tokenizer tok = Tokenizer::load(a.model);
-  defaults.stop_token_ids = tok.stop_ids();
+  if (tok) {
+    GRPO_CHECK(tok->vocab_size() <= weights->config().vocab_size, "[generate] ", a.model, ": the tokenizer has ",
+               tok->vocab_size(), " token ids but the model's vocab_size is ", weights->config().vocab_size);
+    defaults.stop_token_ids = tok->stop_ids();
+  } else {
+    for (int64_t id : weights->config().eos_token_ids) defaults.stop_token_ids.push_back(static_cast<int32_t>(id));
+  }
 
   rollout::EngineConfig ec;
   ec.kv_dtype = kv_dtype_of(a.kv_dtype);
   ec.kv_memory_bytes = a.kv_bytes;
   ec.kv_memory_fraction = a.kv_fraction;
   rollout::DecoderRolloutModel model(*weights, parse_compute_mode(a.dtype), ec.block_size);
-  rollout::Engine engine(model, ec, rollout::tokenizer_decode_fn(tok));
   const LineContext context{.defaults = defaults,
-                            .tok = tok,
+                            .tok = tok ? &*tok : nullptr,
+                            .no_tokenizer = no_tokenizer,
                             .chat = a.chat,
                             .vocab = model.vocab_size(),
-                            .context = model.max_positions(),
-                            .kv_blocks = engine.kv_cache().num_blocks(),
-                            .block_size = engine.kv_cache().block_size()};
-  const Lines lines = read_lines(a.prompts, context);
+                            .context = model.max_positions()};
+  Lines lines = read_lines(a.prompts, context);
+  // The KV budget never exceeds what these requests can hold at once.
+  ec.kv_max_blocks = std::max<int64_t>(
+      1, rollout::kv_blocks_for(lines.requests, ec.max_seqs, ec.block_size, model.max_positions()));
+  rollout::Engine engine(model, ec, tok ? rollout::tokenizer_decode_fn(*tok) : rollout::DecodeFn{});
+  std::fprintf(stderr, "[generate] %s\n", engine.kv_budget().describe().c_str());
+  drop_lines_over_the_cache(lines, engine, a.prompts);
   std::vector<rollout::RequestResult> res = engine.generate(lines.requests, progress_printer());
   std::fprintf(stderr, "\n");
   const std::string out = output_lines(lines, res);
@@ -315,7 +371,9 @@ void run_generate(const GenerateArgs& a) {
 void setup(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
   CLI::App* c = app.add_subcommand("generate", "Sample completions for JSONL prompts with the rollout engine");
-  c->add_option("--model", a->model, "Hugging Face model folder (with tokenizer.json)")->required();
+  c->add_option("--model", a->model,
+                "Hugging Face model folder (without tokenizer.json: \"input_ids\" prompts only, texts empty)")
+      ->required();
   c->add_option("--prompts", a->prompts,
                 "JSONL: {\"prompt\"}, {\"messages\"} or {\"input_ids\"} per line; optional \"n\", \"max_new_tokens\", "
                 "\"temperature\", \"top_p\", \"top_k\", \"min_p\", \"seed\", \"stop\" override the options for that "
@@ -331,8 +389,10 @@ void setup(CLI::App& app) {
   c->add_option("--min-p", a->min_p, "Drop tokens below min-p x the most likely one, in [0, 1]");
   c->add_option("--seed", a->seed, "Seed (>= 0)");
   c->add_option("--kv-dtype", a->kv_dtype, "KV cache dtype: f32, bf16 or int8");
-  c->add_option("--kv-cache-memory", a->kv_bytes, "KV cache budget in bytes (default: a fraction of free memory)");
-  c->add_option("--kv-cache-fraction", a->kv_fraction, "KV cache budget as a fraction of free memory, in (0, 1]");
+  c->add_option("--kv-cache-memory", a->kv_bytes,
+                "KV cache budget in bytes (default: a fraction of free memory); never more than the prompts can use");
+  c->add_option("--kv-cache-fraction", a->kv_fraction,
+                "KV cache budget as a fraction of free memory, in (0, 1]; never more than the prompts can use");
   c->add_option("--dtype", a->dtype, "Weights read as f32 or bf16")->check(CLI::IsMember({"f32", "bf16"}));
   c->add_flag("--chat", a->chat, "Apply the model's chat template with the generation prompt");
   c->add_option("--stop", a->stop, "Stop string (repeatable, not empty); excluded from the text");

@@ -1,7 +1,13 @@
 // Implementation of Buffer, Arena and Workspace (see arena.h).
 #include "core/arena.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -12,31 +18,76 @@ namespace {
 std::atomic<uint64_t> g_allocs{0};
 constexpr size_t kAlign = 64;
 size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+// A buffer larger than physical memory could never be zeroed, let alone used: it is refused up front, the
+// same way on every overcommit setting and under AddressSanitizer.
+size_t physical_memory() {
+  static const size_t bytes = static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return bytes;
+}
 }  // namespace
 
-Buffer::Buffer(size_t bytes) : size_(bytes) {
+Buffer::Buffer(size_t bytes, std::string_view purpose) : size_(bytes) {
   if (bytes == 0) return;
-  data_ = std::aligned_alloc(kAlign, round_up(bytes, kAlign));
-  if (!data_) fail("[memory] out of memory allocating ", bytes, " bytes");
-  std::memset(data_, 0, bytes);
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  if (bytes > physical_memory())
+    fail("[memory] out of memory allocating ", bytes, " bytes (", static_cast<double>(bytes) / gib, " GiB) for ",
+         purpose, ": the machine has ", static_cast<double>(physical_memory()) / gib, " GiB");
+  if (bytes >= kReserveBytes) {
+    // Page-aligned (so 64-byte aligned), zero-filled by the kernel on first touch, no swap reservation.
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+      fail("[memory] cannot reserve ", bytes, " bytes (", static_cast<double>(bytes) / gib, " GiB) of address space for ",
+           purpose, ": ", std::strerror(errno));
+    data_ = p;
+    mapped_ = true;
+  } else {
+    data_ = std::aligned_alloc(kAlign, round_up(bytes, kAlign));
+    if (!data_)
+      fail("[memory] out of memory allocating ", bytes, " bytes (", static_cast<double>(bytes) / gib, " GiB) for ",
+           purpose);
+    std::memset(data_, 0, bytes);
+  }
   g_allocs.fetch_add(1, std::memory_order_relaxed);
 }
-Buffer::~Buffer() { std::free(data_); }
-Buffer::Buffer(Buffer&& o) noexcept : data_(o.data_), size_(o.size_) {
+void Buffer::release() {
+  if (mapped_)
+    munmap(data_, size_);
+  else
+    std::free(data_);
+  data_ = nullptr;
+  size_ = 0;
+  mapped_ = false;
+}
+Buffer::~Buffer() { release(); }
+Buffer::Buffer(Buffer&& o) noexcept : data_(o.data_), size_(o.size_), mapped_(o.mapped_) {
   o.data_ = nullptr;
   o.size_ = 0;
+  o.mapped_ = false;
 }
 Buffer& Buffer::operator=(Buffer&& o) noexcept {
   if (this != &o) {
-    std::free(data_);
+    release();
     data_ = o.data_;
     size_ = o.size_;
+    mapped_ = o.mapped_;
     o.data_ = nullptr;
     o.size_ = 0;
+    o.mapped_ = false;
   }
   return *this;
 }
 uint64_t Buffer::alloc_count() { return g_allocs.load(std::memory_order_relaxed); }
+
+int64_t resident_bytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  GRPO_CHECK(f, "[memory] cannot open /proc/self/statm: ", std::strerror(errno));
+  long long size = 0, resident = 0;
+  const int got = std::fscanf(f, "%lld %lld", &size, &resident);
+  std::fclose(f);
+  GRPO_CHECK(got == 2, "[memory] /proc/self/statm: expected two page counts");
+  return static_cast<int64_t>(resident) * sysconf(_SC_PAGESIZE);
+}
 
 int64_t Arena::add(const std::string& name, Shape shape, bool pack) {
   GRPO_CHECK(!buf_.data(), "[arena] add(\"", name, "\") after allocate()");
@@ -50,7 +101,11 @@ int64_t Arena::add(const std::string& name, Shape shape, bool pack) {
 }
 
 void Arena::allocate() {
-  buf_ = Buffer(static_cast<size_t>(numel_ * dtype_size(dtype_)));
+  const std::string purpose =
+      entries_.empty() ? std::string("an empty arena")
+                       : cat("an arena of ", entries_.size(), " ", dtype_name(dtype_), " tensors (the first \"",
+                             entries_.front().name, "\")");
+  buf_ = Buffer(static_cast<size_t>(numel_ * dtype_size(dtype_)), purpose);
   views_.clear();
   char* base = static_cast<char*>(buf_.data());
   for (const Entry& e : entries_)
@@ -76,8 +131,9 @@ void Arena::zero() {
   if (buf_.data()) std::memset(buf_.data(), 0, buf_.size());
 }
 
-void Workspace::reserve(size_t bytes) {
-  buf_ = Buffer(bytes);
+void Workspace::reserve(size_t bytes, std::string_view purpose) {
+  buf_ = Buffer(0);  // the old buffer goes first: the new one may need its memory
+  buf_ = Buffer(bytes, purpose);
   used_ = high_ = 0;
 }
 

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -11,11 +12,16 @@
 
 namespace grpo {
 
-// Owned, 64-byte aligned, zero-initialised buffer. Counts every allocation (see alloc_count()).
+// Owned, 64-byte aligned, zero-initialised buffer. Counts every allocation (see alloc_count()). When the
+// memory is not there, the error names the size and `purpose` ("[memory] out of memory allocating ... for
+// the KV cache keys").
+// Buffers of kReserveBytes or more are reserved, not touched: an anonymous mapping without swap
+// reservation (MAP_NORESERVE) whose pages the kernel commits, zero-filled, when they are first written.
+// So a budget sized for the worst case (a KV cache, a workspace) costs only the memory actually used.
 class Buffer {
  public:
   Buffer() = default;
-  explicit Buffer(size_t bytes);
+  explicit Buffer(size_t bytes, std::string_view purpose = "a buffer");
   ~Buffer();
   Buffer(Buffer&& o) noexcept;
   Buffer& operator=(Buffer&& o) noexcept;
@@ -25,13 +31,20 @@ class Buffer {
   void* data() const { return data_; }
   size_t size() const { return size_; }
 
+  static constexpr size_t kReserveBytes = size_t{1} << 20;
+
   // Number of Buffer allocations made in this process (used to assert hot loops allocate nothing).
   static uint64_t alloc_count();
 
  private:
+  void release();
   void* data_ = nullptr;
   size_t size_ = 0;
+  bool mapped_ = false;  // from mmap (size >= kReserveBytes), else from aligned_alloc
 };
+
+// Resident memory of this process now (the RSS of /proc/self/statm), in bytes.
+int64_t resident_bytes();
 
 // A set of named tensors in one allocation. Declare every tensor with add(), then allocate() once.
 // Tensors of one arena share a dtype so that the whole arena is also one flat vector (flat()).
@@ -42,7 +55,7 @@ class Arena {
   // Declares a tensor; returns its offset in elements. Offsets are padded to 64 bytes unless pack=true
   // (packed tensors follow the previous one directly, so e.g. gate and up weights form one matrix).
   int64_t add(const std::string& name, Shape shape, bool pack = false);
-  void allocate();
+  void allocate();  // an out-of-memory error names the size, the tensor count and the first tensor
 
   bool has(const std::string& name) const { return index_.count(name) != 0; }
   TensorView view(const std::string& name) const;
@@ -73,8 +86,8 @@ class Arena {
 class Workspace {
  public:
   Workspace() = default;
-  explicit Workspace(size_t bytes) { reserve(bytes); }
-  void reserve(size_t bytes);  // discards contents
+  explicit Workspace(size_t bytes, std::string_view purpose = "a workspace") { reserve(bytes, purpose); }
+  void reserve(size_t bytes, std::string_view purpose = "a workspace");  // discards contents
   void reset() { used_ = 0; }
   void* take_bytes(size_t bytes, const char* what);
   template <typename T>

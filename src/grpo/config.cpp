@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "grpo/config_table.h"
+#include "kernels/backend.h"
 
 namespace grpo {
 
@@ -296,6 +297,19 @@ std::vector<std::string> cross_checks(const Config& c) {
   return e;
 }
 
+// What this CPU must honour, checked with the config (before any model loads): the ISA decision itself (a
+// CPU without AVX2+FMA, an unknown GRPO_ISA). Every configured value has a path at every level it allows:
+// mixed_precision runs its bf16 GEMMs natively at avx512_bf16 and emulated (bf16 operands widened to f32)
+// below, and every kernel family, KV cache dtype and decode matmul runs at every level.
+std::vector<std::string> cpu_checks() {
+  try {
+    isa_decision();
+  } catch (const Error& e) {
+    return {e.what()};
+  }
+  return {};
+}
+
 void throw_if_any(const std::vector<std::string>& errors) {
   if (errors.empty()) return;
   std::string msg;
@@ -389,6 +403,8 @@ void validate_config(const Config& config) {
   }
   auto more = cross_checks(c);
   errors.insert(errors.end(), more.begin(), more.end());
+  auto cpu = cpu_checks();
+  errors.insert(errors.end(), cpu.begin(), cpu.end());
   throw_if_any(errors);
 }
 

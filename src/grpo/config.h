@@ -94,6 +94,7 @@ struct RolloutConfig {
   bool share_group_prompt = true;  // prefill a prompt once for its n samples (false: once per sample)
   bool continuous_batching = true;  // false: a static batch padded to its longest response (baseline)
   std::string decode_matmul = "batch_invariant";  // batch_invariant | fastest | onednn (ops::DecodeMatmul)
+  bool ignore_eos = false;  // responses run to max_response_length, stop tokens ignored (benchmarks)
   ValKwargs val_kwargs;
 };
 
@@ -127,6 +128,7 @@ struct TrainerConfig {
   int64_t total_training_steps = 0;  // 0: total_epochs x steps per epoch
   int64_t total_epochs = 1;
   int64_t save_freq = -1;  // steps; -1: only at the end
+  int64_t max_actor_ckpt_to_keep = 0;  // newest checkpoints kept (the oldest removed); 0 (or null): all
   int64_t test_freq = -1;  // steps; -1: only before/after training
   std::string default_local_dir = "runs/grpo";  // run folder: checkpoints, metrics.jsonl, report
   int64_t seed = 42;

@@ -184,7 +184,8 @@ std::vector<KeySpec> build_table() {
       KEY(actor_rollout_ref.rollout.kv_cache_dtype, one_of({"auto", "f32", "bf16", "int8"}),
           "KV cache element type; auto: the compute type"),
       KEY(actor_rollout_ref.rollout.gpu_memory_utilization, open_closed(0, 1),
-          "fraction of free memory given to the KV cache"),
+          "fraction of the available memory the KV cache may take, never more than a rollout uses at once "
+          "(min(max_num_seqs, train_batch_size x n) sequences of max_prompt_length + max_response_length)"),
       KEY(actor_rollout_ref.rollout.max_num_batched_tokens, at_least(1), "tokens per engine step at most"),
       KEY(actor_rollout_ref.rollout.max_num_seqs, at_least(1), "sequences running at once at most"),
       KEY(actor_rollout_ref.rollout.enable_prefix_caching, any(), "reuse KV blocks of repeated prefixes"),
@@ -196,6 +197,8 @@ std::vector<KeySpec> build_table() {
       KEY(actor_rollout_ref.rollout.decode_matmul, one_of({"batch_invariant", "fastest", "onednn"}),
           "rollout matmuls: batch_invariant (hand-written kernel at every batch size: results independent of "
           "the batch), fastest (it up to the measured crossover, oneDNN above), onednn (baseline)"),
+      KEY(actor_rollout_ref.rollout.ignore_eos, any(),
+          "ignore stop tokens: every response runs to max_response_length (benchmarks: the same work per step)"),
       KEY(actor_rollout_ref.rollout.val_kwargs.temperature, at_least(0), "validation temperature; 0: greedy"),
       KEY(actor_rollout_ref.rollout.val_kwargs.top_p, open_closed(0, 1), "validation nucleus mass"),
       KEY(actor_rollout_ref.rollout.val_kwargs.top_k, at_least(1).or_value(-1), "validation top-k; -1: off"),
@@ -218,6 +221,8 @@ std::vector<KeySpec> build_table() {
       KEY(trainer.total_training_steps, at_least(0), "training steps; 0: total_epochs x steps per epoch"),
       KEY(trainer.total_epochs, at_least(1), "passes over the training prompts"),
       KEY(trainer.save_freq, at_least(1).or_value(-1), "checkpoint every this many steps; -1: only at the end"),
+      KEY(trainer.max_actor_ckpt_to_keep, at_least(0),
+          "checkpoints kept, the newest (older ones removed once a new one is complete); 0 or null: all"),
       KEY(trainer.test_freq, at_least(1).or_value(-1), "validate every this many steps; -1: only at the end"),
       KEY(trainer.default_local_dir, any(), "run folder: checkpoints, metrics.jsonl, config, report"),
       KEY(trainer.seed, at_least(0), "seed of data order, sampling and initialisation"),

@@ -9,37 +9,59 @@
 
 namespace grpo {
 
+const std::vector<GrpoBenchSwitch>& grpo_bench_switches() {
+  static const std::vector<GrpoBenchSwitch> switches = {
+      {"dynamic micro-batches", "actor_rollout_ref.actor.use_dynamic_bsz", "true", "false"},
+      {"padding removed", "actor_rollout_ref.model.use_remove_padding", "true", "false"},
+      {"fused kernels", "actor_rollout_ref.model.use_fused_kernels", "true", "false"},
+      {"continuous batching", "actor_rollout_ref.rollout.continuous_batching", "true", "false"},
+      {"shared group prompt", "actor_rollout_ref.rollout.share_group_prompt", "true", "false"},
+      {"prefix cache", "actor_rollout_ref.rollout.enable_prefix_caching", "true", "false"},
+      {"bf16 KV cache", "actor_rollout_ref.rollout.kv_cache_dtype", "bf16", "f32"},
+      {"batch-invariant GEMV", "actor_rollout_ref.rollout.decode_matmul", "batch_invariant", "onednn"},
+  };
+  return switches;
+}
+
+int64_t memory_matched_token_budget(const GrpoBenchOptions& o) {
+  return o.micro_batch * (o.max_prompt_length + o.max_response_length);
+}
+
 std::vector<std::string> grpo_bench_overrides(const GrpoBenchOptions& o, const std::string& model_dir,
                                               const std::string& train_file, const std::string& run_dir,
-                                              bool optimised) {
-  const std::string on = optimised ? "true" : "false";
+                                              const std::vector<std::string>& off) {
+  GRPO_CHECK(o.dtype == "bf16" || o.dtype == "f32", "[bench grpo] --dtype must be bf16 or f32, got \"", o.dtype, "\"");
   std::vector<std::string> s = {
       "actor_rollout_ref.model.path=" + model_dir,
       "data.train_files=" + train_file,
       "data.val_files=''",
       "data.train_batch_size=" + std::to_string(o.prompts),
+      "data.max_prompt_length=" + std::to_string(o.max_prompt_length),
       "data.max_response_length=" + std::to_string(o.max_response_length),
       "actor_rollout_ref.rollout.n=" + std::to_string(o.n),
+      "actor_rollout_ref.rollout.ignore_eos=true",
       "actor_rollout_ref.actor.ppo_mini_batch_size=" + std::to_string(o.prompts),
       "actor_rollout_ref.actor.optim.lr=1e-6",
+      "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=" + std::to_string(memory_matched_token_budget(o)),
+      "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=" + std::to_string(o.micro_batch),
       "algorithm.filter_groups.enable=false",
+      std::string("mixed_precision.enabled=") + (o.dtype == "bf16" ? "true" : "false"),
       "trainer.total_training_steps=" + std::to_string(o.steps),
       "trainer.val_before_train=false",
       "trainer.test_freq=-1",
       "trainer.save_freq=-1",
       "trainer.seed=" + std::to_string(o.seed),
       "trainer.default_local_dir=" + run_dir,
-      "actor_rollout_ref.actor.use_dynamic_bsz=" + on,
-      "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=" + std::to_string(o.token_budget),
-      "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=" + std::to_string(o.micro_batch),
-      "actor_rollout_ref.model.use_remove_padding=" + on,
-      "actor_rollout_ref.model.use_fused_kernels=" + on,
-      "actor_rollout_ref.rollout.enable_prefix_caching=" + on,
-      "actor_rollout_ref.rollout.share_group_prompt=" + on,
-      "actor_rollout_ref.rollout.continuous_batching=" + on,
-      std::string("actor_rollout_ref.rollout.decode_matmul=") + (optimised ? "batch_invariant" : "onednn"),
-      std::string("actor_rollout_ref.rollout.kv_cache_dtype=") + (optimised ? "bf16" : "f32"),
   };
+  for (const std::string& name : off) {
+    const auto& sw = grpo_bench_switches();
+    GRPO_CHECK(std::any_of(sw.begin(), sw.end(), [&](const GrpoBenchSwitch& x) { return x.name == name; }),
+               "[bench grpo] no optimisation named \"", name, "\"");
+  }
+  for (const GrpoBenchSwitch& sw : grpo_bench_switches()) {
+    const bool is_off = std::find(off.begin(), off.end(), sw.name) != off.end();
+    s.push_back(sw.key + "=" + (is_off ? sw.off : sw.on));
+  }
   return s;
 }
 
@@ -91,6 +113,24 @@ std::string relative(double opt, double base) { return fmt("%+.1f%%", 100.0 * (o
 
 }  // namespace
 
+std::string grpo_bench_ablation_table(const std::vector<GrpoBenchRun>& runs) {
+  GRPO_CHECK(!runs.empty(), "[bench grpo] no run to tabulate");
+  const GrpoBenchRun& all_on = runs.front();
+  char buf[320];
+  std::snprintf(buf, sizeof buf, "| %-28s | %9s | %10s | %9s | %8s | %9s | %9s |\n", "run", "step (s)", "vs all on",
+                "rollout/s", "packing", "peak MiB", "tokens");
+  std::string t = buf;
+  t += "|------------------------------|-----------|------------|-----------|----------|-----------|-----------|\n";
+  for (const GrpoBenchRun& r : runs) {
+    std::snprintf(buf, sizeof buf, "| %-28s | %9.2f | %10s | %9.0f | %7.1f%% | %9.0f | %9.0f |\n", r.label.c_str(),
+                  r.step_time_s, &r == &all_on ? "" : relative(r.step_time_s, all_on.step_time_s).c_str(),
+                  r.rollout_tokens_per_s, 100 * r.packing_efficiency, r.peak_rss_bytes / 1048576.0,
+                  r.train_tokens_per_step);
+    t += buf;
+  }
+  return t;
+}
+
 std::string grpo_bench_table(const GrpoBenchRun& o, const GrpoBenchRun& b) {
   std::string t = row("metric", "baseline", "optimised", "change", "mission (8 GPUs)");
   t += "|------------------------------|--------------|--------------|------------|------------------------|\n";
@@ -98,9 +138,8 @@ std::string grpo_bench_table(const GrpoBenchRun& o, const GrpoBenchRun& b) {
            relative(o.step_time_s, b.step_time_s), "-31%");
   t += row("rollout tokens/s", fmt("%.0f", b.rollout_tokens_per_s), fmt("%.0f", o.rollout_tokens_per_s),
            relative(o.rollout_tokens_per_s, b.rollout_tokens_per_s), "+45.6%");
-  t += row("memory utilisation (packing)", fmt("%.1f%%", 100 * b.packing_efficiency),
-           fmt("%.1f%%", 100 * o.packing_efficiency), fmt("%+.1f pt", 100 * (o.packing_efficiency - b.packing_efficiency)),
-           "68% -> 85%");
+  t += row("packing efficiency", fmt("%.1f%%", 100 * b.packing_efficiency), fmt("%.1f%%", 100 * o.packing_efficiency),
+           fmt("%+.1f pt", 100 * (o.packing_efficiency - b.packing_efficiency)), "68% -> 85%");
   t += row("peak RSS (MiB)", fmt("%.0f", b.peak_rss_bytes / 1048576.0), fmt("%.0f", o.peak_rss_bytes / 1048576.0),
            relative(static_cast<double>(o.peak_rss_bytes), static_cast<double>(b.peak_rss_bytes)), "");
   t += row("rollout share of the step", fmt("%.1f%%", 100 * b.rollout_share), fmt("%.1f%%", 100 * o.rollout_share),
@@ -111,12 +150,24 @@ std::string grpo_bench_table(const GrpoBenchRun& o, const GrpoBenchRun& b) {
   return t;
 }
 
-nlohmann::json grpo_bench_json(const GrpoBenchOptions& opt, const GrpoBenchRun& o, const GrpoBenchRun& b) {
+nlohmann::json grpo_bench_json(const GrpoBenchOptions& opt, const GrpoBenchRun& o, const GrpoBenchRun& b,
+                               const std::vector<GrpoBenchRun>& runs) {
+  nlohmann::json all = nlohmann::json::array();
+  for (const GrpoBenchRun& r : runs)
+    all.push_back({{"run", r.label},
+                   {"step_time_s", r.step_time_s},
+                   {"rollout_tokens_per_s", r.rollout_tokens_per_s},
+                   {"packing_efficiency", r.packing_efficiency},
+                   {"peak_rss_bytes", r.peak_rss_bytes},
+                   {"train_tokens_per_step", r.train_tokens_per_step}});
   return {{"model", opt.arch + ":" + opt.preset},
+          {"dtype", opt.dtype},
           {"steps_measured", o.steps_measured},
           {"prompts", opt.prompts},
           {"n", opt.n},
           {"max_response_length", opt.max_response_length},
+          {"token_budget", memory_matched_token_budget(opt)},
+          {"baseline_micro_batch", opt.micro_batch},
           {"step_time_s", o.step_time_s},
           {"baseline_step_time_s", b.step_time_s},
           {"step_time_change", o.step_time_s / b.step_time_s - 1.0},
@@ -131,7 +182,8 @@ nlohmann::json grpo_bench_json(const GrpoBenchOptions& opt, const GrpoBenchRun& 
           {"baseline_rollout_share", b.rollout_share},
           {"train_tokens_per_step", o.train_tokens_per_step},
           {"baseline_train_tokens_per_step", b.train_tokens_per_step},
-          {"comm_share", nullptr}};
+          {"comm_share", nullptr},
+          {"runs", all}};
 }
 
 }  // namespace grpo

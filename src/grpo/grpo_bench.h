@@ -1,14 +1,20 @@
 // The mission's table behind `grpo bench grpo`: the same GRPO steps (a preset model, random init, on the
-// built-in arithmetic prompts) run once with every optimisation on and once with them off, summarised from
-// the two runs' metrics.jsonl. The optimisations and their baseline:
-//   training micro-batches  packed padding-free by token budget (FFD)  | 4 sequences, padded to the longest
+// built-in arithmetic prompts) run with every optimisation on, with each one turned off alone (what it
+// adds on its own), and with all of them off (the baseline), summarised from each run's metrics.jsonl.
+// The optimisations (switches) and their baseline values:
+//   training micro-batches  packed padding-free by token budget (FFD)  | fixed size, memory-matched
+//   padding                 removed                                     | each micro-batch padded to its longest
+//   kernels / log-probs     fused, lm_head chunked (no [T x V] logits)  | unfused, full logits
 //   rollout batching        continuous                                  | static, padded to the longest
 //   group prompts           prefilled once, KV blocks shared            | prefilled once per sample
 //   prefix cache            on                                          | off
 //   KV cache                bf16                                        | f32
-//   decode matmuls          hand-written GEMV for small batches         | oneDNN GEMM only
-//   kernels / log-probs     fused, lm_head chunked (no [T x V] logits)  | unfused, full logits
-// The first step of each run is a warm-up (shape caches, workspaces) and is left out of the means.
+//   decode matmuls          hand-written batch-invariant GEMV/GEMM      | oneDNN GEMM only
+// Fair by construction: every run sizes its KV cache by the same rule (engine_config: what the step can
+// use, capped by the memory fraction); the baseline's fixed micro-batch holds as many full-length
+// sequences as the optimised run's token budget (the same activation memory); responses ignore stop tokens
+// so every run generates and trains on exactly the same number of tokens per step. The first step of each
+// run is a warm-up (shape caches, workspaces) and is left out of the means.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -19,35 +25,53 @@ namespace grpo {
 
 struct GrpoBenchOptions {
   std::string arch = "qwen3", preset = "small";
-  int64_t steps = 4;                  // training steps per run (the first is a warm-up)
+  std::string dtype = "bf16";         // mixed_precision.enabled (bf16) or f32, the same in every run
+  int64_t steps = 3;                  // training steps per run (the first is a warm-up)
   int64_t prompts = 8, n = 8;         // data.train_batch_size, rollout.n
-  int64_t max_response_length = 256;  // a random model stops at its end tokens, so lengths vary
-  int64_t token_budget = 2048;        // ppo_max_token_len_per_gpu of the optimised run
-  int64_t micro_batch = 4;            // ppo_micro_batch_size_per_gpu of the baseline
+  int64_t max_prompt_length = 48;     // the arithmetic prompts' bound (examples/arith-grpo.yaml)
+  int64_t max_response_length = 256;  // every response is this long (stop tokens ignored)
+  int64_t micro_batch = 8;            // the baseline's fixed micro-batch (sequences; divides prompts x n)
+  bool ablation = true;               // also one run per optimisation turned off alone
   uint64_t seed = 0;
 };
 
-// The --set overrides of one run (over examples/arith-grpo.yaml).
+// One optimisation: the config key and its value when on (optimised) and off (baseline).
+struct GrpoBenchSwitch {
+  std::string name, key, on, off;
+};
+const std::vector<GrpoBenchSwitch>& grpo_bench_switches();
+
+// The optimised run's micro-batch token budget (ppo_max_token_len_per_gpu): what the baseline's fixed
+// micro-batch of full-length sequences holds, micro_batch x (max_prompt_length + max_response_length), so
+// both runs have the same activation memory.
+int64_t memory_matched_token_budget(const GrpoBenchOptions& o);
+
+// The --set overrides of one run (over examples/arith-grpo.yaml): every switch on except those named in
+// `off` (grpo_bench_switches() names; all of them: the baseline).
 std::vector<std::string> grpo_bench_overrides(const GrpoBenchOptions& o, const std::string& model_dir,
                                               const std::string& train_file, const std::string& run_dir,
-                                              bool optimised);
+                                              const std::vector<std::string>& off);
 
 struct GrpoBenchRun {
+  std::string label;                 // "all on", "<switch> off", "all off"
   int64_t steps_measured = 0;
   double step_time_s = 0, rollout_tokens_per_s = 0, packing_efficiency = 0;
   double rollout_share = 0;          // timing_s/gen / timing_s/step
-  double train_tokens_per_step = 0;  // the work done, for judging the comparison
+  double train_tokens_per_step = 0;  // the work done: the same in every run
   int64_t peak_rss_bytes = 0;
 };
 
 // Means over the steps after the first (all steps if there is only one); peak RSS is the maximum.
 GrpoBenchRun summarise_grpo_bench_run(const std::string& metrics_path);
 
-// The human table (baseline, optimised, change, the mission's result) and the JSON object with
-// step_time_s, baseline_step_time_s, rollout_tokens_per_s, baseline_rollout_tokens_per_s,
-// packing_efficiency, baseline_packing_efficiency, peak_rss_bytes, baseline_peak_rss_bytes and
-// comm_share (null: single process).
+// The human tables: every run against the all-on run (what each optimisation adds on its own), then the
+// mission's table (baseline = all off, optimised = all on, change, the mission's result).
+std::string grpo_bench_ablation_table(const std::vector<GrpoBenchRun>& runs);
 std::string grpo_bench_table(const GrpoBenchRun& optimised, const GrpoBenchRun& baseline);
-nlohmann::json grpo_bench_json(const GrpoBenchOptions& o, const GrpoBenchRun& optimised, const GrpoBenchRun& baseline);
+// The JSON object: step_time_s, baseline_step_time_s, rollout_tokens_per_s, baseline_rollout_tokens_per_s,
+// packing_efficiency, baseline_packing_efficiency, peak_rss_bytes, baseline_peak_rss_bytes, comm_share
+// (null: single process) and `runs` (every run's summary, ablations included).
+nlohmann::json grpo_bench_json(const GrpoBenchOptions& o, const GrpoBenchRun& optimised, const GrpoBenchRun& baseline,
+                               const std::vector<GrpoBenchRun>& runs = {});
 
 }  // namespace grpo

@@ -1,15 +1,17 @@
 // Run session set-up (see session.h).
 #include "grpo/session.h"
 
+#include <algorithm>
 #include <cstdio>
 
+#include "core/checked.h"
 #include "core/files.h"
 #include "grpo/prompting.h"
 #include "rollout/tokenizer_text.h"
 
 namespace grpo {
 
-rollout::EngineConfig engine_config(const Config& c, const ModelConfig& m) {
+rollout::EngineConfig engine_config(const Config& c, const ModelConfig& m, int64_t samples) {
   const RolloutConfig& r = c.actor_rollout_ref.rollout;
   rollout::EngineConfig e;
   const bool bf16 = c.mixed_precision.enabled;
@@ -23,17 +25,18 @@ rollout::EngineConfig engine_config(const Config& c, const ModelConfig& m) {
   e.max_seqs = r.max_num_seqs;
   e.prefix_cache = r.enable_prefix_caching;
   e.continuous_batching = r.continuous_batching;
-  const int64_t seq_tokens = c.data.max_prompt_length + c.data.max_response_length;
-  const int64_t bytes_per_token = 2 * m.num_hidden_layers * m.num_key_value_heads * m.head_dim *
-                                  (ops::kv_dtype_size(e.kv_dtype) + (e.kv_dtype == ops::KvDType::I8 ? 4 : 0));
-  // Enough for every sequence of a full step plus block rounding, never more than the configured fraction.
-  const int64_t need = (r.max_num_seqs * (seq_tokens + 2 * e.block_size)) * bytes_per_token;
   e.kv_memory_fraction = r.gpu_memory_utilization;
-  e.kv_memory_bytes = need;
+  const int64_t seq_tokens = std::min(checked_add(c.data.max_prompt_length, c.data.max_response_length,
+                                                  "[config] data.max_prompt_length + data.max_response_length"),
+                                      m.max_position_embeddings);
+  const int64_t group = std::max(r.n, r.val_kwargs.n);  // a group is admitted whole
+  const int64_t at_once = std::max(std::min(r.max_num_seqs, samples), std::min(samples, group));
+  e.kv_max_blocks = rollout::kv_blocks_for(std::max<int64_t>(1, at_once), seq_tokens, e.block_size,
+                                           "[config] KV cache of actor_rollout_ref.rollout.max_num_seqs sequences");
   return e;
 }
 
-std::unique_ptr<Session> Session::open(const Config& config, bool require_response) {
+std::unique_ptr<Session> Session::open(const Config& config, bool require_response, SessionRollout rollout) {
   auto s = std::make_unique<Session>();
   s->config = config;
   s->mode = config.mixed_precision.enabled ? ComputeMode::BF16 : ComputeMode::F32;
@@ -62,17 +65,27 @@ std::unique_ptr<Session> Session::open(const Config& config, bool require_respon
     dopt.require_response = false;
     s->val = load_dataset(config.data.val_files, dopt);
   }
-  rollout::EngineConfig ec = engine_config(config, s->weights->config());
-  s->rollout_model = std::make_unique<rollout::DecoderRolloutModel>(*s->weights, s->mode, ec.block_size,
-                                                                   ops::parse_decode_matmul(config.actor_rollout_ref.rollout.decode_matmul));
-  s->engine = std::make_unique<rollout::Engine>(*s->rollout_model, ec, rollout::tokenizer_decode_fn(tok));
+  const RolloutConfig& rc = config.actor_rollout_ref.rollout;
+  const int64_t val_samples = checked_mul(static_cast<int64_t>(s->val.examples.size()), rc.val_kwargs.n,
+                                          "[config] validation prompts x actor_rollout_ref.rollout.val_kwargs.n");
+  int64_t samples = val_samples;
+  if (rollout == SessionRollout::TrainAndValidate)
+    samples = std::max(samples, checked_mul(config.data.train_batch_size, rc.n,
+                                            "[config] data.train_batch_size x actor_rollout_ref.rollout.n"));
+  if (samples > 0) {
+    rollout::EngineConfig ec = engine_config(config, s->weights->config(), samples);
+    s->rollout_model = std::make_unique<rollout::DecoderRolloutModel>(*s->weights, s->mode, ec.block_size,
+                                                                     ops::parse_decode_matmul(rc.decode_matmul));
+    s->engine = std::make_unique<rollout::Engine>(*s->rollout_model, ec, rollout::tokenizer_decode_fn(tok));
+    std::fprintf(stderr, "[rollout] %s\n", s->engine->kv_budget().describe().c_str());
+  }
   return s;
 }
 
 void Session::load_weights(const std::string& dir) {
   Checkpoint ck = Checkpoint::open(dir);
   weights->load_from(ck);
-  engine->clear_prefix_cache();
+  if (engine) engine->clear_prefix_cache();
 }
 
 }  // namespace grpo

@@ -13,6 +13,10 @@
 
 namespace grpo {
 
+// What a run generates with the rollout engine: GRPO rolls out every step (and validates), SFT only
+// validates (no engine without validation data).
+enum class SessionRollout { TrainAndValidate, ValidateOnly };
+
 struct Session {
   Config config;
   ComputeMode mode = ComputeMode::F32;  // mixed_precision.enabled -> bf16
@@ -20,17 +24,22 @@ struct Session {
   std::unique_ptr<Tokenizer> tokenizer;
   Dataset train, val;  // val.examples empty when there is no val file
   std::unique_ptr<rollout::DecoderRolloutModel> rollout_model;
-  std::unique_ptr<rollout::Engine> engine;
+  std::unique_ptr<rollout::Engine> engine;  // null for SFT without validation data
   std::vector<int32_t> stop_ids;  // ends of responses
 
-  // Loads everything `config` names. `require_response`: SFT data.
-  static std::unique_ptr<Session> open(const Config& config, bool require_response);
+  // Loads everything `config` names and builds the rollout engine when `rollout` needs one (its KV budget
+  // is printed). `require_response`: SFT data.
+  static std::unique_ptr<Session> open(const Config& config, bool require_response,
+                                       SessionRollout rollout = SessionRollout::TrainAndValidate);
   // Re-reads weights from a Hugging Face folder (resume) and refreshes what depends on them.
   void load_weights(const std::string& dir);
 };
 
-// The rollout engine's settings from the config (KV budget capped at what max_num_seqs sequences of
-// max_prompt_length + max_response_length tokens need).
-rollout::EngineConfig engine_config(const Config& c, const ModelConfig& m);
+// The rollout engine's settings from the config. The KV budget is gpu_memory_utilization x the available
+// memory, capped at what one generate call can hold at once: min(max_num_seqs, `samples`) samples (at
+// least a group of rollout.n when training) of max_prompt_length + max_response_length tokens (at most
+// the model's context). `samples`: the most samples one generate call asks for (train_batch_size x n for
+// a GRPO step; validation prompts x val_kwargs.n).
+rollout::EngineConfig engine_config(const Config& c, const ModelConfig& m, int64_t samples);
 
 }  // namespace grpo

@@ -23,7 +23,7 @@ SftSummary run_sft(const Config& cfg, bool quiet) {
   const std::string run_dir = cfg.trainer.default_local_dir;
   make_dirs(run_dir);
   write_file_atomic(run_dir + "/config.yaml", config_to_yaml(cfg));
-  auto s = Session::open(cfg, /*require_response=*/true);
+  auto s = Session::open(cfg, /*require_response=*/true, SessionRollout::ValidateOnly);
   const SftConfig& sc = cfg.sft;
   const bool chat = cfg.data.apply_chat_template;
 

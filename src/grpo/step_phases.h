@@ -20,7 +20,8 @@ struct GenerationResult {
   std::vector<train::TrainSample> samples;  // prompt + response tokens, rollout log-probs
   std::vector<std::string> texts;           // response text of each sample
   std::vector<int64_t> group_sizes;         // samples per prompt
-  int64_t truncated = 0, gen_tokens = 0, prompt_tokens = 0;
+  std::vector<uint8_t> truncated;           // per sample: 1 when cut at max_response_length
+  int64_t gen_tokens = 0, prompt_tokens = 0;
   double seconds = 0;
 };
 
@@ -41,7 +42,9 @@ struct StepBatch {
   std::vector<float> scores, rewards;            // per sample, as in ScoreResult
   std::vector<std::vector<float>> per_function;  // [function][sample]
   std::vector<std::string> function_names;
-  int64_t truncated = 0, prompts = 0, gen_tokens = 0, prompt_tokens = 0, gen_batches = 0, groups_dropped = 0;
+  std::vector<uint8_t> truncated;                // per sample, as in GenerationResult
+  // gen_tokens, prompt_tokens: every generation batch's (dropped groups included: the work done)
+  int64_t prompts = 0, gen_tokens = 0, prompt_tokens = 0, gen_batches = 0, groups_dropped = 0;
   double gen_s = 0, reward_s = 0;
 };
 
@@ -58,9 +61,10 @@ struct LogProbResult {
 
 // update: the optimizer steps over the mini-batches (x ppo_epochs).
 struct UpdateResult {
-  std::vector<double> pg_loss, kl_loss, entropy, pg_clipfrac, ppo_kl, grad_norm, packing_efficiency;  // per update
+  std::vector<double> pg_loss, kl_loss, entropy, pg_clipfrac, ppo_kl, grad_norm;  // per update
   float lr = 0;
-  int64_t skipped = 0, train_tokens = 0;
+  // train_tokens: computed by the micro-batches (padding included); useful_tokens: the sequences' own
+  int64_t skipped = 0, train_tokens = 0, useful_tokens = 0;
   double seconds = 0;             // the updates, without refreshing the rollout weights
   double update_weights_s = 0;    // refreshing the rollout's bf16 shadow after each optimizer step
 };

@@ -53,7 +53,7 @@ GrpoTrainer::GrpoTrainer(const Config& config, const TrainOptions& opt) : cfg_(c
   mb.dynamic = ac.use_dynamic_bsz;
   mb.max_tokens = ac.ppo_max_token_len_per_gpu;
   mb.micro_batch_size = ac.ppo_micro_batch_size_per_gpu;
-  mb.pad_fixed = !cfg_.actor_rollout_ref.model.use_remove_padding;
+  mb.pad = !cfg_.actor_rollout_ref.model.use_remove_padding;
   train::AdamWConfig adam;
   adam.lr = static_cast<float>(ac.optim.lr);
   adam.beta1 = static_cast<float>(ac.optim.betas[0]);
@@ -147,18 +147,19 @@ TrainSummary GrpoTrainer::run() {
     if (!opt_.quiet)
       std::fprintf(stderr,
                    "[train] step %lld/%lld | reward %.3f | len %.1f | gen %.2fs upd %.2fs step %.2fs | %.0f rollout tok/s"
-                   " | packing %.2f\n",
+                   " | packing %.2f | peak RSS %.2f GiB\n",
                    static_cast<long long>(step), static_cast<long long>(total_steps_),
                    m["critic/rewards/mean"].get<double>(), m["response_length/mean"].get<double>(),
                    m["timing_s/gen"].get<double>(), m["timing_s/update_actor"].get<double>(),
                    m["timing_s/step"].get<double>(), m["perf/rollout_tokens_per_s"].get<double>(),
-                   m["perf/packing_efficiency"].get<double>());
+                   m["perf/packing_efficiency"].get<double>(),
+                   m["perf/peak_rss_bytes"].get<double>() / (1 << 30));
     const bool last = step == total_steps_;
     if (has_val && (last || (cfg_.trainer.test_freq > 0 && step % cfg_.trainer.test_freq == 0))) log_val(step);
     if (last || (cfg_.trainer.save_freq > 0 && step % cfg_.trainer.save_freq == 0)) {
       auto t0 = Clock::now();
       sum.final_checkpoint = save_run_checkpoint(run_dir_, *s_->weights, actor_->optimizer(), state_, DType::F32,
-                                                 cfg_.actor_rollout_ref.model.path);
+                                                 cfg_.actor_rollout_ref.model.path, cfg_.trainer.max_actor_ckpt_to_keep);
       if (!opt_.quiet)
         std::fprintf(stderr, "[train] saved %s (%.1fs)\n", sum.final_checkpoint.c_str(), since(t0));
     }

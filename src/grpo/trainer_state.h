@@ -1,10 +1,12 @@
 // Checkpoints of a run: a Hugging Face model folder (loadable by this engine and by transformers) plus
 // the trainer's state (optimizer moments in optimizer.safetensors, step counters and data position in
 // trainer_state.json), written as one folder atomically; `latest` in the checkpoints folder names the
-// newest complete one. A crash mid-save leaves the previous checkpoint intact.
+// newest complete one. A crash mid-save leaves the previous checkpoint intact; a failed save leaves no
+// partial folder behind.
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "model/weights.h"
 #include "train/optimizer.h"
@@ -19,9 +21,15 @@ struct TrainerState {
   int64_t consecutive_skips = 0;  // of them, in a row up to now (five stop the run)
 };
 
-// Writes <run_dir>/checkpoints/global_step_<N> and updates <run_dir>/checkpoints/latest. Returns the folder.
+// Writes <run_dir>/checkpoints/global_step_<N> (optimizer state and trainer state written straight into
+// the folder being assembled) and updates <run_dir>/checkpoints/latest; then, when max_to_keep > 0
+// (trainer.max_actor_ckpt_to_keep), removes the oldest global_step_* folders beyond that many. Returns the
+// folder.
 std::string save_run_checkpoint(const std::string& run_dir, const ModelWeights& w, const train::AdamW& adam,
-                                const TrainerState& st, DType save_dtype, const std::string& tokenizer_dir);
+                                const TrainerState& st, DType save_dtype, const std::string& tokenizer_dir,
+                                int64_t max_to_keep = 0);
+// The global_step_<N> folders of <run_dir>/checkpoints, oldest (smallest N) first.
+std::vector<std::string> run_checkpoints(const std::string& run_dir);
 // The newest complete checkpoint folder of a run ("" when there is none).
 std::string latest_run_checkpoint(const std::string& run_dir);
 // Loads weights, optimizer moments and state from a checkpoint folder.

@@ -32,6 +32,7 @@ void append_sample(StepBatch& b, GenerationResult& gen, const ScoreResult& sc, s
   b.samples.push_back(std::move(gen.samples[i]));
   b.scores.push_back(sc.scores[i]);
   b.rewards.push_back(sc.rewards[i]);
+  b.truncated.push_back(gen.truncated[i]);
   for (size_t f = 0; f < sc.function_names.size(); ++f) b.per_function[f].push_back(sc.per_function[f][i]);
 }
 
@@ -53,7 +54,7 @@ GenerationResult GrpoTrainer::generate(const std::vector<const Example*>& prompt
     q.sampling.top_p = static_cast<float>(rc.top_p);
     q.sampling.top_k = rc.top_k > 0 ? static_cast<int32_t>(rc.top_k) : 0;
     q.sampling.min_p = static_cast<float>(rc.min_p);
-    q.stop_token_ids = s_->stop_ids;
+    if (!rc.ignore_eos) q.stop_token_ids = s_->stop_ids;
     q.max_new_tokens = static_cast<int32_t>(cfg_.data.max_response_length);
     q.seed = static_cast<uint64_t>(cfg_.trainer.seed);
     q.id = static_cast<uint64_t>(step) * 1000003ull + static_cast<uint64_t>(batch_index) * 10007ull + r;
@@ -74,7 +75,7 @@ GenerationResult GrpoTrainer::generate(const std::vector<const Example*>& prompt
         ts.rollout_logprobs = r.logprobs;
         const bool truncated = r.finish_reason == rollout::FinishReason::Length;
         ts.loss_masked = truncated && cfg_.algorithm.mask_truncated_completions;
-        g.truncated += truncated;
+        g.truncated.push_back(truncated);
         g.gen_tokens += r.tokens.size();
         g.prompt_tokens += ts.prompt_len;
         g.samples.push_back(std::move(ts));
@@ -125,7 +126,6 @@ StepBatch GrpoTrainer::collect_batch(int64_t step) {
     b.per_function.resize(sc.function_names.size());
     b.gen_batches++;
     b.prompts += prompts.size();
-    b.truncated += gen.truncated;
     b.gen_tokens += gen.gen_tokens;
     b.prompt_tokens += gen.prompt_tokens;
     // DAPO dynamic sampling: keep only groups whose rewards differ.
@@ -149,6 +149,7 @@ StepBatch GrpoTrainer::collect_batch(int64_t step) {
     b.samples.resize(n);
     b.scores.resize(n);
     b.rewards.resize(n);
+    b.truncated.resize(n);
     for (auto& f : b.per_function) f.resize(n);
   }
   return b;
@@ -233,9 +234,9 @@ UpdateResult GrpoTrainer::update(std::vector<std::vector<train::TrainSample>>& m
       r.pg_clipfrac.push_back(u.pg_clipfrac);
       r.ppo_kl.push_back(u.ppo_kl);
       r.grad_norm.push_back(u.grad_norm);
-      r.packing_efficiency.push_back(u.packing_efficiency);
       r.update_weights_s += u.update_weights_s;
       r.train_tokens += u.tokens;
+      r.useful_tokens += u.useful_tokens;
     }
   r.seconds = since(t0) - r.update_weights_s;
   return r;
@@ -284,8 +285,9 @@ nlohmann::json GrpoTrainer::step_metrics(const StepBatch& batch, const Advantage
   add_summary(m, "critic/score", sc);
   add_summary(m, "critic/advantages", advs);
   add_summary(m, "response_length", lens);
-  m["response_length/clip_ratio"] =
-      batch.truncated / std::max(1.0, static_cast<double>(batch.prompts * cfg_.actor_rollout_ref.rollout.n));
+  // Over the samples trained on (groups dropped by dynamic sampling are not counted).
+  m["response_length/clip_ratio"] = static_cast<double>(std::accumulate(batch.truncated.begin(), batch.truncated.end(), 0)) /
+                                    std::max<double>(1.0, static_cast<double>(batch.truncated.size()));
   for (size_t f = 0; f < batch.function_names.size(); ++f) {
     const std::vector<double> v(batch.per_function[f].begin(), batch.per_function[f].end());
     m["reward/" + batch.function_names[f] + "/mean"] = mean(v);
@@ -297,14 +299,20 @@ nlohmann::json GrpoTrainer::step_metrics(const StepBatch& batch, const Advantage
   m["actor/ppo_kl"] = mean(up.ppo_kl);
   m["actor/grad_norm"] = mean(up.grad_norm);
   m["actor/lr"] = up.lr;
-  m["perf/packing_efficiency"] = mean(up.packing_efficiency);
+  // Useful / computed tokens over every update of the step (train/packing.h).
+  m["perf/packing_efficiency"] =
+      up.train_tokens > 0 ? static_cast<double>(up.useful_tokens) / static_cast<double>(up.train_tokens) : 1.0;
+  // Disjoint stages; `other` is the rest of the step (prompt sampling, batching, metrics), so they add up.
+  const double stages[] = {batch.gen_s, batch.reward_s, adv.seconds, lp.old_s, lp.ref_s, up.seconds,
+                           up.update_weights_s + sync.seconds};
   m["timing_s/gen"] = batch.gen_s;
   m["timing_s/reward"] = batch.reward_s;
-  m["timing_s/adv"] = adv.seconds + batch.reward_s;
+  m["timing_s/adv"] = adv.seconds;
   m["timing_s/old_log_prob"] = lp.old_s;
   m["timing_s/ref"] = lp.ref_s;
   m["timing_s/update_actor"] = up.seconds;
   m["timing_s/update_weights"] = up.update_weights_s + sync.seconds;
+  m["timing_s/other"] = step_s - std::accumulate(std::begin(stages), std::end(stages), 0.0);
   m["timing_s/step"] = step_s;
   m["perf/throughput"] = (batch.gen_tokens + batch.prompt_tokens) / std::max(1e-9, step_s);
   m["perf/rollout_tokens_per_s"] = batch.gen_tokens / std::max(1e-9, batch.gen_s);

@@ -1,27 +1,204 @@
-// CPU feature detection (run-time dispatch of AVX-512 / AVX2 kernels) and backend availability.
+// The CPU instruction-set decision (see backend.h): detection, the GRPO_ISA cap, oneDNN's cap, the
+// start-up line and the tests' override. This file is compiled for baseline x86-64, so it runs (and can
+// refuse to go on) on any CPU.
+#include <cpuid.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dnnl.hpp>
+
+#include "core/error.h"
 #include "kernels/backend.h"
 
 namespace grpo {
+namespace {
 
-bool cpu_has_avx512() {
-  static const bool v = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                        __builtin_cpu_supports("avx512vl");
-  return v;
+constexpr Isa kLevels[] = {Isa::Avx2, Isa::Avx512, Isa::Avx512Bf16};
+
+std::string brand_string() {
+  unsigned regs[12] = {};
+  unsigned max_ext = __get_cpuid_max(0x80000000u, nullptr);
+  if (max_ext < 0x80000004u) return "unknown CPU";
+  for (unsigned i = 0; i < 3; ++i)
+    __get_cpuid(0x80000002u + i, &regs[4 * i], &regs[4 * i + 1], &regs[4 * i + 2], &regs[4 * i + 3]);
+  char text[49] = {};
+  std::memcpy(text, regs, 48);
+  std::string s(text);
+  const size_t b = s.find_first_not_of(' '), e = s.find_last_not_of(' ');
+  return b == std::string::npos ? "unknown CPU" : s.substr(b, e - b + 1);
 }
 
-bool cpu_has_avx512_bf16() {
-  static const bool v = cpu_has_avx512() && __builtin_cpu_supports("avx512bf16");
-  return v;
+struct Feature {
+  const char* name;
+  bool CpuInfo::*has;
+};
+constexpr Feature kAvx2Features[] = {{"avx2", &CpuInfo::avx2}, {"fma", &CpuInfo::fma}};
+constexpr Feature kAvx512Features[] = {{"avx512f", &CpuInfo::avx512f},
+                                       {"avx512bw", &CpuInfo::avx512bw},
+                                       {"avx512vl", &CpuInfo::avx512vl},
+                                       {"avx512dq", &CpuInfo::avx512dq}};
+constexpr Feature kBf16Features[] = {{"avx512_bf16", &CpuInfo::avx512_bf16}};
+
+template <size_t N>
+bool has_all(const CpuInfo& cpu, const Feature (&features)[N]) {
+  return std::all_of(features, features + N, [&](const Feature& f) { return cpu.*f.has; });
 }
 
-std::string cpu_features() {
+template <size_t N>
+void list(std::string& out, const CpuInfo& cpu, const Feature (&features)[N], bool present) {
+  for (const Feature& f : features) {
+    if (cpu.*f.has != present) continue;
+    if (!out.empty()) out += ' ';
+    out += f.name;
+  }
+}
+
+std::string missing_features(const CpuInfo& cpu) {
   std::string s;
-  if (cpu_has_avx512()) s += "avx512 ";
-  if (cpu_has_avx512_bf16()) s += "avx512_bf16 ";
-  if (__builtin_cpu_supports("avx2")) s += "avx2 ";
-  if (__builtin_cpu_supports("fma")) s += "fma ";
-  if (!s.empty()) s.pop_back();
+  list(s, cpu, kAvx2Features, false);
+  list(s, cpu, kAvx512Features, false);
+  list(s, cpu, kBf16Features, false);
   return s;
 }
+
+std::string present_features(const CpuInfo& cpu) {
+  std::string s;
+  list(s, cpu, kAvx2Features, true);
+  list(s, cpu, kAvx512Features, true);
+  list(s, cpu, kBf16Features, true);
+  return s;
+}
+
+dnnl::cpu_isa onednn_isa(Isa isa) {
+  switch (isa) {
+    case Isa::Avx2: return dnnl::cpu_isa::avx2;
+    case Isa::Avx512: return dnnl::cpu_isa::avx512_core;
+    case Isa::Avx512Bf16: return dnnl::cpu_isa::avx512_core_bf16;
+  }
+  return dnnl::cpu_isa::avx2;
+}
+
+// Made once; an unusable CPU or GRPO_ISA value is remembered as its message and thrown on every use.
+struct ProcessDecision {
+  IsaDecision decision;
+  std::string error;
+};
+
+const ProcessDecision& process_decision() {
+  static const ProcessDecision d = [] {
+    ProcessDecision p;
+    try {
+      p.decision = decide_isa(detect_cpu(), std::getenv("GRPO_ISA"));
+    } catch (const Error& e) {
+      p.error = e.what();
+      return p;
+    }
+    // Before oneDNN's first primitive: its kernels use no instruction the decision excludes.
+    const dnnl::status st = dnnl::set_max_cpu_isa(onednn_isa(p.decision.isa));
+    if (st != dnnl::status::success)
+      std::fprintf(stderr, "[cpu] warning: oneDNN's instruction set could not be capped at %s (status %d)\n",
+                   isa_name(p.decision.isa), static_cast<int>(st));
+    std::fprintf(stderr, "%s\n", isa_report(p.decision).c_str());
+    return p;
+  }();
+  return d;
+}
+
+std::atomic<int>& test_level() {
+  static std::atomic<int> level{-1};
+  return level;
+}
+
+}  // namespace
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::Avx2: return "avx2";
+    case Isa::Avx512: return "avx512";
+    case Isa::Avx512Bf16: return "avx512_bf16";
+  }
+  return "?";
+}
+
+CpuInfo detect_cpu() {
+  __builtin_cpu_init();
+  CpuInfo c;
+  c.model = brand_string();
+  c.avx2 = __builtin_cpu_supports("avx2");
+  c.fma = __builtin_cpu_supports("fma");
+  c.avx512f = __builtin_cpu_supports("avx512f");
+  c.avx512bw = __builtin_cpu_supports("avx512bw");
+  c.avx512vl = __builtin_cpu_supports("avx512vl");
+  c.avx512dq = __builtin_cpu_supports("avx512dq");
+  c.avx512_bf16 = __builtin_cpu_supports("avx512bf16");
+  return c;
+}
+
+IsaDecision decide_isa(const CpuInfo& cpu, const char* grpo_isa) {
+  IsaDecision d;
+  d.cpu = cpu;
+  d.cap = grpo_isa ? grpo_isa : "";
+  if (!has_all(cpu, kAvx2Features)) {
+    std::string lacks;
+    list(lacks, cpu, kAvx2Features, false);
+    fail("[cpu] this CPU (", cpu.model, ") lacks ", lacks,
+         ": grpo.cpp needs AVX2 and FMA (x86-64-v3: Intel Haswell, AMD Excavator / Zen or newer)");
+  }
+  d.cpu_level = !has_all(cpu, kAvx512Features) ? Isa::Avx2
+                : !has_all(cpu, kBf16Features) ? Isa::Avx512
+                                               : Isa::Avx512Bf16;
+  d.isa = d.cpu_level;
+  if (!d.cap.empty()) {
+    const Isa* cap = std::find_if(std::begin(kLevels), std::end(kLevels),
+                                  [&](Isa l) { return d.cap == isa_name(l); });
+    GRPO_CHECK(cap != std::end(kLevels), "[cpu] GRPO_ISA=\"", d.cap, "\": expected avx2, avx512 or avx512_bf16");
+    d.isa = std::min(d.cpu_level, *cap);
+  }
+  return d;
+}
+
+std::string isa_report(const IsaDecision& d) {
+  const bool wide = d.isa >= Isa::Avx512, bf16 = d.isa >= Isa::Avx512Bf16;
+  std::string s = cat("[cpu] ", isa_name(d.isa), ": using ",
+                      wide ? "AVX-512 16-lane" : "AVX2+FMA 8-lane", " kernels, GEMM oneDNN f32 + bf16 ",
+                      bf16 ? "native" : "emulated (bf16 operands widened to f32, f32 GEMM)",
+                      ", f32->bf16 ", bf16 ? "vcvtneps2bf16" : "AVX2 integer rounding",
+                      ", oneDNN capped at ", isa_name(d.isa), "; CPU ", d.cpu.model, " (", present_features(d.cpu));
+  const std::string missing = missing_features(d.cpu);
+  if (!missing.empty()) s += "; no " + missing;
+  s += ")";
+  if (!d.cap.empty())
+    s += d.isa < d.cpu_level ? cat(", capped by GRPO_ISA=", d.cap)
+                             : cat(", GRPO_ISA=", d.cap, " (at or above the CPU's level: no effect)");
+  return s;
+}
+
+const IsaDecision& isa_decision() {
+  const ProcessDecision& p = process_decision();
+  if (!p.error.empty()) throw Error(p.error);
+  return p.decision;
+}
+
+Isa isa() {
+  const Isa decided = isa_decision().isa;
+  const int forced = test_level().load(std::memory_order_relaxed);
+  return forced >= 0 ? static_cast<Isa>(forced) : decided;
+}
+
+bool isa_available(Isa level) { return level <= isa_decision().isa; }
+
+void set_isa_for_tests(std::optional<Isa> level) {
+  if (level)
+    GRPO_CHECK(isa_available(*level), "[cpu] set_isa_for_tests(", isa_name(*level), "): this process runs at most ",
+               isa_name(isa_decision().isa), " (the CPU or GRPO_ISA)");
+  test_level().store(level ? static_cast<int>(*level) : -1, std::memory_order_relaxed);
+}
+
+bool cpu_has_avx512() { return isa() >= Isa::Avx512; }
+bool cpu_has_avx512_bf16() { return isa() >= Isa::Avx512Bf16; }
+bool gemm_bf16_native() { return isa() >= Isa::Avx512Bf16; }
 
 }  // namespace grpo

@@ -1,6 +1,16 @@
-// Compute backends. The CPU backend always exists; the CUDA backend (kernels/cuda) reports whether it
-// was built and a device is present. Callers ask, they never #ifdef.
+// Compute backends and the one instruction-set decision of the CPU backend.
+//
+// The CPU's features are detected once per process; the decision (isa()) is the highest level the CPU
+// supports, capped by the environment variable GRPO_ISA=avx2|avx512|avx512_bf16 (never raised above the
+// CPU), and every CPU kernel family takes its path from it: 8-lane AVX2+FMA or 16-lane AVX-512 bodies,
+// native or emulated bf16 GEMM, vcvtneps2bf16 or integer bf16 rounding. oneDNN is capped at the same level
+// before its first primitive. A CPU without AVX2+FMA gets an error naming what it lacks before any AVX
+// instruction runs. The decision is logged once on stderr ("[cpu] avx2: using ..."). Tests lower it with
+// set_isa_for_tests to run the AVX2 paths of every family on an AVX-512 machine.
+// The CUDA backend (kernels/cuda) reports whether it was built and a device is present. Callers ask, they
+// never #ifdef.
 #pragma once
+#include <optional>
 #include <string>
 
 namespace grpo {
@@ -8,8 +18,49 @@ namespace grpo {
 enum class Backend { Cpu, Cuda };
 
 bool cuda_available();
-std::string cpu_features();  // e.g. "avx512f avx512bw avx512_bf16 avx2 fma"
-bool cpu_has_avx512_bf16();
-bool cpu_has_avx512();
+
+// The levels the CPU kernels have bodies for, in increasing order.
+enum class Isa : int {
+  Avx2 = 0,        // AVX2 + FMA: 8-lane kernels; bf16 GEMM emulated (bf16 -> f32, f32 GEMM)
+  Avx512 = 1,      // AVX-512 F/BW/VL/DQ: 16-lane kernels; bf16 GEMM emulated
+  Avx512Bf16 = 2,  // + AVX-512 BF16: bf16 GEMM native in oneDNN, vcvtneps2bf16, bf16 dot products
+};
+const char* isa_name(Isa isa);  // "avx2", "avx512", "avx512_bf16" (the GRPO_ISA values)
+
+// What the CPU reports (cpuid through the compiler's run-time checks, which include OS support).
+struct CpuInfo {
+  std::string model;  // the brand string, e.g. "AMD EPYC 9R14 96-Core Processor"
+  bool avx2 = false, fma = false;
+  bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false, avx512_bf16 = false;
+};
+CpuInfo detect_cpu();
+
+struct IsaDecision {
+  Isa isa = Isa::Avx2;        // what every kernel family uses
+  Isa cpu_level = Isa::Avx2;  // the highest level the CPU supports
+  std::string cap;            // the value of GRPO_ISA ("" when unset)
+  CpuInfo cpu;
+};
+// The decision for `cpu` under GRPO_ISA = `grpo_isa` (null or "": no cap). Throws grpo::Error when the CPU
+// lacks AVX2 or FMA (naming what is missing) or when grpo_isa is not one of the three names.
+IsaDecision decide_isa(const CpuInfo& cpu, const char* grpo_isa);
+// The start-up line: the level, the CPU model, what each kernel family uses and why (cap, missing features).
+std::string isa_report(const IsaDecision& d);
+
+// This process's decision, made on the first call (detect_cpu + GRPO_ISA), which also caps oneDNN and
+// prints isa_report on stderr. Throws as decide_isa (again on every call, so no kernel runs on such a CPU).
+const IsaDecision& isa_decision();
+// The level the kernels use now: isa_decision().isa, or lower while set_isa_for_tests is in effect.
+Isa isa();
+// True when `level` can run in this process (at most isa_decision().isa).
+bool isa_available(Isa level);
+// Tests: run every kernel family at `level` (an error if !isa_available(level)); nullopt restores the
+// decision. oneDNN keeps its start-up cap, but bf16 GEMMs below Avx512Bf16 take the emulated path.
+void set_isa_for_tests(std::optional<Isa> level);
+
+// Answers of the decision, for kernels that branch on one feature.
+bool cpu_has_avx512();       // isa() >= Isa::Avx512
+bool cpu_has_avx512_bf16();  // isa() >= Isa::Avx512Bf16
+bool gemm_bf16_native();     // bf16 GEMM through oneDNN's bf16 kernels (else emulated through f32)
 
 }  // namespace grpo

@@ -29,6 +29,12 @@ enum class Trans : uint8_t { N, T };
 // oneDNN primitives are cached per shape (the "shape cache"), so repeated shapes cost no set-up.
 void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const void* A, int64_t lda,
           const void* B, int64_t ldb, float beta, float* C, int64_t ldc, DType ab_dtype);
+// Strided batched GEMM (torch.bmm, cuBLAS gemmStridedBatched), f32: for b in [0, batch),
+//   C_b = alpha * op(A_b) op(B_b) + beta * C_b with X_b = X + b * stride_x (elements), each matrix stored as
+// gemm's. One oneDNN primitive (a 3-D matmul) serves the whole batch, cached per shape like gemm's.
+void gemm_batched(Trans ta, Trans tb, int64_t batch, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                  int64_t lda, int64_t stride_a, const float* B, int64_t ldb, int64_t stride_b, float beta, float* C,
+                  int64_t ldc, int64_t stride_c);
 void f32_to_bf16(bf16_t* dst, const float* src, int64_t n);
 void bf16_to_f32(float* dst, const bf16_t* src, int64_t n);
 

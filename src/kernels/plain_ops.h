@@ -38,7 +38,8 @@ void rope_backward(float* dx, const int32_t* pos, const float* cos, const float*
 void swiglu_forward(float* out, const float* gu, int64_t T, int64_t F);
 void swiglu_backward(float* dgu, const float* dout, const float* gu, int64_t T, int64_t F);
 
-// Enough for every sequence of length up to T (forward and backward share it): 2 [H, T, T] + [H, T].
+// Enough for every sequence of length up to T (forward and backward share it): 2 [H, T, T] + [H, T]
+// + 5 [H, T, D] (head-major copies of q, k, v, dout and one output, as eager transposes make them).
 // The need is set by the longest sequence, so callers pass the batch's longest sequence length as T.
 int64_t attention_ws_floats(int64_t T, int64_t H, int64_t K, int64_t D);
 void attention_forward(float* o, float* lse, const float* q, const float* k, const float* v,

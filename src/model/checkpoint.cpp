@@ -258,7 +258,8 @@ std::vector<std::string> Checkpoint::names() const {
 }
 
 void save_checkpoint(const std::string& dir_in, const ModelConfig& c, const std::vector<NamedF32>& tensors,
-                     DType save_dtype, int64_t max_shard_bytes, const std::vector<std::string>& extra_files_to_copy) {
+                     DType save_dtype, int64_t max_shard_bytes, const std::vector<std::string>& extra_files_to_copy,
+                     const std::function<void(const std::string& partial_dir)>& write_more) {
   GRPO_CHECK(save_dtype == DType::F32 || save_dtype == DType::BF16, "[checkpoint] saving ", dir_in,
              ": save dtype must be f32 or bf16, got ", dtype_name(save_dtype));
   GRPO_CHECK(max_shard_bytes >= 0, "[checkpoint] saving ", dir_in, ": max_shard_bytes must be >= 0");
@@ -310,6 +311,7 @@ void save_checkpoint(const std::string& dir_in, const ModelConfig& c, const std:
       if (!fs::is_regular_file(src)) fail("[checkpoint] saving ", dir, ": extra file ", src, " does not exist");
       write_file_atomic(partial + "/" + name, read_file(src));
     }
+    if (write_more) write_more(partial);
     fsync_path(partial);
     swap_into_place(partial, dir);
     fsync_path(parent.string());

@@ -4,6 +4,7 @@
 // checkpoint where a good one was.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -52,10 +53,13 @@ struct NamedF32 {
 // atomically as a folder: written to the sibling "<dir>.partial" then swapped into place, so a crash
 // mid-save leaves a previous checkpoint at dir intact. The tensors must be exactly expected_tensors(c).
 // save_dtype F32 or BF16 (converted from the f32 inputs). extra_files_to_copy (e.g. tokenizer.json) are
-// copied into the folder under their file names. Refuses to replace an existing non-empty folder that
-// has no config.json (it is not a checkpoint).
+// copied into the folder under their file names; write_more (e.g. optimizer state) writes further files
+// straight into the partial folder (its argument) before it is swapped into place. Refuses to replace an
+// existing non-empty folder that has no config.json (it is not a checkpoint). On any error the partial
+// folder is removed and dir is untouched.
 void save_checkpoint(const std::string& dir, const ModelConfig& c, const std::vector<NamedF32>& tensors,
                      DType save_dtype, int64_t max_shard_bytes = 0 /*0: one file*/,
-                     const std::vector<std::string>& extra_files_to_copy = {});
+                     const std::vector<std::string>& extra_files_to_copy = {},
+                     const std::function<void(const std::string& partial_dir)>& write_more = {});
 
 }  // namespace grpo

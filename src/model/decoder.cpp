@@ -250,7 +250,7 @@ void Decoder::forward(const PackedBatch& batch, float* logprob, float* entropy) 
   pictures_ = false;
   if (c_.has_vision()) prepare_pictures(batch);
   size_t need = carve(T, /*dry_run=*/true);
-  if (need > ws_.capacity()) ws_.reserve(need);
+  if (need > ws_.capacity()) ws_.reserve(need, cat("the decoder's activations for ", T, " tokens"));
   ws_.reset();
   carve(T, /*dry_run=*/false);
 

@@ -221,7 +221,7 @@ void VisionTower::forward(const float* pixels, const std::vector<ImageGrid>& gri
   Ng_ = rows / v_.merge_factor();
   pixels_ = pixels;
   const size_t need = carve(/*dry_run=*/true);
-  if (need > ws_.capacity()) ws_.reserve(need);
+  if (need > ws_.capacity()) ws_.reserve(need, cat("the vision tower's activations for ", rows, " patch rows"));
   ws_.reset();
   carve(/*dry_run=*/false);
 

@@ -6,8 +6,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <exception>
+#include <functional>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "core/profiler.h"
 #include "core/rng.h"
@@ -24,6 +27,60 @@ struct SampleJob {
   SampledToken out;
 };
 }  // namespace
+
+int64_t kv_blocks_for(int64_t sequences, int64_t tokens, int64_t block_size, const char* what) {
+  GRPO_CHECK(sequences >= 0 && tokens >= 0 && block_size > 0, what, ": KV sizing needs sequences, tokens >= 0 and "
+             "block_size > 0, got ", sequences, ", ", tokens, ", ", block_size);
+  return checked_mul(sequences, tokens / block_size + (tokens % block_size != 0), what);
+}
+
+int64_t kv_blocks_for(std::span<const Request> requests, int64_t max_seqs, int64_t block_size, int64_t max_positions) {
+  GRPO_CHECK(max_seqs >= 1 && block_size >= 1 && max_positions >= 1, "[rollout] KV sizing: max_seqs ", max_seqs,
+             ", block_size ", block_size, " and max_positions ", max_positions, " must be >= 1");
+  // (blocks one sample needs, samples of its request), largest need first
+  std::vector<std::pair<int64_t, int64_t>> needs;
+  int64_t running = max_seqs;
+  for (const Request& r : requests) {
+    const int64_t tokens = std::min(checked_add(static_cast<int64_t>(r.prompt.size()), r.max_new_tokens,
+                                                "[rollout] KV sizing: prompt + max_new_tokens"),
+                                    max_positions);
+    needs.emplace_back(kv_blocks_for(1, tokens, block_size, "[rollout] KV sizing"), std::max<int64_t>(0, r.n));
+    running = std::max<int64_t>(running, r.n);
+  }
+  std::sort(needs.begin(), needs.end(), std::greater<>());
+  int64_t blocks = 0;
+  for (const auto& [need, n] : needs) {
+    const int64_t take = std::min(n, running);
+    blocks = checked_add(blocks, checked_mul(take, need, "[rollout] KV sizing"), "[rollout] KV sizing");
+    running -= take;
+    if (running == 0) break;
+  }
+  return blocks;
+}
+
+namespace {
+std::string human_bytes(int64_t bytes) {
+  char buf[64];
+  if (bytes >= (int64_t{1} << 30))
+    std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
+  else if (bytes >= (int64_t{1} << 20))
+    std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  else
+    std::snprintf(buf, sizeof buf, "%.1f KiB", static_cast<double>(bytes) / (1 << 10));
+  return buf;
+}
+}  // namespace
+
+std::string KvBudget::describe() const {
+  char frac[32];
+  std::snprintf(frac, sizeof frac, "%.2f", fraction);
+  const std::string memory = available_bytes > 0 ? cat(frac, " x ", human_bytes(available_bytes), " available")
+                                                 : cat(human_bytes(requested_bytes), " asked for");
+  std::string s = cat("KV cache ", human_bytes(bytes), " (", blocks, " blocks of ", block_size, " tokens, ",
+                      ops::kv_dtype_name(dtype), ") = ");
+  if (max_blocks > 0) return s + cat("min(", memory, ", ", max_blocks, " blocks the work holds at once)");
+  return s + memory;
+}
 
 struct Engine::Run {
   Run(const std::vector<Request>& requests, KvCache& kv, const EngineConfig& cfg, size_t total_seqs)
@@ -52,14 +109,27 @@ Engine::Engine(RolloutModel& model, const EngineConfig& config, DecodeFn decode)
   GRPO_CHECK(config.kv_memory_bytes >= 0, "[rollout] kv_memory_bytes must be >= 0, got ", config.kv_memory_bytes);
   GRPO_CHECK(config.kv_memory_bytes > 0 || (config.kv_memory_fraction > 0 && config.kv_memory_fraction <= 1),
              "[rollout] kv_memory_fraction must be in (0, 1], got ", config.kv_memory_fraction);
+  GRPO_CHECK(config.kv_max_blocks >= 0, "[rollout] kv_max_blocks must be >= 0, got ", config.kv_max_blocks);
   const KvCacheShape shape{model.num_layers(), model.num_kv_heads(), model.head_dim(), config.block_size,
                            config.kv_dtype};
-  const int64_t bytes = config.kv_memory_bytes > 0
-                            ? config.kv_memory_bytes
-                            : static_cast<int64_t>(config.kv_memory_fraction * available_memory_bytes());
-  const int64_t blocks = KvCache::blocks_for_bytes(shape, bytes);
-  GRPO_CHECK(blocks >= 1, "[rollout] a KV memory budget of ", bytes, " bytes holds no block of ", config.block_size,
-             " tokens");
+  KvBudget& kb = kv_budget_;
+  kb.dtype = config.kv_dtype;
+  kb.block_size = config.block_size;
+  kb.max_blocks = config.kv_max_blocks;
+  if (config.kv_memory_bytes > 0) {
+    kb.requested_bytes = config.kv_memory_bytes;
+  } else {
+    kb.available_bytes = available_memory_bytes();
+    kb.fraction = config.kv_memory_fraction;
+    kb.requested_bytes = static_cast<int64_t>(config.kv_memory_fraction * static_cast<double>(kb.available_bytes));
+  }
+  kb.blocks = KvCache::blocks_for_bytes(shape, kb.requested_bytes);
+  if (kb.max_blocks > 0) kb.blocks = std::min(kb.blocks, kb.max_blocks);
+  kb.blocks = std::min(kb.blocks, (int64_t{1} << 31) / config.block_size - 1);  // slot ids stay int32
+  GRPO_CHECK(kb.blocks >= 1, "[rollout] a KV memory budget of ", kb.requested_bytes, " bytes holds no block of ",
+             config.block_size, " tokens");
+  kb.bytes = kb.blocks * KvCache::bytes_per_block(shape);
+  const int64_t blocks = kb.blocks;
   kv_ = std::make_unique<KvCache>(shape, blocks, config.prefix_cache);
   const int nt = std::max(1, num_threads());
   samplers_.reserve(nt);
@@ -78,8 +148,9 @@ void Engine::ensure_workspaces(int64_t tokens) {
   const int64_t S = std::min(bucket, config_.max_seqs), V = model_.vocab_size();
   const int64_t max_blocks = (model_.max_positions() + config_.block_size - 1) / config_.block_size;
   const int64_t ints = 4 * bucket + (S + 1) + S * max_blocks + S + 3 * bucket;  // + M-RoPE positions
-  step_ws_.reserve(static_cast<size_t>(ints * 4 + bucket * sizeof(float*) + S * V * 4 + 10 * 64));
-  model_ws_.reserve(model_.workspace_bytes(bucket, S));
+  step_ws_.reserve(static_cast<size_t>(ints * 4 + bucket * sizeof(float*) + S * V * 4 + 10 * 64),
+                   cat("the rollout step workspace (", bucket, " tokens, ", S, " sequences, logits)"));
+  model_ws_.reserve(model_.workspace_bytes(bucket, S), cat("the rollout model workspace (", bucket, " tokens)"));
   ws_bucket_ = bucket;
 }
 

@@ -6,11 +6,17 @@
 // pictures' content, so the same picture in the same place hits and another picture does not.
 //
 //   Engine engine(model, EngineConfig{.kv_memory_bytes = 1 << 30}, detokenize);
+//
+// The KV cache is sized once, at construction: the budget (kv_memory_bytes, or a fraction of the available
+// memory) capped at what the work can hold at once (kv_max_blocks, from kv_blocks_for()). Its memory is
+// reserved, not touched: pages are committed as blocks are first used (see core/arena.h, Buffer).
 //   std::vector<RequestResult> out = engine.generate(requests);
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "core/arena.h"
@@ -27,6 +33,7 @@ struct EngineConfig {
   ops::KvDType kv_dtype = ops::KvDType::F32;
   int64_t kv_memory_bytes = 0;      // > 0: the KV cache's budget in bytes
   double kv_memory_fraction = 0.3;  // used when kv_memory_bytes == 0: fraction of the available memory
+  int64_t kv_max_blocks = 0;        // > 0: the budget never exceeds this many blocks (what the work can use)
   int64_t token_budget = 512;       // tokens processed per step (decodes + prefill chunks)
   int64_t max_seqs = 64;            // sequences per step
   bool prefix_cache = true;
@@ -34,6 +41,28 @@ struct EngineConfig {
   // but goes on decoding (padding, discarded) until every sample of the generate call has stopped, as a
   // batch padded to its longest sequence does. Results are the same either way.
   bool continuous_batching = true;
+};
+
+// Blocks that `sequences` samples of up to `tokens` tokens each hold at most at once. Errors name
+// `what` (e.g. "[config] actor_rollout_ref.rollout.max_num_seqs") when the count overflows.
+int64_t kv_blocks_for(int64_t sequences, int64_t tokens, int64_t block_size, const char* what);
+// The most blocks one generate() of `requests` holds at once when at most max_seqs samples run together
+// (a group is admitted whole, so at least its n): the sum of the largest per-sample needs, each
+// ceil(min(prompt + max_new_tokens, max_positions) / block_size).
+int64_t kv_blocks_for(std::span<const Request> requests, int64_t max_seqs, int64_t block_size,
+                      int64_t max_positions);
+
+// How the KV cache was sized, for the log.
+struct KvBudget {
+  int64_t available_bytes = 0;  // MemAvailable, when the budget is a fraction of it (else 0)
+  double fraction = 0;
+  int64_t requested_bytes = 0;  // kv_memory_bytes, or fraction x available_bytes
+  int64_t max_blocks = 0;       // the cap from the work (0: none)
+  int64_t blocks = 0, block_size = 0, bytes = 0;
+  ops::KvDType dtype = ops::KvDType::F32;
+  // "KV cache 96.0 MiB (6144 blocks of 16 tokens, bf16) = min(0.50 x 20.1 GiB available, 6144 blocks the
+  // work holds at once)"
+  std::string describe() const;
 };
 
 struct Progress {
@@ -68,6 +97,7 @@ class Engine {
   void clear_prefix_cache();
   const EngineStats& stats() const { return stats_; }  // of the last generate()
   const KvCache& kv_cache() const { return *kv_; }
+  const KvBudget& kv_budget() const { return kv_budget_; }
 
  private:
   struct Run;
@@ -79,6 +109,7 @@ class Engine {
   RolloutModel& model_;
   EngineConfig config_;
   DecodeFn decode_;
+  KvBudget kv_budget_;
   std::unique_ptr<KvCache> kv_;
   std::vector<Sampler> samplers_;  // one per thread
   Workspace step_ws_, model_ws_;

@@ -39,9 +39,9 @@ ops::PagedKvView shape_view(const KvCacheShape& s, int64_t num_blocks) {
 }
 }  // namespace
 
-int64_t KvCache::blocks_for_bytes(const KvCacheShape& shape, int64_t bytes) {
-  return bytes / shape_view(shape, 1).bytes_per_block();
-}
+int64_t KvCache::bytes_per_block(const KvCacheShape& shape) { return shape_view(shape, 1).bytes_per_block(); }
+
+int64_t KvCache::blocks_for_bytes(const KvCacheShape& shape, int64_t bytes) { return bytes / bytes_per_block(shape); }
 
 KvCache::KvCache(const KvCacheShape& shape, int64_t num_blocks, bool prefix_cache)
     : view_(shape_view(shape, num_blocks)), prefix_cache_(prefix_cache) {
@@ -51,15 +51,15 @@ KvCache::KvCache(const KvCacheShape& shape, int64_t num_blocks, bool prefix_cach
   GRPO_CHECK(num_blocks > 0 && num_blocks < (int64_t{1} << 31) / shape.block_size, "[kv_cache] num_blocks ",
              num_blocks, " must be > 0 and keep slot ids in int32");
   const size_t bytes = static_cast<size_t>(view_.num_layers * view_.layer_elems() * ops::kv_dtype_size(shape.dtype));
-  k_ = Buffer(bytes);
-  v_ = Buffer(bytes);
+  k_ = Buffer(bytes, cat("the KV cache keys (", num_blocks, " blocks of ", shape.block_size, " tokens)"));
+  v_ = Buffer(bytes, cat("the KV cache values (", num_blocks, " blocks of ", shape.block_size, " tokens)"));
   view_.k = k_.data();
   view_.v = v_.data();
   if (shape.dtype == ops::KvDType::I8) {
     const size_t sbytes = static_cast<size_t>(view_.num_layers * num_blocks * view_.num_kv_heads * view_.block_size) *
                           sizeof(float);
-    k_scale_ = Buffer(sbytes);
-    v_scale_ = Buffer(sbytes);
+    k_scale_ = Buffer(sbytes, "the int8 KV cache key scales");
+    v_scale_ = Buffer(sbytes, "the int8 KV cache value scales");
     view_.k_scale = static_cast<float*>(k_scale_.data());
     view_.v_scale = static_cast<float*>(v_scale_.data());
   }

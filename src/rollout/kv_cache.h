@@ -25,8 +25,9 @@ class KvCache {
  public:
   // num_blocks blocks of shape.block_size tokens; prefix_cache switches the cross-request cache.
   KvCache(const KvCacheShape& shape, int64_t num_blocks, bool prefix_cache);
-  // Number of blocks that fit in `bytes`.
+  // Number of blocks that fit in `bytes`, and the bytes of one block (all layers, k and v, scales).
   static int64_t blocks_for_bytes(const KvCacheShape& shape, int64_t bytes);
+  static int64_t bytes_per_block(const KvCacheShape& shape);
 
   const ops::PagedKvView& view() const { return view_; }
   int64_t num_blocks() const { return view_.num_blocks; }

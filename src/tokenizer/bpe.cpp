@@ -159,11 +159,16 @@ BpeModel BpeModel::from_json(const nlohmann::json& model, const std::string& whe
   if (!model.contains("vocab") || !model["vocab"].is_object())
     fail("[tokenizer] ", where, ".vocab: expected an object {token: id}");
   const nlohmann::json& vocab = model["vocab"];
+  // Ids number the entries (Hugging Face gives added tokens the ids after them), so an id is below the entry
+  // count; bounding it here keeps the id-indexed tables below as large as the file, whatever the ids say.
+  const int64_t entries = static_cast<int64_t>(vocab.size());
   int32_t max_id = -1;
   m.vocab_.reserve(vocab.size());
   for (const auto& [token, id] : vocab.items()) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
-      fail("[tokenizer] ", where, ".vocab[\"", token, "\"]: expected an id in 0..2^31-1, got ", id.dump());
+    if (!id.is_number_integer() || (id.is_number_unsigned() && id.get<uint64_t>() >= static_cast<uint64_t>(entries)) ||
+        id.get<int64_t>() < 0 || id.get<int64_t>() >= entries)
+      fail("[tokenizer] ", where, ".vocab[\"", token, "\"]: expected an id in 0..", entries - 1,
+           " (the vocab has ", entries, " entries), got ", id.dump());
     m.vocab_.emplace(token, id.get<int32_t>());
     max_id = std::max(max_id, id.get<int32_t>());
   }

@@ -14,7 +14,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Packs the micro-batch's sequences (padded to the longest in the fixed baseline) with their pictures;
+// Packs the micro-batch's sequences (each padded to the longest when `padded`) with their pictures;
 // row_of[j] is the first row of sequence j in the batch.
 PackedBatch build_batch(const std::vector<TrainSample>& samples, const MicroBatch& m, bool padded,
                         std::vector<int64_t>* row_of) {
@@ -47,7 +47,8 @@ std::vector<int64_t> lengths_of(const std::vector<TrainSample>& samples) {
 }  // namespace
 
 MicroBatchPlan plan_micro_batches(const std::vector<int64_t>& lengths, const MicroBatching& mb) {
-  return mb.dynamic ? pack_by_token_budget(lengths, mb.max_tokens) : split_fixed_padded(lengths, mb.micro_batch_size);
+  return mb.dynamic ? pack_by_token_budget(lengths, mb.max_tokens, mb.pad)
+                    : split_fixed(lengths, mb.micro_batch_size, mb.pad);
 }
 
 void response_logprobs(Decoder& dec, const std::vector<TrainSample>& samples, const MicroBatching& mb,
@@ -59,7 +60,7 @@ void response_logprobs(Decoder& dec, const std::vector<TrainSample>& samples, co
   std::vector<float> lp, ent;
   std::vector<int64_t> row_of;
   for (const MicroBatch& m : plan.micro_batches) {
-    PackedBatch b = build_batch(samples, m, !mb.dynamic && mb.pad_fixed, &row_of);
+    PackedBatch b = build_batch(samples, m, mb.pad, &row_of);
     lp.resize(b.T());
     ent.resize(b.T());
     dec.forward(b, lp.data(), ent.data());
@@ -93,16 +94,16 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
   UpdateStats st;
   st.lr = lr;
   MicroBatchPlan plan = plan_micro_batches(lengths_of(samples), mb_);
-  st.packing_efficiency = plan.efficiency();
   st.micro_batches = plan.micro_batches.size();
   grads_.zero();
   std::vector<float> lp, ent, dlp, dent;
   std::vector<int64_t> row_of;
   bool finite = true;
   for (const MicroBatch& m : plan.micro_batches) {
-    PackedBatch b = build_batch(samples, m, !mb_.dynamic && mb_.pad_fixed, &row_of);
+    PackedBatch b = build_batch(samples, m, mb_.pad, &row_of);
     const int64_t T = b.T();
     st.tokens += T;
+    st.useful_tokens += m.real_tokens;
     lp.resize(T);
     ent.resize(T);
     dec_.forward(b, lp.data(), ent.data());
@@ -125,6 +126,7 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
     st.response_tokens += static_cast<int64_t>(ls.tokens);
     dec_.backward(dlp.data(), dent.data(), grad_tensors_);
   }
+  st.packing_efficiency = st.tokens > 0 ? static_cast<double>(st.useful_tokens) / static_cast<double>(st.tokens) : 1.0;
   const double ntok = std::max<int64_t>(1, st.response_tokens);
   st.pg_clipfrac /= ntok;
   st.ppo_kl /= ntok;

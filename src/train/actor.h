@@ -35,15 +35,16 @@ struct MicroBatching {
   bool dynamic = true;          // FFD packing by token budget (else fixed size)
   int64_t max_tokens = 16384;   // token budget per micro-batch (dynamic)
   int64_t micro_batch_size = 4; // sequences per micro-batch (fixed size)
-  bool pad_fixed = true;        // fixed-size micro-batches padded to their longest (else packed)
+  bool pad = false;             // each micro-batch padded to its longest sequence (use_remove_padding false)
 };
 
 struct UpdateStats {
   double loss = 0, pg_loss = 0, kl = 0, entropy = 0, pg_clipfrac = 0, ppo_kl = 0;
   double grad_norm = 0;
   bool skipped = false;        // non-finite loss or gradient: no update
-  double packing_efficiency = 1;
-  int64_t micro_batches = 0, tokens = 0, response_tokens = 0;
+  double packing_efficiency = 1;  // useful_tokens / tokens (see train/packing.h)
+  // tokens: computed (padding included where micro-batches are padded); useful_tokens: the sequences' own
+  int64_t micro_batches = 0, tokens = 0, useful_tokens = 0, response_tokens = 0;
   double update_weights_s = 0;  // refreshing the bf16 shadow the rollout engine reads
   float lr = 0;
 };

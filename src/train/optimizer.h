@@ -36,7 +36,9 @@ class AdamW {
   int64_t steps() const { return step_; }
   void set_steps(int64_t s) { step_ = s; }
   Arena& m() { return m_; }
+  const Arena& m() const { return m_; }
   Arena& v() { return v_; }
+  const Arena& v() const { return v_; }
 
  private:
   Arena m_, v_;

@@ -3,7 +3,8 @@
 // of range, a prompt longer than the context or the KV cache) is reported naming file:line and the field and
 // skipped while the good lines are still generated (per-line n honoured, other fields echoed) and the exit
 // status is non-zero; an invalid option fails before the model is loaded, naming the option, and writes
-// nothing; greedy results do not depend on the other lines of the file or on the thread count.
+// nothing; greedy results do not depend on the other lines of the file or on the thread count. A model folder
+// without tokenizer.json generates "input_ids" lines (ids in, ids out) and refuses what needs text.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -215,6 +216,50 @@ TEST_F(CliGenerate, GreedyDoesNotDependOnTheThreadCount) {
   r = generate(kMixed, kGreedy + "--threads 2");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(read_file(out()), one_thread);
+}
+
+// Ids in, ids out: without tokenizer.json the same greedy tokens as with it (up to the first stop token:
+// the stop tokens come from config.json then), texts empty; text prompts and stop strings (per line or
+// option) and --chat are refused naming the missing file.
+TEST_F(CliGenerate, InputIdsNeedNoTokenizer) {
+  namespace fs = std::filesystem;
+  const std::string bare = dir_.path() + "/bare";
+  fs::create_directories(bare);
+  for (const auto& e : fs::directory_iterator(model()))
+    if (e.path().filename() != "tokenizer.json")
+      fs::copy(e.path(), bare + "/" + e.path().filename().string(), fs::copy_options::recursive);
+  const std::string ids = R"({"input_ids": [7, 8, 9, 10]})";
+  dir_.write("prompts.jsonl", ids + "\n");
+  const std::string common = " --prompts " + prompts() + " --kv-cache-memory 4000000 " + kGreedy;
+  ASSERT_EQ(run("generate --model " + model() + common + "--out " + dir_.path() + "/with.jsonl").status, 0);
+  const CommandResult r = run("generate --model " + bare + common + "--out " + out());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const json with = completions_of(dir_.path() + "/with.jsonl", 0)[0], without = completions_of(out(), 0)[0];
+  const std::vector<int> a = with["token_ids"], b = without["token_ids"];
+  ASSERT_FALSE(b.empty());
+  const size_t n = std::min(a.size(), b.size());
+  EXPECT_EQ(std::vector<int>(a.begin(), a.begin() + n), std::vector<int>(b.begin(), b.begin() + n));
+  EXPECT_EQ(without["text"], "");
+
+  dir_.write("prompts.jsonl", ids + "\n" + R"({"prompt": "hi"})" + "\n" + R"({"input_ids": [1, 2], "stop": "x"})" +
+                                  "\n");
+  const CommandResult bad = run("generate --model " + bare + common + "--out " + out());
+  EXPECT_NE(bad.status, 0);
+  const std::map<int, std::string> errors = errors_by_line(bad.output, prompts());
+  ASSERT_EQ(errors.size(), 2u) << bad.output;
+  EXPECT_NE(errors.at(2).find("field \"prompt\" needs the model's tokenizer (no tokenizer.json in " + bare),
+            std::string::npos)
+      << bad.output;
+  EXPECT_NE(errors.at(3).find("field \"stop\": stop strings need the model's tokenizer"), std::string::npos)
+      << bad.output;
+  EXPECT_EQ(lines_of(out()).size(), 1u);
+  for (const std::string option : {"--chat", "--stop x"}) {
+    const CommandResult refused = run("generate --model " + bare + common + "--out " + out() + " " + option);
+    EXPECT_NE(refused.status, 0) << option;
+    EXPECT_NE(refused.output.find(option.substr(0, option.find(' ')) + " needs the model's tokenizer (no tokenizer.json"),
+              std::string::npos)
+        << refused.output;
+  }
 }
 
 }  // namespace

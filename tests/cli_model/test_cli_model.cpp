@@ -1,6 +1,8 @@
 // The model commands end to end through the built `grpo` binary: `debug forward-backward` on every
 // reference case matches PyTorch within the README's f32 tolerances, and `score` agrees with the
-// reference log-probs; bad input exits non-zero with a message naming the line.
+// reference log-probs; bad input exits non-zero with a message naming the line. The CPU line: every
+// command prints the ISA decision once on stderr, GRPO_ISA=avx2 lowers it on any machine, and a bad
+// GRPO_ISA value stops the command before it loads anything.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -86,6 +88,22 @@ TEST(CliModel, ScoreMatchesReferenceLogprobs) {
   ASSERT_EQ(got.size(), lp.size());
   EXPECT_LE(rel_err(got, lp), 1e-4);
   fs::remove_all(d);
+}
+
+TEST(CliModel, PrintsTheIsaDecisionOnceAndHonoursGrpoIsa) {
+  const test::CommandResult r = run_grpo("inspect " + kModels + "qwen3", "2>&1 >/dev/null", "GRPO_ISA=avx2");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("[cpu] avx2: using AVX2+FMA 8-lane kernels", 0), 0u) << r.output;
+  EXPECT_NE(r.output.find("bf16 emulated"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("[cpu]", 1), std::string::npos) << "printed once: " << r.output;
+  for (const std::string command : {"inspect " + kModels + "qwen3", std::string("train no-such-config.yaml")}) {
+    const test::CommandResult bad = run_grpo(command, "2>&1", "GRPO_ISA=avx1024");
+    EXPECT_EQ(bad.status, 1) << command;
+    EXPECT_NE(bad.output.find("error: [cpu] GRPO_ISA=\"avx1024\": expected avx2, avx512 or avx512_bf16"),
+              std::string::npos)
+        << bad.output;
+    EXPECT_EQ(bad.output.find("no-such-config"), std::string::npos) << "refused before the command ran: " << bad.output;
+  }
 }
 
 TEST(CliModel, ScoreRejectsBadLinesNamingThem) {

@@ -49,6 +49,32 @@ TEST(Workspace, OverflowNamesTheRequest) {
   EXPECT_NO_THROW(ws.take<float>(64, "b"));
 }
 
+TEST(Buffer, LargeBuffersAreReservedNotTouched) {
+  const size_t bytes = size_t{512} << 20;
+  const int64_t before = resident_bytes();
+  Buffer b(bytes);
+  // Reserving 512 MiB commits (almost) nothing: pages come when first written.
+  EXPECT_LT(resident_bytes() - before, int64_t{32} << 20);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data()) % 64, 0u);
+  auto* p = static_cast<unsigned char*>(b.data());
+  EXPECT_EQ(p[0], 0);
+  EXPECT_EQ(p[bytes / 2], 0);
+  EXPECT_EQ(p[bytes - 1], 0);
+  const size_t touched = size_t{64} << 20;
+  for (size_t i = 0; i < touched; i += 4096) p[i] = 1;
+  EXPECT_GE(resident_bytes() - before, static_cast<int64_t>(touched) - (int64_t{4} << 20));
+  Buffer moved = std::move(b);
+  EXPECT_EQ(b.data(), nullptr);
+  EXPECT_EQ(static_cast<unsigned char*>(moved.data())[touched - 4096], 1);
+}
+
+TEST(Buffer, SmallBuffersAreZeroed) {
+  Buffer b(1000);
+  auto* p = static_cast<unsigned char*>(b.data());
+  for (size_t i = 0; i < 1000; ++i) ASSERT_EQ(p[i], 0);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+}
+
 TEST(Rng, DeterministicAndKeyed) {
   Rng a({1, 2, 3}), b({1, 2, 3}), c({1, 2, 4});
   for (int i = 0; i < 10; ++i) EXPECT_EQ(a.next_u64(), b.next_u64());

@@ -1,6 +1,7 @@
-// Tests of `grpo bench grpo`'s pieces: the two runs' overrides load as valid configs that switch every
-// optimisation on or off, and the summary of a metrics file (warm-up step left out, peak RSS the maximum)
-// feeds the table and the JSON keys the mission's table needs.
+// Tests of `grpo bench grpo`'s pieces: the runs' overrides load as valid configs that switch exactly the
+// named optimisations off, with the same work (fixed-length responses) and memory-matched micro-batches in
+// every run; the summary of a metrics file (warm-up step left out, peak RSS the maximum) feeds the tables
+// and the JSON keys the mission's table needs.
 #include <gtest/gtest.h>
 
 #include "core/error.h"
@@ -12,21 +13,41 @@
 
 using namespace grpo;
 
+namespace {
+
+Config bench_config(const GrpoBenchOptions& o, const std::vector<std::string>& off) {
+  const std::string yaml = std::string(GRPO_SOURCE_DIR) + "/examples/arith-grpo.yaml";
+  return load_config(yaml, grpo_bench_overrides(o, "m", "t.jsonl", "runs/x", off));
+}
+
+}  // namespace
+
 TEST(GrpoBench, OverridesSwitchEveryOptimisation) {
   GrpoBenchOptions o;
-  const std::string yaml = std::string(GRPO_SOURCE_DIR) + "/examples/arith-grpo.yaml";
-  const Config on = load_config(yaml, grpo_bench_overrides(o, "m", "t.jsonl", "runs/on", true));
-  const Config off = load_config(yaml, grpo_bench_overrides(o, "m", "t.jsonl", "runs/off", false));
+  std::vector<std::string> all;
+  for (const GrpoBenchSwitch& sw : grpo_bench_switches()) all.push_back(sw.name);
+  const Config on = bench_config(o, {}), off = bench_config(o, all);
   for (const Config* c : {&on, &off}) {
     EXPECT_EQ(c->data.train_batch_size, o.prompts);
     EXPECT_EQ(c->actor_rollout_ref.rollout.n, o.n);
     EXPECT_EQ(c->trainer.total_training_steps, o.steps);
     EXPECT_TRUE(c->data.val_files.empty());
     EXPECT_FALSE(c->algorithm.filter_groups.enable);
-    EXPECT_TRUE(c->mixed_precision.enabled);  // same precision in both runs
+    EXPECT_TRUE(c->mixed_precision.enabled);  // same precision in every run
+    EXPECT_TRUE(c->actor_rollout_ref.rollout.ignore_eos);  // the same work: every response full length
+    EXPECT_EQ(c->data.max_response_length, o.max_response_length);
+    // Memory-matched: the fixed micro-batch of full-length sequences holds the optimised token budget.
+    EXPECT_EQ(c->actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu, o.micro_batch);
+    EXPECT_EQ(c->actor_rollout_ref.actor.ppo_max_token_len_per_gpu,
+              o.micro_batch * (o.max_prompt_length + o.max_response_length));
+    EXPECT_EQ(c->data.max_prompt_length, o.max_prompt_length);
+    // The same KV sizing rule: nothing run-specific about memory.
+    EXPECT_EQ(c->actor_rollout_ref.rollout.gpu_memory_utilization, on.actor_rollout_ref.rollout.gpu_memory_utilization);
+    EXPECT_EQ(c->actor_rollout_ref.rollout.max_num_seqs, on.actor_rollout_ref.rollout.max_num_seqs);
   }
   EXPECT_TRUE(on.actor_rollout_ref.actor.use_dynamic_bsz);
   EXPECT_FALSE(off.actor_rollout_ref.actor.use_dynamic_bsz);
+  EXPECT_TRUE(on.actor_rollout_ref.model.use_remove_padding);
   EXPECT_FALSE(off.actor_rollout_ref.model.use_remove_padding);
   EXPECT_TRUE(on.actor_rollout_ref.model.use_fused_kernels);
   EXPECT_FALSE(off.actor_rollout_ref.model.use_fused_kernels);
@@ -38,7 +59,19 @@ TEST(GrpoBench, OverridesSwitchEveryOptimisation) {
   EXPECT_EQ(off.actor_rollout_ref.rollout.decode_matmul, "onednn");
   EXPECT_EQ(on.actor_rollout_ref.rollout.kv_cache_dtype, "bf16");
   EXPECT_EQ(off.actor_rollout_ref.rollout.kv_cache_dtype, "f32");
-  EXPECT_EQ(off.trainer.default_local_dir, "runs/off");
+  EXPECT_EQ(off.trainer.default_local_dir, "runs/x");
+
+  // One switch off alone changes its key only.
+  const Config no_prefix = bench_config(o, {"prefix cache"});
+  EXPECT_FALSE(no_prefix.actor_rollout_ref.rollout.enable_prefix_caching);
+  EXPECT_TRUE(no_prefix.actor_rollout_ref.rollout.share_group_prompt);
+  EXPECT_TRUE(no_prefix.actor_rollout_ref.actor.use_dynamic_bsz);
+  EXPECT_EQ(bench_config(o, {"bf16 KV cache"}).actor_rollout_ref.rollout.kv_cache_dtype, "f32");
+  EXPECT_THROW(bench_config(o, {"no such optimisation"}), Error);
+  o.dtype = "f32";
+  EXPECT_FALSE(bench_config(o, {}).mixed_precision.enabled);
+  o.dtype = "fp8";
+  EXPECT_THROW(bench_config(o, {}), Error);
 }
 
 TEST(GrpoBench, SummaryLeavesOutTheWarmUpStep) {
@@ -65,16 +98,26 @@ TEST(GrpoBench, SummaryLeavesOutTheWarmUpStep) {
 
   GrpoBenchRun base = r;
   base.step_time_s = 6.0;
-  const nlohmann::json j = grpo_bench_json(GrpoBenchOptions{}, r, base);
+  GrpoBenchRun on = r, no_cache = r;
+  on.label = "all on";
+  no_cache.label = "no prefix cache";
+  no_cache.step_time_s = 3.3;
+  const nlohmann::json j = grpo_bench_json(GrpoBenchOptions{}, r, base, {on, no_cache});
   for (const char* key : {"step_time_s", "baseline_step_time_s", "rollout_tokens_per_s", "baseline_rollout_tokens_per_s",
                           "packing_efficiency", "baseline_packing_efficiency", "peak_rss_bytes",
                           "baseline_peak_rss_bytes", "comm_share"})
     EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_TRUE(j["comm_share"].is_null());
+  ASSERT_EQ(j["runs"].size(), 2u);
+  EXPECT_EQ(j["runs"][1]["run"], "no prefix cache");
+  const std::string ablation = grpo_bench_ablation_table({on, no_cache});
+  EXPECT_NE(ablation.find("no prefix cache"), std::string::npos) << ablation;
+  EXPECT_NE(ablation.find("+10.0%"), std::string::npos) << ablation;
   EXPECT_DOUBLE_EQ(j["step_time_change"].get<double>(), -0.5);
   const std::string table = grpo_bench_table(r, base);
   EXPECT_NE(table.find("-50.0%"), std::string::npos) << table;
   EXPECT_NE(table.find("85.0%"), std::string::npos) << table;
+  EXPECT_THROW(grpo_bench_ablation_table({}), Error);
 
   EXPECT_THROW(summarise_grpo_bench_run(dir.path() + "/missing.jsonl"), Error);
 }

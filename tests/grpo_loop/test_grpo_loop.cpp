@@ -144,7 +144,7 @@ TEST_F(GrpoLoop, WritesVerlMetricsConfigAndReport) {
           "actor/kl_loss", "actor/grad_norm", "actor/lr", "response_length/mean", "response_length/max",
           "response_length/min", "response_length/clip_ratio", "reward/format/mean", "timing_s/gen",
           "timing_s/reward", "timing_s/adv", "timing_s/old_log_prob", "timing_s/ref", "timing_s/update_actor",
-          "timing_s/update_weights", "timing_s/step", "perf/throughput", "perf/rollout_tokens_per_s",
+          "timing_s/update_weights", "timing_s/other", "timing_s/step", "perf/throughput", "perf/rollout_tokens_per_s",
           "perf/packing_efficiency", "perf/peak_rss_bytes", "training/skipped_steps"})
       ASSERT_TRUE(line.contains(key) && line[key].is_number()) << "step " << i + 1 << ": " << key << " in " << line;
     EXPECT_GT(line["actor/entropy"].get<double>(), 0);
@@ -175,6 +175,52 @@ TEST_F(GrpoLoop, WritesVerlMetricsConfigAndReport) {
   EXPECT_NE(html.find("critic/rewards/mean"), std::string::npos);
   EXPECT_NE(html.find("loop-test"), std::string::npos);
   EXPECT_TRUE(file_exists(run + "/checkpoints/global_step_" + std::to_string(steps) + "/trainer_state.json"));
+}
+
+// The stage timings are disjoint and add up to the step with timing_s/other, a small remainder; the
+// checkpoints kept follow trainer.max_actor_ckpt_to_keep.
+TEST_F(GrpoLoop, StageTimingsAddUpToTheStep) {
+  const std::vector<Json> m =
+      train("run", {"trainer.total_training_steps=4", "trainer.save_freq=1", "trainer.max_actor_ckpt_to_keep=2",
+                    "algorithm.filter_groups.enable=true", "actor_rollout_ref.actor.ppo_epochs=2"});
+  ASSERT_EQ(m.size(), 4u);
+  for (const Json& line : m) {
+    double sum = 0;
+    for (const char* stage : {"gen", "reward", "adv", "old_log_prob", "ref", "update_actor", "update_weights", "other"})
+      sum += line.at(std::string("timing_s/") + stage).get<double>();
+    const double step = line.at("timing_s/step").get<double>(), other = line.at("timing_s/other").get<double>();
+    EXPECT_NEAR(sum, step, 1e-9 * step) << line;
+    EXPECT_GT(line["timing_s/old_log_prob"].get<double>(), 0) << "two PPO epochs recompute old log-probs";
+    // What is left outside the stages is bookkeeping: a few percent of a step at most.
+    EXPECT_GE(other, 0) << line;
+    EXPECT_LT(other, 0.1 * step + 0.02) << line;
+    const double clip = line.at("response_length/clip_ratio").get<double>();
+    EXPECT_GE(clip, 0);
+    EXPECT_LE(clip, 1);
+  }
+  EXPECT_FALSE(file_exists(run_dir("run") + "/checkpoints/global_step_2"));
+  EXPECT_TRUE(file_exists(run_dir("run") + "/checkpoints/global_step_3/optimizer.safetensors"));
+  EXPECT_TRUE(file_exists(run_dir("run") + "/checkpoints/global_step_4/optimizer.safetensors"));
+}
+
+// Every response runs to max_response_length with ignore_eos (all truncated); padding-free micro-batches
+// compute only useful tokens, padded fixed ones waste some.
+TEST_F(GrpoLoop, IgnoreEosAndPackingEfficiency) {
+  const std::vector<Json> packed = train("packed", {"trainer.total_training_steps=1", "actor_rollout_ref.rollout.ignore_eos=true"});
+  ASSERT_EQ(packed.size(), 1u);
+  EXPECT_EQ(packed[0]["response_length/min"].get<double>(), 8);
+  EXPECT_EQ(packed[0]["response_length/clip_ratio"].get<double>(), 1.0);
+  EXPECT_EQ(packed[0]["perf/packing_efficiency"].get<double>(), 1.0);
+  const std::vector<Json> padded =
+      train("padded", {"trainer.total_training_steps=1", "actor_rollout_ref.actor.use_dynamic_bsz=false",
+                       "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8",
+                       "actor_rollout_ref.model.use_remove_padding=false"});
+  const double eff = padded[0]["perf/packing_efficiency"].get<double>();
+  const double min_len = padded[0]["response_length/min"].get<double>(), max_len = padded[0]["response_length/max"].get<double>();
+  if (min_len < max_len) {
+    EXPECT_LT(eff, 1.0);  // responses differ in length: the padding is computed
+  }
+  EXPECT_GT(eff, 0.3);
 }
 
 TEST_F(GrpoLoop, SameSeedSameMetricsOtherSeedOtherRewards) {

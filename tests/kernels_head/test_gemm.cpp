@@ -1,7 +1,8 @@
 // Tests of ops::gemm (oneDNN) against the naive reference: all four transpose combinations, f32 and bf16
 // inputs, beta 0 and 1, alpha != 1, leading dimensions larger than the rows (padding columns must stay
 // untouched), guard values after C, empty sizes, the shape cache across calls, and argument errors.
-// Also the f32 <-> bf16 conversions: the vector path against core/dtype.h bit for bit.
+// bf16 runs natively or emulated (widened to f32) as the ISA decision says; both are checked where the CPU
+// allows. Also the f32 <-> bf16 conversions: every ISA's vector path against core/dtype.h bit for bit.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -9,6 +10,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "isa_util.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/head_gemm.h"
 #include "kernels/ops.h"
@@ -57,12 +59,16 @@ class GemmAllCombos : public ::testing::TestWithParam<std::tuple<Trans, Trans, D
 
 TEST_P(GemmAllCombos, MatchesReferenceWithPaddedLeadingDims) {
   const auto [ta, tb, dtype, beta] = GetParam();
-  // Both a small odd shape and one large enough for oneDNN's blocked kernels and their tails.
-  for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{5, 19, 37}, {130, 67, 300}}) {
-    for (float alpha : {1.0f, 0.75f}) {
-      // f32: fp32 accumulation of K products of values in [-1, 1]; bf16 inputs are exact in the reference.
-      const double err = run_gemm_case({ta, tb, dtype, alpha, beta, M, N, K}, 17 + M);
-      EXPECT_LT(err, 2e-6) << "M=" << M << " N=" << N << " K=" << K << " alpha=" << alpha;
+  // bf16: native and emulated where this process can run both; f32 is oneDNN's at every level.
+  for (Isa level : dtype == DType::BF16 ? test::runnable_isas() : std::vector<Isa>{isa()}) {
+    test::ScopedIsa scope(level);
+    // Both a small odd shape and one large enough for oneDNN's blocked kernels and their tails.
+    for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{5, 19, 37}, {130, 67, 300}}) {
+      for (float alpha : {1.0f, 0.75f}) {
+        // f32: fp32 accumulation of K products of values in [-1, 1]; bf16 inputs are exact in the reference.
+        const double err = run_gemm_case({ta, tb, dtype, alpha, beta, M, N, K}, 17 + M);
+        EXPECT_LT(err, 2e-6) << isa_name(level) << " M=" << M << " N=" << N << " K=" << K << " alpha=" << alpha;
+      }
     }
   }
 }
@@ -71,6 +77,49 @@ INSTANTIATE_TEST_SUITE_P(Head, GemmAllCombos,
                          ::testing::Combine(::testing::Values(Trans::N, Trans::T), ::testing::Values(Trans::N, Trans::T),
                                             ::testing::Values(DType::F32, DType::BF16),
                                             ::testing::Values(0.0f, 1.0f)));
+
+// Batched: the attention layouts of the plain path ([L, H, D] rows read per head through the batch stride,
+// contiguous [H, L, L] scores) and padded leading dims, every transpose combination, beta 0 and 1.
+TEST(GemmBatched, MatchesReferencePerBatch) {
+  for (Trans ta : {Trans::N, Trans::T})
+    for (Trans tb : {Trans::N, Trans::T})
+      for (float beta : {0.0f, 1.0f})
+        for (auto [batch, M, N, K] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{3, 5, 19, 37}, {8, 70, 64, 33}}) {
+          const int64_t a_rows = ta == Trans::N ? M : K, a_cols = ta == Trans::N ? K : M;
+          const int64_t b_rows = tb == Trans::N ? K : N, b_cols = tb == Trans::N ? N : K;
+          // A interleaved like q [rows, batch, cols] (stride a_cols < lda); B and C batch-major with padding.
+          const int64_t lda = batch * a_cols, sa = a_cols;
+          const int64_t ldb = b_cols + 3, sb = b_rows * ldb + 5;
+          const int64_t ldc = N + 2, sc = M * ldc + 1;
+          std::vector<float> a = test::uniform(a_rows * lda, 3), b = test::uniform(batch * sb, 4);
+          const std::vector<float> c0 = test::uniform(batch * sc, 5);
+          test::Guarded out(c0);
+          ops::gemm_batched(ta, tb, batch, M, N, K, 0.5f, a.data(), lda, sa, b.data(), ldb, sb, beta, out.data(), ldc,
+                            sc);
+          std::vector<double> expect = test::to_double(c0);
+          ref::gemm_batched<double>(ta, tb, batch, M, N, K, 0.5, test::to_double(a).data(), lda, sa,
+                                    test::to_double(b).data(), ldb, sb, beta, expect.data(), ldc, sc);
+          EXPECT_TRUE(out.guards_intact());
+          EXPECT_LT(test::max_rel_err(out.values(), expect), 2e-6)
+              << "batch " << batch << " M " << M << " N " << N << " K " << K << " beta " << beta;
+        }
+}
+
+TEST(GemmBatched, EmptyAndBadArguments) {
+  std::vector<float> c(6, 7.0f);
+  ops::gemm_batched(Trans::N, Trans::N, 2, 1, 3, 0, 1.0f, nullptr, 1, 0, nullptr, 3, 0, 0.0f, c.data(), 3, 3);
+  for (float v : c) EXPECT_EQ(v, 0.0f);  // K = 0: C = beta C
+  ops::gemm_batched(Trans::N, Trans::N, 0, 4, 4, 4, 1.0f, nullptr, 4, 16, nullptr, 4, 16, 0.0f, nullptr, 4, 16);
+  EXPECT_THROW(ops::gemm_batched(Trans::N, Trans::N, -1, 1, 1, 1, 1.0f, c.data(), 1, 1, c.data(), 1, 1, 0.0f, c.data(),
+                                 1, 1),
+               Error);
+  EXPECT_THROW(ops::gemm_batched(Trans::N, Trans::N, 1, 2, 2, 2, 1.0f, c.data(), 1, 4, c.data(), 2, 4, 0.0f, c.data(),
+                                 2, 4),
+               Error);  // lda < K
+  EXPECT_THROW(ops::gemm_batched(Trans::N, Trans::N, 1, 1, 1, 1, 1.0f, c.data(), 1, 1, c.data(), 1, 1, 0.5f, c.data(),
+                                 1, 1),
+               Error);  // beta not 0 or 1
+}
 
 TEST(Gemm, ShapeCacheRebindsPointersOnEveryCall) {
   const int64_t M = 7, N = 9, K = 11;
@@ -150,6 +199,24 @@ TEST(Gemm, RejectsBadArguments) {
   }
 }
 
+// A failure inside the GEMM names the operation, the shapes, the dtype and the ISA: here the emulated bf16
+// path cannot get memory for its f32 copy of a 2^20 x 2^20 A (4 TiB; A itself is never read).
+TEST(Gemm, FailureNamesShapesDtypeAndIsa) {
+  test::ScopedIsa scope(Isa::Avx2);
+  const int64_t n = int64_t{1} << 20;
+  const bf16_t a = 0, b = 0;
+  float c = 0;
+  try {
+    ops::gemm(Trans::N, Trans::N, n, 1, n, 1.0f, &a, n, &b, 1, 0.0f, &c, 1, DType::BF16);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("[gemm] bf16 (emulated) 1048576x1x1048576 NN on avx2: ", 0), 0u) << what;
+    EXPECT_NE(what.find("out of memory allocating"), std::string::npos) << what;
+    EXPECT_NE(what.find("bf16 emulation scratch"), std::string::npos) << what;
+  }
+}
+
 // ---------------------------------------------------------------- conversions
 
 std::vector<float> from_bits(const std::vector<uint32_t>& bits) {
@@ -192,13 +259,32 @@ TEST(Convert, VectorPathMatchesScalarBitForBit) {
       default: break;
     }
   }
-  expect_same_bits_as_scalar(from_bits(bits));
-  for (int n = 1; n <= 40; ++n)  // every tail length of the 16-lane loop
-    expect_same_bits_as_scalar(from_bits({bits.begin() + n, bits.begin() + 2 * n}));
-  std::cout << "f32_to_bf16 vector path: " << (cpu_has_avx512_bf16() ? "avx512_bf16" : "scalar") << "\n";
+  for (Isa level : test::runnable_isas()) {
+    SCOPED_TRACE(isa_name(level));
+    test::ScopedIsa scope(level);
+    expect_same_bits_as_scalar(from_bits(bits));
+    for (int n = 1; n <= 40; ++n)  // every tail length of the 16- and 8-lane loops
+      expect_same_bits_as_scalar(from_bits({bits.begin() + n, bits.begin() + 2 * n}));
+  }
 }
 
 TEST(Convert, Bf16ToF32IsExactAndRoundTrips) {
+  for (Isa level : test::runnable_isas()) {
+    SCOPED_TRACE(isa_name(level));
+    test::ScopedIsa scope(level);
+    for (int64_t n : {int64_t{65536}, int64_t{65536 + 16 * 1024 + 5}, int64_t{13}}) {  // parallel, ragged, tail
+      std::vector<bf16_t> all(n);
+      for (int64_t i = 0; i < n; ++i) all[i] = static_cast<bf16_t>(i * 40503u);  // every bit pattern, shuffled
+      std::vector<float> f(all.size() + 8, 42.0f);
+      ops::bf16_to_f32(f.data(), all.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        uint32_t u;
+        std::memcpy(&u, &f[i], 4);
+        ASSERT_EQ(u, uint32_t{all[i]} << 16) << "at " << i;
+      }
+      for (int64_t i = n; i < n + 8; ++i) ASSERT_EQ(f[i], 42.0f) << "wrote past the end";
+    }
+  }
   std::vector<bf16_t> all(65536);
   for (uint32_t i = 0; i < 65536; ++i) all[i] = static_cast<bf16_t>(i);
   std::vector<float> f(all.size());

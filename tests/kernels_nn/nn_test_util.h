@@ -1,6 +1,7 @@
 // Helpers of the decoder-layer kernel tests: random inputs, output buffers with guard sentinels before and
 // after the data, conversions to double for the reference, error measures, central finite differences, and
-// a scope that forces one SIMD path (AVX-512 or AVX2) so both are tested on an AVX-512 machine.
+// the SIMD paths to test (AVX-512 and AVX2, each forced through tests/isa_util.h, so both are tested on an
+// AVX-512 machine).
 #pragma once
 #include <gtest/gtest.h>
 
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "isa_util.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/nn_simd.h"
 
@@ -105,22 +107,9 @@ inline void expect_matches_finite_differences(const std::function<double()>& los
     EXPECT_NEAR(grad[i], want, tol * scale) << what << " coordinate " << i;
 }
 
-// The SIMD paths this machine can run.
-inline std::vector<grpo::cpu::NnIsa> available_isas() {
-  std::vector<grpo::cpu::NnIsa> isas;
-  if (grpo::cpu_has_avx512()) isas.push_back(grpo::cpu::NnIsa::Avx512);
-  if (grpo::cpu::nn_cpu_has_avx2()) isas.push_back(grpo::cpu::NnIsa::Avx2);
-  return isas;
-}
-inline const char* isa_name(grpo::cpu::NnIsa isa) { return isa == grpo::cpu::NnIsa::Avx512 ? "avx512" : "avx2"; }
+// The SIMD paths of the nn kernels this process can run.
+inline std::vector<grpo::Isa> available_isas() { return grpo::test::runnable_isas({grpo::Isa::Avx512, grpo::Isa::Avx2}); }
 
-// Forces one SIMD path for the lifetime of the scope.
-class ForceIsa {
- public:
-  explicit ForceIsa(grpo::cpu::NnIsa isa) { grpo::cpu::nn_set_isa_override(static_cast<int>(isa)); }
-  ~ForceIsa() { grpo::cpu::nn_set_isa_override(-1); }
-  ForceIsa(const ForceIsa&) = delete;
-  ForceIsa& operator=(const ForceIsa&) = delete;
-};
+using ForceIsa = grpo::test::ScopedIsa;
 
 }  // namespace nn_test

@@ -43,7 +43,7 @@ TEST(NnSimd, ExpAndExp2MatchLibm) {
     SCOPED_TRACE(isa_name(isa));
     for (bool base2 : {false, true}) {
       std::vector<float> y(n);
-      (isa == cpu::NnIsa::Avx512 ? exp_avx512 : exp_avx2)(y.data(), x.data(), n, base2);
+      (isa == Isa::Avx512 ? exp_avx512 : exp_avx2)(y.data(), x.data(), n, base2);
       double worst = 0;
       for (int64_t i = 0; i < n; ++i) {
         if (base2 && x[i] < -126.0f) continue;
@@ -56,12 +56,12 @@ TEST(NnSimd, ExpAndExp2MatchLibm) {
     // exp2 is exactly 0 below -126 (the masked scores of attention are -inf) and NaN stays NaN.
     const float special[4] = {-INFINITY, -200.0f, NAN, 0.0f};
     float out[4];
-    (isa == cpu::NnIsa::Avx512 ? exp_avx512 : exp_avx2)(out, special, 4, true);
+    (isa == Isa::Avx512 ? exp_avx512 : exp_avx2)(out, special, 4, true);
     EXPECT_EQ(out[0], 0.0f);
     EXPECT_EQ(out[1], 0.0f);
     EXPECT_TRUE(std::isnan(out[2]));
     EXPECT_EQ(out[3], 1.0f);
-    (isa == cpu::NnIsa::Avx512 ? exp_avx512 : exp_avx2)(out, special, 4, false);
+    (isa == Isa::Avx512 ? exp_avx512 : exp_avx2)(out, special, 4, false);
     EXPECT_TRUE(std::isnan(out[2]));
   }
 }

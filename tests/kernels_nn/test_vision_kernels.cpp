@@ -21,7 +21,7 @@ using namespace nn_test;
 
 namespace {
 
-std::string trace(grpo::cpu::NnIsa isa, const std::string& what) { return std::string(isa_name(isa)) + " " + what; }
+std::string trace(grpo::Isa isa, const std::string& what) { return std::string(grpo::isa_name(isa)) + " " + what; }
 
 // Runs f with 1 and with 2 threads and expects identical outputs.
 template <typename F>

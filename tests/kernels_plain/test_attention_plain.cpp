@@ -78,8 +78,9 @@ TEST(PlainAttention, MatchesRefAndFusedOnPackedSequences) {
 }
 
 TEST(PlainAttention, WorkspaceGrowsQuadraticallyInTokens) {
-  EXPECT_EQ(plain::attention_ws_floats(100, 4, 2, 64), 2 * 4 * 100 * 100 + 4 * 100);
-  EXPECT_EQ(plain::attention_ws_floats(200, 4, 2, 64), 4 * (2 * 4 * 100 * 100) + 2 * 4 * 100);
+  // P and dS [H, T, T], delta [H, T], five [H, T, D] head-major copies.
+  EXPECT_EQ(plain::attention_ws_floats(100, 4, 2, 64), 2 * 4 * 100 * 100 + 4 * 100 + 5 * 4 * 100 * 64);
+  EXPECT_EQ(plain::attention_ws_floats(200, 4, 2, 64), 4 * (2 * 4 * 100 * 100) + 2 * 4 * 100 + 2 * 5 * 4 * 100 * 64);
 }
 
 TEST(PlainAttention, RejectsBadSequenceLayout) {

@@ -1,11 +1,11 @@
 // The plain row primitives (kernels/plain/vec.h) on both instruction sets (AVX-512 and AVX2, forced
-// through cpu::nn_set_isa_override) against double precision, on lengths that exercise the vector tails.
+// through set_isa_for_tests) against double precision, on lengths that exercise the vector tails.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
-#include "kernels/cpu/nn_simd.h"
+#include "kernels/backend.h"
 #include "kernels/plain/vec.h"
 #include "kernels_plain/plain_test_util.h"
 
@@ -15,13 +15,13 @@ namespace {
 using plain_test::random_floats;
 using plain_test::rel_err;
 
-class PlainVec : public ::testing::TestWithParam<cpu::NnIsa> {
+class PlainVec : public ::testing::TestWithParam<Isa> {
  protected:
   void SetUp() override {
-    if (GetParam() == cpu::NnIsa::Avx512 && !cpu_has_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
-    cpu::nn_set_isa_override(static_cast<int>(GetParam()));
+    if (!isa_available(GetParam())) GTEST_SKIP() << isa_name(GetParam()) << " not available (CPU or GRPO_ISA)";
+    set_isa_for_tests(GetParam());
   }
-  void TearDown() override { cpu::nn_set_isa_override(-1); }
+  void TearDown() override { set_isa_for_tests(std::nullopt); }
 };
 
 TEST_P(PlainVec, ElementwiseOpsMatchDouble) {
@@ -96,8 +96,8 @@ TEST_P(PlainVec, SoftmaxAndLogSoftmaxWithMaskedEntries) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Isa, PlainVec, ::testing::Values(cpu::NnIsa::Avx512, cpu::NnIsa::Avx2),
-                         [](const auto& info) { return info.param == cpu::NnIsa::Avx512 ? "Avx512" : "Avx2"; });
+INSTANTIATE_TEST_SUITE_P(Isa, PlainVec, ::testing::Values(Isa::Avx512, Isa::Avx2),
+                         [](const auto& info) { return info.param == Isa::Avx512 ? "Avx512" : "Avx2"; });
 
 }  // namespace
 }  // namespace grpo

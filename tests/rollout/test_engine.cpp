@@ -386,6 +386,61 @@ TEST(Engine, BadRequestsAndConfigsNameTheField) {
   EXPECT_THROW(Engine(model, c), Error);  // not one block
 }
 
+TEST(Engine, KvBlocksForCountsTheLargestSamplesThatRunAtOnce) {
+  EXPECT_EQ(kv_blocks_for(3, 17, 4, "test"), 3 * 5);
+  EXPECT_EQ(kv_blocks_for(3, 16, 4, "test"), 3 * 4);
+  EXPECT_THROW(kv_blocks_for(INT64_MAX / 2, 64, 4, "test"), Error);
+  std::vector<Request> reqs(3);
+  reqs[0].prompt.assign(6, 1);  // 6 + 10 = 16 tokens: 4 blocks per sample
+  reqs[0].max_new_tokens = 10;
+  reqs[0].n = 2;
+  reqs[1].prompt.assign(3, 1);  // 3 + 30 = 33 tokens: 9 blocks
+  reqs[1].max_new_tokens = 30;
+  reqs[1].n = 3;
+  reqs[2].prompt.assign(40, 1);  // 40 + 40 tokens capped at the context 64: 16 blocks
+  reqs[2].max_new_tokens = 40;
+  reqs[2].n = 1;
+  EXPECT_EQ(kv_blocks_for(reqs, 100, 4, 64), 16 + 3 * 9 + 2 * 4);  // every sample at once
+  EXPECT_EQ(kv_blocks_for(reqs, 3, 4, 64), 16 + 2 * 9);             // the three largest
+  EXPECT_EQ(kv_blocks_for(reqs, 1, 4, 64), 16 + 2 * 9);             // a group of 3 is admitted whole
+}
+
+TEST(Engine, KvBudgetCappedByTheWorkNeedsNoPreemption) {
+  FakeModel model(4);
+  for (bool continuous : {true, false})
+    for (bool prefix : {false, true})
+      for (int64_t max_seqs : {3, 8, 64}) {
+        auto reqs = workload(6, 4, 16);
+        EngineConfig c = config(kBigCache, prefix);
+        c.continuous_batching = continuous;
+        c.max_seqs = max_seqs;
+        c.kv_max_blocks = kv_blocks_for(reqs, max_seqs, c.block_size, model.max_positions());
+        Engine engine(model, c);
+        EXPECT_EQ(engine.kv_cache().num_blocks(), c.kv_max_blocks);
+        engine.generate(reqs);
+        EXPECT_EQ(engine.stats().preemptions, 0) << "continuous " << continuous << " prefix " << prefix
+                                                 << " max_seqs " << max_seqs;
+      }
+}
+
+TEST(Engine, KvBudgetIsTheSmallerOfMemoryAndWork) {
+  FakeModel model(4);
+  EngineConfig c = config(0);
+  c.kv_memory_fraction = 1.0;
+  c.kv_max_blocks = 10;
+  Engine capped(model, c);
+  EXPECT_EQ(capped.kv_cache().num_blocks(), 10);
+  EXPECT_EQ(capped.kv_budget().bytes, cache_bytes(10));
+  EXPECT_GT(capped.kv_budget().available_bytes, 0);
+  EXPECT_NE(capped.kv_budget().describe().find("min(1.00 x "), std::string::npos) << capped.kv_budget().describe();
+  c = config(cache_bytes(7));  // the memory budget is the smaller
+  c.kv_max_blocks = 10;
+  Engine small(model, c);
+  EXPECT_EQ(small.kv_cache().num_blocks(), 7);
+  c.kv_max_blocks = -1;
+  EXPECT_THROW(Engine(model, c), Error);
+}
+
 TEST(Engine, ModelErrorLeavesTheCacheWhole) {
   struct FailingModel : fake::FakeModel {
     FailingModel() : FakeModel(4) {}

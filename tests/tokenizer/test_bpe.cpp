@@ -135,12 +135,36 @@ TEST(Bpe, LoadErrorsNameTheMerge) {
   expect_error(j, "continuing_subword_prefix");
 }
 
+// Ids number the vocab's entries: an id at or past the entry count is refused before any id-indexed table
+// is sized (an id of 1e9 must not allocate gigabytes), as are negative and non-integer ids.
+TEST(Bpe, VocabIdsAreBoundedByTheEntryCount) {
+  auto expect_error = [](const nlohmann::json& id, const std::string& needle) {
+    auto j = tiny_tokenizer_json({{"a", "b"}});
+    j["model"]["vocab"]["ab"] = id;
+    try {
+      tiny_tokenizer(j);
+      ADD_FAILURE() << "no error for id " << id.dump();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  const std::string bound = "vocab[\"ab\"]: expected an id in 0..256 (the vocab has 257 entries), got ";
+  expect_error(1000000000, bound + "1000000000");
+  expect_error(257, bound + "257");
+  expect_error(uint64_t{1} << 63, bound + "9223372036854775808");
+  expect_error(-1, bound + "-1");
+  expect_error(2.5, bound + "2.5");
+  auto j = tiny_tokenizer_json({{"a", "b"}});
+  j["model"]["vocab"]["ab"] = 256;
+  EXPECT_EQ(tiny_tokenizer(j).vocab_size(), 257);
+}
+
 TEST(Bpe, IgnoreMergesTakesWholeWordsFromTheVocab) {
   auto j = tiny_tokenizer_json({{"a", "b"}, {"b", "c"}});
-  j["model"]["vocab"]["abc"] = 300;  // reachable only as a whole word
+  j["model"]["vocab"]["abc"] = 258;  // reachable only as a whole word
   j["model"]["ignore_merges"] = true;
   const Tokenizer tok = tiny_tokenizer(j);
-  EXPECT_EQ(tok.encode("abc"), (std::vector<int32_t>{300}));
+  EXPECT_EQ(tok.encode("abc"), (std::vector<int32_t>{258}));
   EXPECT_EQ(tok.encode("abcb"), (std::vector<int32_t>{256, 'c', 'b'}));
 }
 

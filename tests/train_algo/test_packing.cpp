@@ -1,5 +1,6 @@
 // Tests of micro-batch packing: FFD never exceeds the token budget, places every sequence once, beats the
-// padded baseline's efficiency on skewed lengths; the padded baseline's efficiency formula; errors.
+// padded baseline's efficiency on skewed lengths; packing efficiency (useful / computed tokens) on
+// hand-made batches in every mode; errors.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -36,12 +37,12 @@ TEST(Packing, FirstFitDecreasingRespectsTheBudget) {
       for (int64_t s : mb.sequences) sum += lengths[static_cast<size_t>(s)];
       EXPECT_LE(sum, budget);
       EXPECT_EQ(sum, mb.real_tokens);
-      EXPECT_EQ(mb.paid_tokens, budget);
+      EXPECT_EQ(mb.computed_tokens, sum);  // padding-free: only the sequences are computed
       EXPECT_TRUE(std::is_sorted(mb.sequences.begin(), mb.sequences.end()));
       real += sum;
     }
     EXPECT_EQ(plan.real_tokens, real);
-    EXPECT_EQ(plan.paid_tokens, budget * static_cast<int64_t>(plan.micro_batches.size()));
+    EXPECT_EQ(plan.computed_tokens, real);
   }
 }
 
@@ -53,18 +54,35 @@ TEST(Packing, HandWorkedExample) {
   EXPECT_EQ(plan.micro_batches[0].sequences, (std::vector<int64_t>{0, 1}));
   EXPECT_EQ(plan.micro_batches[1].sequences, (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(plan.micro_batches[2].sequences, (std::vector<int64_t>{4}));
-  EXPECT_DOUBLE_EQ(plan.efficiency(), 22.0 / 30.0);
+  // The unused budget (8 of the last micro-batch) is not computed: nothing is wasted.
+  EXPECT_DOUBLE_EQ(plan.efficiency(), 1.0);
+  // Padded (verl's dynamic batches without remove-padding): [7,3] -> 2 x 7, [5,5] -> 10, [2] -> 2.
+  auto padded = pack_by_token_budget(lengths, 10, /*padded=*/true);
+  EXPECT_EQ(padded.micro_batches[0].computed_tokens, 14);
+  EXPECT_EQ(padded.micro_batches[1].computed_tokens, 10);
+  EXPECT_EQ(padded.micro_batches[2].computed_tokens, 2);
+  EXPECT_DOUBLE_EQ(padded.efficiency(), 22.0 / 26.0);
 }
 
-TEST(Packing, PaddedBaselinePaysBatchTimesLongest) {
+TEST(Packing, ASmallPackedBatchWastesNothing) {
+  std::vector<int64_t> lengths = {5};
+  EXPECT_DOUBLE_EQ(pack_by_token_budget(lengths, 16384).efficiency(), 1.0);
+  EXPECT_DOUBLE_EQ(split_fixed(lengths, 4, /*padded=*/true).efficiency(), 1.0);
+}
+
+TEST(Packing, FixedBatchesComputeBatchTimesLongestWhenPadded) {
   std::vector<int64_t> lengths = {3, 7, 5, 5, 2};
-  auto plan = split_fixed_padded(lengths, 2);
+  auto plan = split_fixed(lengths, 2, /*padded=*/true);
   ASSERT_EQ(plan.micro_batches.size(), 3u);
-  EXPECT_EQ(plan.micro_batches[0].paid_tokens, 14);  // 2 x 7
-  EXPECT_EQ(plan.micro_batches[1].paid_tokens, 10);  // 2 x 5
-  EXPECT_EQ(plan.micro_batches[2].paid_tokens, 2);   // 1 x 2
+  EXPECT_EQ(plan.micro_batches[0].computed_tokens, 14);  // 2 x 7
+  EXPECT_EQ(plan.micro_batches[1].computed_tokens, 10);  // 2 x 5
+  EXPECT_EQ(plan.micro_batches[2].computed_tokens, 2);   // 1 x 2
   EXPECT_DOUBLE_EQ(plan.efficiency(), 22.0 / 26.0);
   expect_every_sequence_once(plan, lengths.size());
+  // Without padding (use_remove_padding) the same micro-batches compute only their tokens.
+  auto unpadded = split_fixed(lengths, 2, /*padded=*/false);
+  EXPECT_EQ(unpadded.micro_batches[0].computed_tokens, 10);
+  EXPECT_DOUBLE_EQ(unpadded.efficiency(), 1.0);
 }
 
 TEST(Packing, PackingBeatsPaddingOnSkewedLengths) {
@@ -73,7 +91,7 @@ TEST(Packing, PackingBeatsPaddingOnSkewedLengths) {
   std::vector<int64_t> lengths(256);
   for (auto& l : lengths) l = rng.uniform() < 0.1 ? 512 : 32 + static_cast<int64_t>(rng.below(96));
   auto packed = pack_by_token_budget(lengths, 2048);
-  auto padded = split_fixed_padded(lengths, 8);
+  auto padded = split_fixed(lengths, 8, /*padded=*/true);
   EXPECT_GT(packed.efficiency(), 0.9);
   EXPECT_GT(packed.efficiency(), padded.efficiency() + 0.3);
   EXPECT_EQ(packed.real_tokens, padded.real_tokens);
@@ -89,7 +107,7 @@ TEST(Packing, ErrorsNameTheSequence) {
   }
   std::vector<int64_t> zero = {4, 0};
   EXPECT_THROW(pack_by_token_budget(zero, 16), Error);
-  EXPECT_THROW(split_fixed_padded(lengths, 0), Error);
+  EXPECT_THROW(split_fixed(lengths, 0, true), Error);
   std::vector<int64_t> none;
   EXPECT_TRUE(pack_by_token_budget(none, 16).micro_batches.empty());
   EXPECT_DOUBLE_EQ(pack_by_token_budget(none, 16).efficiency(), 1.0);

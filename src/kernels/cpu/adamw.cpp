@@ -3,12 +3,14 @@
 // m.lerp_(g, 1 - b1), v = v b2 + (1 - b2) g g, scalars computed in double, denom = sqrt(v) / sqrt(bc2) + eps,
 // p += -step_size * (m / denom).
 // Both split the buffer into fixed segments (not per thread), so results never depend on the thread count.
-// The inner loops are compiled for AVX-512, AVX2 and baseline x86-64 and chosen at load time (target_clones).
+// The inner loops are compiled for AVX-512 and for AVX2+FMA; each call takes the copy of the one ISA decision
+// (kernels/backend.h), chosen before the parallel loop.
 #include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
 #include "core/profiler.h"
+#include "kernels/cpu/nn_simd.h"
 #include "kernels/ops.h"
 
 namespace grpo::ops {
@@ -19,9 +21,7 @@ constexpr int64_t kMinSegment = 1 << 15;     // elements; smaller buffers use fe
 constexpr int64_t kAdamBlock = 1 << 14;      // elements per OpenMP work item
 constexpr int64_t kParallelMin = 1 << 16;    // below this, threads cost more than they save
 
-#define GRPO_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-
-GRPO_SIMD_CLONES double sum_squares_segment(const float* x, int64_t n) {
+[[gnu::always_inline]] inline double sum_squares_segment(const float* x, int64_t n) {
   double acc = 0.0;
 #pragma omp simd reduction(+ : acc)
   for (int64_t i = 0; i < n; ++i) acc += static_cast<double>(x[i]) * x[i];
@@ -37,7 +37,7 @@ struct AdamScalars {
   float eps, grad_scale;
 };
 
-GRPO_SIMD_CLONES void adamw_block(float* p, const float* g, float* m, float* v, int64_t n, AdamScalars s) {
+[[gnu::always_inline]] inline void adamw_block(float* p, const float* g, float* m, float* v, int64_t n, AdamScalars s) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     const float ge = g[i] * s.grad_scale;
@@ -51,7 +51,14 @@ GRPO_SIMD_CLONES void adamw_block(float* p, const float* g, float* m, float* v, 
   }
 }
 
-#undef GRPO_SIMD_CLONES
+NN_BEGIN_AVX512
+double sum_squares_avx512(const float* x, int64_t n) { return sum_squares_segment(x, n); }
+void adamw_avx512(float* p, const float* g, float* m, float* v, int64_t n, AdamScalars s) { adamw_block(p, g, m, v, n, s); }
+NN_END_TARGET
+NN_BEGIN_AVX2
+double sum_squares_avx2(const float* x, int64_t n) { return sum_squares_segment(x, n); }
+void adamw_avx2(float* p, const float* g, float* m, float* v, int64_t n, AdamScalars s) { adamw_block(p, g, m, v, n, s); }
+NN_END_TARGET
 
 }  // namespace
 
@@ -62,11 +69,12 @@ double sum_squares(const float* x, int64_t n) {
   GRPO_CHECK(x, "[sum_squares] null input with n = ", n);
   const int64_t segments = std::clamp<int64_t>(n / kMinSegment, 1, kSegments);
   const int64_t seg_len = (n + segments - 1) / segments;
+  double (*const segment_sum)(const float*, int64_t) = cpu::nn_use_avx512() ? sum_squares_avx512 : sum_squares_avx2;
   double partial[kSegments];
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
   for (int64_t s = 0; s < segments; ++s) {
     const int64_t begin = std::min(s * seg_len, n), end = std::min(begin + seg_len, n);
-    partial[s] = sum_squares_segment(x + begin, end - begin);
+    partial[s] = segment_sum(x + begin, end - begin);
   }
   double total = 0.0;
   for (int64_t s = 0; s < segments; ++s) total += partial[s];
@@ -90,10 +98,12 @@ void adamw_step(float* p, const float* g, float* m, float* v, int64_t n, float l
   const AdamScalars s{static_cast<float>(1.0 - lr_d * weight_decay), static_cast<float>(1.0 - beta1), beta2,
                       static_cast<float>(1.0 - beta2), static_cast<float>(lr_d / bc1),
                       static_cast<float>(std::sqrt(bc2)), eps, grad_scale};
+  void (*const block)(float*, const float*, float*, float*, int64_t, AdamScalars) =
+      cpu::nn_use_avx512() ? adamw_avx512 : adamw_avx2;
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
   for (int64_t b = 0; b < n; b += kAdamBlock) {
     const int64_t len = std::min(kAdamBlock, n - b);
-    adamw_block(p + b, g + b, m + b, v + b, len, s);
+    block(p + b, g + b, m + b, v + b, len, s);
   }
 }
 

@@ -181,7 +181,7 @@ void attention_forward_impl(float* o, float* lse, const float* q, const float* k
   const cpu::AttnArgs a{.o = o, .lse = lse, .q = q, .k = k, .v = v, .kt = kt, .H = H, .K = K, .D = D,
                         .Dp = cpu::padded_head_dim(D), .Tp = cpu::transposed_len(T), .scale = scale,
                         .causal = causal};
-  const bool avx512 = cpu::nn_isa() == cpu::NnIsa::Avx512;
+  const bool avx512 = cpu::nn_use_avx512();
   // Tasks ordered (sequence, kv head, query tile from the last, head of the group): consecutive tasks reuse
   // the same keys and values from cache, and each group starts with its largest tiles.
   const int64_t G = H / K, per_group = max_blocks * G, tasks = S * K * per_group;
@@ -214,7 +214,7 @@ void attention_backward_impl(float* dq, float* dk, float* dv, const float* dout,
   const cpu::AttnArgs a{.dq = dq, .dk = dk, .dv = dv, .o_in = o, .lse_in = lse, .dout = dout, .q = q, .k = k,
                         .v = v, .kt = kt, .vt = vt, .di = di, .H = H, .K = K, .D = D, .Dp = Dp,
                         .Tp = cpu::transposed_len(T), .scale = scale, .causal = causal};
-  const bool avx512 = cpu::nn_isa() == cpu::NnIsa::Avx512;
+  const bool avx512 = cpu::nn_use_avx512();
   // dq accumulator: dq itself ([T, H, D]) or, when D is not a multiple of 64, a padded [T, H, Dp] buffer.
   float* dq_acc = D == Dp ? dq : ws + layout.dq;
   const int64_t ld_dq = D == Dp ? D : Dp;

@@ -50,7 +50,7 @@ NN_END_TARGET
 void bias_add(float* y, const float* b, int64_t N, int64_t F) {
   GRPO_PROFILE("bias_add");
   GRPO_CHECK(N >= 0 && F > 0, "[bias_add] expected N >= 0 and F > 0, got N=", N, " F=", F);
-  const bool avx512 = cpu::nn_isa() == cpu::NnIsa::Avx512;
+  const bool avx512 = cpu::nn_use_avx512();
   constexpr int64_t kRows = 16;
   const int64_t items = (N + kRows - 1) / kRows;
 #pragma omp parallel for schedule(static) if (N * F >= (1 << 15))
@@ -66,7 +66,7 @@ void bias_add(float* y, const float* b, int64_t N, int64_t F) {
 void bias_grad(float* db, const float* dy, int64_t N, int64_t F) {
   GRPO_PROFILE("bias_grad");
   GRPO_CHECK(N >= 0 && F > 0, "[bias_grad] expected N >= 0 and F > 0, got N=", N, " F=", F);
-  const bool avx512 = cpu::nn_isa() == cpu::NnIsa::Avx512;
+  const bool avx512 = cpu::nn_use_avx512();
   const int64_t slices = (F + kColumnSlice - 1) / kColumnSlice;
 #pragma omp parallel for schedule(static) if (N * F >= (1 << 15))
   for (int64_t sl = 0; sl < slices; ++sl) {

@@ -76,7 +76,7 @@ void bilinear_embed_forward(float* out, const int32_t* idx, const float* w, cons
                             int64_t C) {
   GRPO_PROFILE("bilinear_embed_forward");
   check_args(idx, N, P, C, "bilinear_embed_forward");
-  const bool avx512 = cpu::nn_isa() == cpu::NnIsa::Avx512;
+  const bool avx512 = cpu::nn_use_avx512();
   constexpr int64_t kRows = 16;
   const int64_t items = (N + kRows - 1) / kRows;
 #pragma omp parallel for schedule(static) if (N * C >= (1 << 15))
@@ -93,7 +93,7 @@ void bilinear_embed_backward(float* dtable, const float* dout, const int32_t* id
                              int64_t C) {
   GRPO_PROFILE("bilinear_embed_backward");
   check_args(idx, N, P, C, "bilinear_embed_backward");
-  const bool avx512 = cpu::nn_isa() == cpu::NnIsa::Avx512;
+  const bool avx512 = cpu::nn_use_avx512();
   const int64_t slices = (C + kColumnSlice - 1) / kColumnSlice;
 #pragma omp parallel for schedule(static) if (N * C >= (1 << 15))
   for (int64_t sl = 0; sl < slices; ++sl) {

@@ -29,7 +29,7 @@ NN_END_TARGET
 void add_inplace(float* y, const float* x, int64_t n) {
   GRPO_PROFILE("add_inplace");
   GRPO_CHECK(n >= 0, "[add_inplace] n must be >= 0, got ", n);
-  const bool avx512 = cpu::nn_isa() == cpu::NnIsa::Avx512;
+  const bool avx512 = cpu::nn_use_avx512();
   const int64_t blocks = (n + kBlock - 1) / kBlock;
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
   for (int64_t b = 0; b < blocks; ++b) {

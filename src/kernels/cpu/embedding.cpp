@@ -56,7 +56,7 @@ void embedding_backward(float* dtable, const float* dout, const int32_t* ids, in
   GRPO_PROFILE("embedding_backward");
   GRPO_CHECK(T >= 0 && C > 0, "[embedding_backward] expected T >= 0 and C > 0, got T=", T, " C=", C);
   check_ids(ids, T, "embedding_backward");
-  const bool avx512 = cpu::nn_isa() == cpu::NnIsa::Avx512;
+  const bool avx512 = cpu::nn_use_avx512();
   const int64_t slices = (C + kColumnSlice - 1) / kColumnSlice;
 #pragma omp parallel for schedule(static) if (T * C >= (1 << 15))
   for (int64_t sl = 0; sl < slices; ++sl) {

@@ -41,7 +41,7 @@ namespace grpo::ops {
 void bias_gelu_forward(float* y, float* x, const float* b, int64_t N, int64_t F, Gelu kind) {
   GRPO_PROFILE("bias_gelu_forward");
   GRPO_CHECK(N >= 0 && F > 0, "[bias_gelu_forward] expected N >= 0 and F > 0, got N=", N, " F=", F);
-  const bool avx512 = cpu::nn_isa() == cpu::NnIsa::Avx512, tanh = kind == Gelu::Tanh;
+  const bool avx512 = cpu::nn_use_avx512(), tanh = kind == Gelu::Tanh;
 #pragma omp parallel for schedule(static) if (N * F >= (1 << 14))
   for (int64_t n = 0; n < N; ++n) {
     float *yr = y + n * F, *xr = x + n * F;
@@ -55,7 +55,7 @@ void bias_gelu_forward(float* y, float* x, const float* b, int64_t N, int64_t F,
 void gelu_backward(float* dx, float* db, const float* dy, const float* x, int64_t N, int64_t F, Gelu kind) {
   GRPO_PROFILE("gelu_backward");
   GRPO_CHECK(N >= 0 && F > 0, "[gelu_backward] expected N >= 0 and F > 0, got N=", N, " F=", F);
-  const bool avx512 = cpu::nn_isa() == cpu::NnIsa::Avx512, tanh = kind == Gelu::Tanh;
+  const bool avx512 = cpu::nn_use_avx512(), tanh = kind == Gelu::Tanh;
   constexpr int64_t kCols = cpu::nn_avx2::kGeluColumns;
   const int64_t blocks = (F + kCols - 1) / kCols;
 #pragma omp parallel for schedule(static) if (N * F >= (1 << 14))

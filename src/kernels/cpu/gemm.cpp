@@ -1,8 +1,14 @@
 // GEMM on the CPU through oneDNN 2.6 matmul: f32 or bf16 inputs, f32 output and accumulation.
 // Transposes are expressed as memory strides (no copies); beta = 1 is a sum post-op and alpha an output
-// scale. Primitives are created once per shape and kept in a process-wide cache ("shape cache"), so a
-// repeated shape costs only the execute (creating one costs ~1 ms). Packed batches vary T from step to step,
-// so the cache is bounded: past `capacity` shapes (1024) it starts over (plans in use stay alive through their
+// scale. bf16 inputs run natively at the avx512_bf16 level of the one ISA decision (kernels/backend.h);
+// below it (oneDNN 2.6 has no bf16 matmul without AVX-512 BF16) they are emulated: both operands are
+// widened to f32 (exact) into a scratch buffer of the calling thread and multiplied by the f32 GEMM, with
+// f32 accumulation as the native path. The scratch grows to the largest operands seen and is reused, so
+// repeated shapes (every training step) allocate nothing. A oneDNN or allocation failure is reported with
+// the operation, shapes, dtype and ISA ("[gemm] bf16 1357x256x128 NT on avx512_bf16: ...").
+// Primitives are created once per shape and kept in a process-wide cache ("shape cache"), so a repeated
+// shape costs only the execute (creating one costs ~1 ms). Packed batches vary T from step to step, so the
+// cache is bounded: past `capacity` shapes (1024) it starts over (plans in use stay alive through their
 // shared_ptr). One global engine and stream serve every call.
 #include <dnnl.hpp>
 
@@ -13,8 +19,11 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "core/arena.h"
 #include "core/error.h"
 #include "core/profiler.h"
+#include "kernels/backend.h"
+#include "kernels/cpu/head_bf16.h"
 #include "kernels/cpu/head_gemm.h"
 #include "kernels/ops.h"
 
@@ -120,19 +129,11 @@ void set_gemm_cache_capacity(size_t capacity) {
 }
 }  // namespace detail
 
-void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const void* A, int64_t lda,
-          const void* B, int64_t ldb, float beta, float* C, int64_t ldc, DType ab_dtype) {
-  GRPO_PROFILE("gemm");
-  check_args(ta, tb, M, N, K, lda, ldb, ldc, beta, ab_dtype);
-  if (M == 0 || N == 0) return;
-  GRPO_CHECK(C && (K == 0 || (A && B)), "[gemm] null A, B or C for M=", M, " N=", N, " K=", K);
-  if (K == 0) {  // op(A) op(B) is the zero matrix: C = beta * C
-    if (beta == 0.0f)
-      for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
-    return;
-  }
+namespace {
+
+// Looks up (or creates) the primitive of `key` and runs it on A, B, C.
+void run_plan(const GemmKey& key, const void* A, const void* B, float* C) {
   DnnlContext& ctx = context();
-  const GemmKey key{ta, tb, M, N, K, lda, ldb, ldc, ab_dtype, std::bit_cast<uint32_t>(alpha), std::bit_cast<uint32_t>(beta)};
   std::shared_ptr<const GemmPlan> plan;
   {
     std::lock_guard<std::mutex> lock(ctx.mu);
@@ -148,6 +149,62 @@ void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, cons
   dnnl::memory c(plan->c_md, ctx.engine, C);
   plan->prim.execute(ctx.stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
   ctx.stream.wait();
+}
+
+// The emulated bf16 GEMM's f32 copies of A and B, per calling thread (concurrent callers never share it).
+struct EmulationScratch {
+  Buffer buf;
+  float* reserve(int64_t floats) {
+    const size_t bytes = static_cast<size_t>(floats) * sizeof(float);
+    if (bytes > buf.size()) {  // grows by at least a quarter, so that slowly growing shapes reallocate rarely
+      const size_t grown = std::max(bytes, buf.size() + buf.size() / 4);
+      buf = Buffer();  // the old copy goes first: the new one may need its memory
+      buf = Buffer(grown, "the bf16 emulation scratch (f32 copies of A and B)");
+    }
+    return static_cast<float*>(buf.data());
+  }
+};
+
+// Widens a rows x cols bf16 matrix with leading dimension ld into a dense f32 one (leading dimension cols).
+void widen(float* dst, const bf16_t* src, int64_t rows, int64_t cols, int64_t ld) {
+  if (ld == cols) return bf16_to_f32(dst, src, rows * cols);
+  const detail::Bf16ToF32Row row = detail::bf16_to_f32_row();
+#pragma omp parallel for schedule(static) if (rows * cols >= (1 << 16))
+  for (int64_t r = 0; r < rows; ++r) row(dst + r * cols, src + r * ld, cols);
+}
+
+}  // namespace
+
+void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const void* A, int64_t lda,
+          const void* B, int64_t ldb, float beta, float* C, int64_t ldc, DType ab_dtype) {
+  GRPO_PROFILE("gemm");
+  check_args(ta, tb, M, N, K, lda, ldb, ldc, beta, ab_dtype);
+  if (M == 0 || N == 0) return;
+  GRPO_CHECK(C && (K == 0 || (A && B)), "[gemm] null A, B or C for M=", M, " N=", N, " K=", K);
+  if (K == 0) {  // op(A) op(B) is the zero matrix: C = beta * C
+    if (beta == 0.0f)
+      for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
+    return;
+  }
+  const bool emulate = ab_dtype == DType::BF16 && !gemm_bf16_native();
+  const uint32_t alpha_bits = std::bit_cast<uint32_t>(alpha), beta_bits = std::bit_cast<uint32_t>(beta);
+  try {
+    if (!emulate)
+      return run_plan(GemmKey{ta, tb, M, N, K, lda, ldb, ldc, ab_dtype, alpha_bits, beta_bits}, A, B, C);
+    // op(A) is [M, K]: stored [M, K] (N) or [K, M] (T); op(B) is [K, N]: stored [K, N] or [N, K].
+    const int64_t a_rows = ta == Trans::N ? M : K, a_cols = ta == Trans::N ? K : M;
+    const int64_t b_rows = tb == Trans::N ? K : N, b_cols = tb == Trans::N ? N : K;
+    thread_local EmulationScratch scratch;
+    float* a32 = scratch.reserve(a_rows * a_cols + b_rows * b_cols);
+    float* b32 = a32 + a_rows * a_cols;
+    widen(a32, static_cast<const bf16_t*>(A), a_rows, a_cols, lda);
+    widen(b32, static_cast<const bf16_t*>(B), b_rows, b_cols, ldb);
+    run_plan(GemmKey{ta, tb, M, N, K, a_cols, b_cols, ldc, DType::F32, alpha_bits, beta_bits}, a32, b32, C);
+  } catch (const std::exception& e) {  // dnnl::error, std::bad_alloc, the scratch's grpo::Error
+    const char* what = dynamic_cast<const std::bad_alloc*>(&e) ? "out of memory" : e.what();
+    fail("[gemm] ", dtype_name(ab_dtype), emulate ? " (emulated)" : "", " ", M, "x", N, "x", K, " ", trans_name(ta),
+         trans_name(tb), " on ", isa_name(isa()), ": ", what);
+  }
 }
 
 }  // namespace grpo::ops

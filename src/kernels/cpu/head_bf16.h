@@ -1,6 +1,8 @@
-// Private to the head kernels (convert, lm_head): single-threaded f32 -> bf16 conversion of one row, the
-// building block of ops::f32_to_bf16. Uses AVX-512 BF16 when the CPU has it, the scalar rounding of
-// core/dtype.h otherwise; both give the same bits (round to nearest even, NaN kept quiet, denormals kept).
+// Private to the CPU kernels (convert, lm_head, gemm): single-threaded f32 <-> bf16 conversion of one row,
+// the building blocks of ops::f32_to_bf16 / ops::bf16_to_f32. The body is the one ISA decision's
+// (vcvtneps2bf16 at avx512_bf16, 8-lane integer rounding below); every body gives the bits of core/dtype.h
+// (round to nearest even, NaN kept quiet, denormals kept). Take the function outside parallel regions (the
+// decision may throw on an unusable CPU), call it inside.
 #pragma once
 #include <cstdint>
 
@@ -8,6 +10,10 @@
 
 namespace grpo::ops::detail {
 
-void f32_to_bf16_row(bf16_t* dst, const float* src, int64_t n);
+using F32ToBf16Row = void (*)(bf16_t* dst, const float* src, int64_t n);
+using Bf16ToF32Row = void (*)(float* dst, const bf16_t* src, int64_t n);
+
+F32ToBf16Row f32_to_bf16_row();
+Bf16ToF32Row bf16_to_f32_row();
 
 }  // namespace grpo::ops::detail

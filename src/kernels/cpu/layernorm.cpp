@@ -123,7 +123,7 @@ void layernorm_forward(float* y, float* mean, float* rstd, const float* x, const
   GRPO_PROFILE("layernorm_forward");
   check_sizes(N, C, "layernorm_forward");
   GRPO_CHECK(eps >= 0.0f, "[layernorm_forward] eps must be >= 0, got ", eps);
-  const bool avx512 = cpu::nn_isa() == cpu::NnIsa::Avx512;
+  const bool avx512 = cpu::nn_use_avx512();
   const int64_t blocks = row_blocks(N);
 #pragma omp parallel for schedule(static) if (N * C >= (1 << 15))
   for (int64_t bl = 0; bl < blocks; ++bl) {
@@ -141,7 +141,7 @@ void layernorm_backward(float* dx, float* dw, float* db, const float* dy, const 
                         const float* mean, const float* rstd, int64_t N, int64_t C, float* ws) {
   GRPO_PROFILE("layernorm_backward");
   check_sizes(N, C, "layernorm_backward");
-  const bool avx512 = cpu::nn_isa() == cpu::NnIsa::Avx512;
+  const bool avx512 = cpu::nn_use_avx512();
   const int64_t blocks = row_blocks(N);
   float* partials = ws;  // [blocks, 2, C]
   constexpr int64_t kColumnSlice = 64;

@@ -21,16 +21,20 @@ namespace {
 
 constexpr int64_t round_up16(int64_t n) { return (n + 15) / 16 * 16; }
 
+// The row passes of the one ISA decision, taken before the parallel loops that call them.
 struct RowKernels {
   float (*row_max)(const float*, int64_t);
   detail::ExpSums (*shifted_exp_sums)(const float*, int64_t, float);
   void (*write_softmax_grad)(float*, int64_t, float, float, float);
+  detail::F32ToBf16Row to_bf16;
 };
 
 RowKernels row_kernels() {
   if (cpu_has_avx512())
-    return {detail::row_max_avx512, detail::shifted_exp_sums_avx512, detail::write_softmax_grad_avx512};
-  return {detail::row_max_scalar, detail::shifted_exp_sums_scalar, detail::write_softmax_grad_scalar};
+    return {detail::row_max_avx512, detail::shifted_exp_sums_avx512, detail::write_softmax_grad_avx512,
+            detail::f32_to_bf16_row()};
+  return {detail::row_max_avx2, detail::shifted_exp_sums_avx2, detail::write_softmax_grad_avx2,
+          detail::f32_to_bf16_row()};
 }
 
 const void* row_ptr(const void* base, int64_t row, int64_t C, DType dt) {
@@ -155,7 +159,7 @@ void lm_head_backward(float* dh, float* dW, const float* dlogprob, const float* 
       // dL/dz_i = g_lp (onehot_i - p_i) - g_ent p_i (log p_i + H), times logit_scale for d/d(h W^T)
       k.write_softmax_grad(zi, V, lse[t], -logit_scale * (g_lp + g_ent * H), -logit_scale * g_ent);
       if (g_lp != 0.0f) zi[target[t]] += logit_scale * g_lp;
-      if (bf16) detail::f32_to_bf16_row(w.z16 + i * V, zi, V);
+      if (bf16) k.to_bf16(w.z16 + i * V, zi, V);
     }
     const void* dz = bf16 ? static_cast<const void*>(w.z16) : w.z;  // [n, V]
     gemm(Trans::N, Trans::N, n, C, V, 1.0f, dz, V, W, C, 0.0f, dhc, C, ab_dtype);

@@ -1,6 +1,7 @@
 // Private SIMD layer of the decoder-layer kernels (nn_*): two vector types with the same interface,
 // Vec512 (AVX-512, 16 lanes) and Vec256 (AVX2+FMA, 8 lanes), each compiled for its own instruction set
-// with `#pragma GCC target`, plus the run-time choice between them (nn_isa()).
+// with `#pragma GCC target`, plus the run-time choice between them (nn_use_avx512(): the one ISA decision
+// of kernels/backend.h).
 //
 // Two ways the nn_* kernel files get one source compiled for both instruction sets:
 // - kernels that need intrinsics (exp, the attention micro-kernels) are written once against `V` in an
@@ -15,10 +16,8 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
-#include <atomic>
 #include <cstdint>
 
-#include "core/error.h"
 #include "kernels/backend.h"
 
 #define NN_PRAGMA(x) _Pragma(#x)
@@ -29,30 +28,8 @@
 
 namespace grpo::cpu {
 
-// ---------------------------------------------------------------- run-time instruction-set choice
-enum class NnIsa : int { Avx512 = 0, Avx2 = 1 };
-
-inline std::atomic<int>& nn_isa_override_slot() {
-  static std::atomic<int> slot{-1};
-  return slot;
-}
-// Tests force one path (e.g. AVX2 on an AVX-512 machine) to check both; -1 restores the automatic choice.
-inline void nn_set_isa_override(int isa) { nn_isa_override_slot().store(isa, std::memory_order_relaxed); }
-
-inline bool nn_cpu_has_avx2() {
-  static const bool v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return v;
-}
-
-inline NnIsa nn_isa() {
-  const int forced = nn_isa_override_slot().load(std::memory_order_relaxed);
-  if (forced == static_cast<int>(NnIsa::Avx512) && cpu_has_avx512()) return NnIsa::Avx512;
-  if (forced == static_cast<int>(NnIsa::Avx2) && nn_cpu_has_avx2()) return NnIsa::Avx2;
-  if (cpu_has_avx512()) return NnIsa::Avx512;
-  GRPO_CHECK(nn_cpu_has_avx2(), "[kernels] this CPU has neither AVX-512 nor AVX2+FMA (features: ",
-             cpu_features(), "); the CPU kernels need one of them");
-  return NnIsa::Avx2;
-}
+// The run-time choice between the two bodies: the process's one decision (kernels/backend.h).
+inline bool nn_use_avx512() { return isa() >= Isa::Avx512; }
 
 // Polynomial coefficients (Cephes expf / exp2f, relative error ~1e-7 on the reduced range).
 inline constexpr float kNnExpP[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,

@@ -103,7 +103,7 @@ void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int6
   GRPO_PROFILE("rmsnorm_forward");
   check_sizes(N, C, "rmsnorm_forward");
   GRPO_CHECK(eps >= 0.0f, "[rmsnorm_forward] eps must be >= 0, got ", eps);
-  const bool avx512 = cpu::nn_isa() == cpu::NnIsa::Avx512;
+  const bool avx512 = cpu::nn_use_avx512();
   const int64_t blocks = row_blocks(N);
 #pragma omp parallel for schedule(static) if (N * C >= (1 << 15))
   for (int64_t b = 0; b < blocks; ++b) {
@@ -121,7 +121,7 @@ void rmsnorm_backward(float* dx, float* dw, const float* dy, const float* x, con
                       int64_t N, int64_t C, float* ws) {
   GRPO_PROFILE("rmsnorm_backward");
   check_sizes(N, C, "rmsnorm_backward");
-  const bool avx512 = cpu::nn_isa() == cpu::NnIsa::Avx512;
+  const bool avx512 = cpu::nn_use_avx512();
   const int64_t blocks = row_blocks(N);
   float* partials = ws;  // [blocks, C]
   constexpr int64_t kColumnSlice = 64;

@@ -52,7 +52,7 @@ void rope_apply(float* x, const int32_t* pos, const float* cos, const float* sin
              T, " nh=", nh, " D=", D);
   for (int64_t t = 0; t < T; ++t)
     GRPO_CHECK(pos[t] >= 0, "[", op, "] token ", t, ": position ", pos[t], " is negative");
-  const bool avx512 = cpu::nn_isa() == cpu::NnIsa::Avx512;
+  const bool avx512 = cpu::nn_use_avx512();
   constexpr int64_t kTokensPerItem = 16;
   const int64_t items = (T + kTokensPerItem - 1) / kTokensPerItem;
 #pragma omp parallel for schedule(static) if (T * nh * D >= (1 << 15))

@@ -48,7 +48,7 @@ template <bool kInverse>
 void rope_rows_apply(float* x, const float* cos, const float* sin, int64_t T, int64_t nh, int64_t D, const char* op) {
   GRPO_CHECK(T >= 0 && nh > 0 && D > 0 && D % 2 == 0, "[", op,
              "] expected T >= 0, nh > 0 and an even D > 0, got T=", T, " nh=", nh, " D=", D);
-  const bool avx512 = cpu::nn_isa() == cpu::NnIsa::Avx512;
+  const bool avx512 = cpu::nn_use_avx512();
   constexpr int64_t kTokensPerItem = 16;
   const int64_t items = (T + kTokensPerItem - 1) / kTokensPerItem;
 #pragma omp parallel for schedule(static) if (T * nh * D >= (1 << 15))

@@ -29,7 +29,7 @@ namespace grpo::ops {
 void swiglu_forward(float* out, const float* gu, int64_t T, int64_t F) {
   GRPO_PROFILE("swiglu_forward");
   GRPO_CHECK(T >= 0 && F > 0, "[swiglu_forward] expected T >= 0 and F > 0, got T=", T, " F=", F);
-  const bool avx512 = cpu::nn_isa() == cpu::NnIsa::Avx512;
+  const bool avx512 = cpu::nn_use_avx512();
 #pragma omp parallel for schedule(static) if (T * F >= (1 << 14))
   for (int64_t t = 0; t < T; ++t) {
     const float* g = gu + t * 2 * F;  // [F] gate, then [F] up
@@ -43,7 +43,7 @@ void swiglu_forward(float* out, const float* gu, int64_t T, int64_t F) {
 void swiglu_backward(float* dgu, const float* dout, const float* gu, int64_t T, int64_t F) {
   GRPO_PROFILE("swiglu_backward");
   GRPO_CHECK(T >= 0 && F > 0, "[swiglu_backward] expected T >= 0 and F > 0, got T=", T, " F=", F);
-  const bool avx512 = cpu::nn_isa() == cpu::NnIsa::Avx512;
+  const bool avx512 = cpu::nn_use_avx512();
 #pragma omp parallel for schedule(static) if (T * F >= (1 << 14))
   for (int64_t t = 0; t < T; ++t) {
     const float* g = gu + t * 2 * F;  // [2F]

@@ -1,5 +1,5 @@
 // Run-time dispatch of the plain row primitives (vec.h): vec_impl.h compiled once for AVX-512 and once for
-// AVX2+FMA, each call going to the copy that cpu::nn_isa() picks (the choice the fused kernels make too).
+// AVX2+FMA, each call going to the copy that the one ISA decision picks (cpu::nn_use_avx512(), as the fused kernels).
 #include "kernels/plain/vec.h"
 
 #include <cmath>
@@ -23,12 +23,8 @@ NN_END_TARGET
 }  // namespace grpo::plain
 
 namespace grpo::plain::vec {
-namespace {
-bool use_avx512() { return cpu::nn_isa() == cpu::NnIsa::Avx512; }
-}  // namespace
-
 #define PLAIN_VEC_DISPATCH(name, ...) \
-  (use_avx512() ? vec_avx512::name(__VA_ARGS__) : vec_avx2::name(__VA_ARGS__))
+  (cpu::nn_use_avx512() ? vec_avx512::name(__VA_ARGS__) : vec_avx2::name(__VA_ARGS__))
 
 void add(float* out, const float* a, const float* b, int64_t n) { PLAIN_VEC_DISPATCH(add, out, a, b, n); }
 void sub(float* out, const float* a, const float* b, int64_t n) { PLAIN_VEC_DISPATCH(sub, out, a, b, n); }

@@ -27,6 +27,15 @@ void gemm(ops::Trans ta, ops::Trans tb, int64_t M, int64_t N, int64_t K, T alpha
     }
 }
 
+// For b in [0, batch): C_b = alpha op(A_b) op(B_b) + beta C_b, X_b = X + b * stride_x (ops::gemm_batched).
+template <typename T>
+void gemm_batched(ops::Trans ta, ops::Trans tb, int64_t batch, int64_t M, int64_t N, int64_t K, T alpha, const T* A,
+                  int64_t lda, int64_t stride_a, const T* B, int64_t ldb, int64_t stride_b, T beta, T* C, int64_t ldc,
+                  int64_t stride_c) {
+  for (int64_t b = 0; b < batch; ++b)
+    gemm<T>(ta, tb, M, N, K, alpha, A + b * stride_a, lda, B + b * stride_b, ldb, beta, C + b * stride_c, ldc);
+}
+
 // logits [T, V] = scale h W^T; h [T, C], W [V, C].
 template <typename T>
 std::vector<T> lm_logits(const T* h, const T* W, int64_t n_tok, int64_t C, int64_t V, T scale) {

@@ -1,0 +1,137 @@
+// The one instruction-set decision (kernels/backend.h): levels from CPU features (a CPU without AVX2 or FMA
+// is refused naming what it lacks), the GRPO_ISA cap (lowers, never raises; an unknown value is an error
+// listing the valid ones), the start-up line, and the tests' override every kernel family follows.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "core/error.h"
+#include "isa_util.h"
+#include "kernels/backend.h"
+
+namespace grpo {
+namespace {
+
+CpuInfo avx2_cpu() {
+  CpuInfo c;
+  c.model = "Test CPU 3000";
+  c.avx2 = c.fma = true;
+  return c;
+}
+CpuInfo avx512_cpu() {
+  CpuInfo c = avx2_cpu();
+  c.avx512f = c.avx512bw = c.avx512vl = c.avx512dq = true;
+  return c;
+}
+CpuInfo avx512_bf16_cpu() {
+  CpuInfo c = avx512_cpu();
+  c.avx512_bf16 = true;
+  return c;
+}
+
+std::string error_of(const CpuInfo& cpu, const char* cap) {
+  try {
+    decide_isa(cpu, cap);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(IsaDecision, LevelFollowsTheCpuFeatures) {
+  EXPECT_EQ(decide_isa(avx2_cpu(), nullptr).isa, Isa::Avx2);
+  EXPECT_EQ(decide_isa(avx512_cpu(), nullptr).isa, Isa::Avx512);
+  EXPECT_EQ(decide_isa(avx512_bf16_cpu(), nullptr).isa, Isa::Avx512Bf16);
+  CpuInfo no_dq = avx512_bf16_cpu();
+  no_dq.avx512dq = false;  // every AVX-512 feature the 16-lane kernels are compiled for is needed
+  EXPECT_EQ(decide_isa(no_dq, nullptr).isa, Isa::Avx2);
+  CpuInfo bf16_without_avx512 = avx2_cpu();
+  bf16_without_avx512.avx512_bf16 = true;
+  EXPECT_EQ(decide_isa(bf16_without_avx512, nullptr).isa, Isa::Avx2);
+}
+
+TEST(IsaDecision, CpuWithoutAvx2OrFmaIsRefusedNamingWhatIsMissing) {
+  CpuInfo old = avx2_cpu();
+  old.avx2 = old.fma = false;
+  const std::string e = error_of(old, nullptr);
+  EXPECT_NE(e.find("[cpu]"), std::string::npos) << e;
+  EXPECT_NE(e.find("Test CPU 3000"), std::string::npos) << e;
+  EXPECT_NE(e.find("lacks avx2 fma"), std::string::npos) << e;
+  CpuInfo no_fma = avx512_cpu();
+  no_fma.fma = false;
+  const std::string f = error_of(no_fma, "avx2");  // a cap does not make a CPU without FMA usable
+  EXPECT_NE(f.find("lacks fma"), std::string::npos) << f;
+  EXPECT_EQ(f.find("avx2 fma"), std::string::npos) << f;
+}
+
+TEST(IsaDecision, GrpoIsaCapsButNeverRaises) {
+  EXPECT_EQ(decide_isa(avx512_bf16_cpu(), "avx2").isa, Isa::Avx2);
+  EXPECT_EQ(decide_isa(avx512_bf16_cpu(), "avx512").isa, Isa::Avx512);
+  EXPECT_EQ(decide_isa(avx512_bf16_cpu(), "avx512_bf16").isa, Isa::Avx512Bf16);
+  EXPECT_EQ(decide_isa(avx2_cpu(), "avx512_bf16").isa, Isa::Avx2);
+  EXPECT_EQ(decide_isa(avx512_cpu(), "avx512_bf16").isa, Isa::Avx512);
+  EXPECT_EQ(decide_isa(avx512_cpu(), "").isa, Isa::Avx512);  // set but empty: no cap
+  EXPECT_EQ(decide_isa(avx512_cpu(), "avx2").cpu_level, Isa::Avx512);
+}
+
+TEST(IsaDecision, UnknownGrpoIsaValueIsAClearError) {
+  for (const char* bad : {"avx3", "AVX2", "sse4", " avx2"}) {
+    const std::string e = error_of(avx512_bf16_cpu(), bad);
+    EXPECT_NE(e.find(std::string("GRPO_ISA=\"") + bad + "\""), std::string::npos) << e;
+    EXPECT_NE(e.find("expected avx2, avx512 or avx512_bf16"), std::string::npos) << e;
+  }
+}
+
+TEST(IsaDecision, StartUpLineNamesLevelCpuAndEveryFamilysPath) {
+  const std::string avx2 = isa_report(decide_isa(avx2_cpu(), nullptr));
+  EXPECT_EQ(avx2.rfind("[cpu] avx2: using AVX2+FMA 8-lane kernels", 0), 0u) << avx2;
+  EXPECT_NE(avx2.find("bf16 emulated"), std::string::npos) << avx2;
+  EXPECT_NE(avx2.find("Test CPU 3000"), std::string::npos) << avx2;
+  EXPECT_NE(avx2.find("no avx512f avx512bw avx512vl avx512dq avx512_bf16"), std::string::npos) << avx2;
+  EXPECT_EQ(avx2.find('\n'), std::string::npos) << "one line";
+
+  const std::string native = isa_report(decide_isa(avx512_bf16_cpu(), nullptr));
+  EXPECT_EQ(native.rfind("[cpu] avx512_bf16: using AVX-512 16-lane kernels", 0), 0u) << native;
+  EXPECT_NE(native.find("bf16 native"), std::string::npos) << native;
+  EXPECT_NE(native.find("vcvtneps2bf16"), std::string::npos) << native;
+
+  const std::string capped = isa_report(decide_isa(avx512_bf16_cpu(), "avx2"));
+  EXPECT_EQ(capped.rfind("[cpu] avx2:", 0), 0u) << capped;
+  EXPECT_NE(capped.find("bf16 emulated"), std::string::npos) << capped;
+  EXPECT_NE(capped.find("capped by GRPO_ISA=avx2"), std::string::npos) << capped;
+  EXPECT_NE(capped.find("oneDNN capped at avx2"), std::string::npos) << capped;
+
+  const std::string above = isa_report(decide_isa(avx2_cpu(), "avx512"));
+  EXPECT_NE(above.find("GRPO_ISA=avx512 (at or above the CPU's level: no effect)"), std::string::npos) << above;
+}
+
+// This process: the decision is the detected CPU's level under the real GRPO_ISA.
+TEST(IsaDecision, ProcessDecisionIsTheCpusUnderGrpoIsa) {
+  const IsaDecision& d = isa_decision();
+  const IsaDecision again = decide_isa(detect_cpu(), std::getenv("GRPO_ISA"));
+  EXPECT_EQ(d.isa, again.isa);
+  EXPECT_EQ(d.cpu_level, again.cpu_level);
+  EXPECT_LE(d.isa, d.cpu_level);
+  EXPECT_EQ(isa(), d.isa);
+  std::cout << isa_report(d) << "\n";
+}
+
+TEST(IsaDecision, TestOverrideLowersEveryAnswerAndCannotRaise) {
+  for (Isa level : test::runnable_isas()) {
+    test::ScopedIsa scope(level);
+    EXPECT_EQ(isa(), level);
+    EXPECT_EQ(cpu_has_avx512(), level >= Isa::Avx512);
+    EXPECT_EQ(cpu_has_avx512_bf16(), level >= Isa::Avx512Bf16);
+    EXPECT_EQ(gemm_bf16_native(), level >= Isa::Avx512Bf16);
+  }
+  EXPECT_EQ(isa(), isa_decision().isa) << "the scope restores the decision";
+  for (Isa level : {Isa::Avx512, Isa::Avx512Bf16}) {
+    if (isa_available(level)) continue;
+    EXPECT_THROW(set_isa_for_tests(level), Error) << isa_name(level) << " is above this process's decision";
+    EXPECT_EQ(isa(), isa_decision().isa);
+  }
+}
+
+}  // namespace
+}  // namespace grpo
