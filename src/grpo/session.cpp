@@ -48,9 +48,13 @@ std::unique_ptr<Session> Session::open(const Config& config, bool require_respon
   const int32_t end = response_end_id(*s->tokenizer, chat);
   if (std::find(s->stop_ids.begin(), s->stop_ids.end(), end) == s->stop_ids.end()) s->stop_ids.push_back(end);
 
+  if (has_image_processor_config(model)) s->image_processor = load_image_processor_config(model);
   DatasetOptions dopt;
   const Tokenizer& tok = *s->tokenizer;
-  dopt.encode_prompt = [&tok, chat](const Example& ex) { return encode_prompt(tok, ex, chat); };
+  const ImageProcessorConfig* images = s->image_processor ? &*s->image_processor : nullptr;
+  dopt.encode_prompt = [&tok, chat, images](const Example& ex) { return encode_prompt(tok, ex, chat, images); };
+  dopt.image_key = config.data.image_key;
+  dopt.image_processor = images;
   dopt.max_prompt_length = config.data.max_prompt_length;
   dopt.overflow = prompt_overflow_from_config(config.data.filter_overlong_prompts, config.data.truncation);
   dopt.require_response = require_response;

@@ -2,10 +2,12 @@
 // engine), its tokenizer, the datasets with encoded prompts, and the rollout engine over the weights.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "grpo/config.h"
 #include "grpo/dataset.h"
+#include "image/preprocess.h"
 #include "model/decoder.h"
 #include "rollout/decoder_model.h"
 #include "rollout/engine.h"
@@ -22,6 +24,9 @@ struct Session {
   std::unique_ptr<rollout::DecoderRolloutModel> rollout_model;
   std::unique_ptr<rollout::Engine> engine;
   std::vector<int32_t> stop_ids;  // ends of responses
+  // The model's preprocessor_config.json (vision-language models): how the datasets' pictures are sized
+  // and preprocessed (grpo/vision_data.h loads an example's pixels when it is used).
+  std::optional<ImageProcessorConfig> image_processor;
 
   // Loads everything `config` names. `require_response`: SFT data.
   static std::unique_ptr<Session> open(const Config& config, bool require_response);
