@@ -24,7 +24,7 @@ if compgen -G "$here/fuzz/*.cpp" >/dev/null; then
   cmake --build "$here/build-fuzz" -j"$jobs" --target fuzz_all
   for f in "$here"/fuzz/*.cpp; do
     name="$(basename "$f" .cpp)"
-    corpus="$here/fuzz/corpus/$name"
+    corpus="$here/fuzz/corpus/${name#fuzz_}"  # fuzz_config.cpp -> fuzz/corpus/config
     mkdir -p "$here/build-fuzz/corpus-$name"
     echo "-- $name" >&2
     "$here/build-fuzz/$name" -max_total_time="${GRPO_FUZZ_SECONDS:-20}" -rss_limit_mb=4096 \
