@@ -14,7 +14,7 @@ namespace grpo {
 // <|image_pad|> 263, <|video_pad|> 264.
 const std::vector<std::string>& byte_tokenizer_added_tokens(bool vision = false);
 constexpr int64_t kByteTokenizerVocab = 261;        // ids 0..260
-constexpr int64_t kByteVisionTokenizerVocab = 265;  // ids 0..264
+constexpr int64_t kByteTokenizerVisionVocab = 265;  // ids 0..264
 constexpr int32_t kByteVisionStartId = 261, kByteVisionEndId = 262, kByteImagePadId = 263, kByteVideoPadId = 264;
 
 // Writes tokenizer.json and tokenizer_config.json (eos <|im_end|>, pad <|endoftext|>, a ChatML

@@ -60,7 +60,7 @@ TEST(VisionChatTemplate, VisionIdsAndVideos) {
 
 TEST(VisionChatTemplate, VisionMarkersAreSingleTokens) {
   const Tokenizer& tok = vision_tokenizer();
-  EXPECT_EQ(tok.vocab_size(), kByteVisionTokenizerVocab);
+  EXPECT_EQ(tok.vocab_size(), kByteTokenizerVisionVocab);
   EXPECT_EQ(tok.token_to_id("<|vision_start|>"), kByteVisionStartId);
   EXPECT_EQ(tok.token_to_id("<|vision_end|>"), kByteVisionEndId);
   EXPECT_EQ(tok.token_to_id("<|image_pad|>"), kByteImagePadId);
