@@ -13,6 +13,7 @@
 #include "grpo/evaluate.h"
 #include "grpo/rewards.h"
 #include "grpo/session.h"
+#include "grpo/step_phases.h"
 #include "grpo/trainer_state.h"
 #include "train/actor.h"
 
@@ -38,11 +39,23 @@ class GrpoTrainer {
   TrainSummary run();
 
  private:
-  struct StepData;
+  // Prompts of the next generation batch (data.train_batch_size of the epoch's permutation).
   void next_prompts(std::vector<const Example*>* out);
+  // One GRPO step as its phases (trainer_step.cpp; result structs in step_phases.h).
   nlohmann::json train_step(int64_t step);
+  GenerationResult generate(const std::vector<const Example*>& prompts, int64_t step, int64_t batch_index);
+  ScoreResult score(const GenerationResult& gen);
+  StepBatch collect_batch(int64_t step);  // generate + score (+ DAPO filtering over generation batches)
+  AdvantageResult compute_advantages(StepBatch& batch);
+  std::vector<std::vector<train::TrainSample>> split_minibatches(StepBatch& batch);
+  LogProbResult compute_log_probs(std::vector<std::vector<train::TrainSample>>& minibatches);
+  UpdateResult update(std::vector<std::vector<train::TrainSample>>& minibatches);
+  SyncResult sync_weights();
+  nlohmann::json step_metrics(const StepBatch& batch, const AdvantageResult& adv,
+                              const std::vector<std::vector<train::TrainSample>>& minibatches,
+                              const LogProbResult& lp, const UpdateResult& up, const SyncResult& sync,
+                              double step_s);
   nlohmann::json validate();
-  void generate_groups(const std::vector<const Example*>& prompts, StepData& d, int64_t step, int64_t batch_index);
 
   Config cfg_;
   TrainOptions opt_;

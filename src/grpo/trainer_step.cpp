@@ -1,0 +1,320 @@
+// One GRPO step of GrpoTrainer, phase by phase (see step_phases.h): generate, score, advantages,
+// log-probs, update, sync weights, metrics. The loop around it (checkpoints, validation, resume) is in
+// trainer.cpp.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+#include "core/profiler.h"
+#include "grpo/metrics.h"
+#include "grpo/trainer.h"
+#include "train/advantages.h"
+
+namespace grpo {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+int64_t peak_rss_bytes() {
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<int64_t>(ru.ru_maxrss) * 1024;
+}
+
+double mean(const std::vector<double>& v) { return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / v.size(); }
+
+// Moves sample i of a generation batch (with its scores) to the end of the step's batch.
+void append_sample(StepBatch& b, GenerationResult& gen, const ScoreResult& sc, size_t i) {
+  b.samples.push_back(std::move(gen.samples[i]));
+  b.scores.push_back(sc.scores[i]);
+  b.rewards.push_back(sc.rewards[i]);
+  for (size_t f = 0; f < sc.function_names.size(); ++f) b.per_function[f].push_back(sc.per_function[f][i]);
+}
+
+}  // namespace
+
+GenerationResult GrpoTrainer::generate(const std::vector<const Example*>& prompts, int64_t step, int64_t batch_index) {
+  GRPO_PROFILE("gen");
+  const auto t0 = Clock::now();
+  const RolloutConfig& rc = cfg_.actor_rollout_ref.rollout;
+  // Shared: one request of n samples per prompt. Not shared (the baseline): n requests of one sample.
+  const int64_t requests_per_prompt = rc.share_group_prompt ? 1 : rc.n;
+  std::vector<rollout::Request> reqs;
+  for (size_t r = 0; r < prompts.size() * requests_per_prompt; ++r) {
+    const size_t i = r / requests_per_prompt;
+    rollout::Request q;
+    q.prompt = prompts[i]->prompt_ids;
+    q.n = static_cast<int32_t>(rc.n / requests_per_prompt);
+    q.sampling.temperature = static_cast<float>(rc.temperature);
+    q.sampling.top_p = static_cast<float>(rc.top_p);
+    q.sampling.top_k = rc.top_k > 0 ? static_cast<int32_t>(rc.top_k) : 0;
+    q.sampling.min_p = static_cast<float>(rc.min_p);
+    q.stop_token_ids = s_->stop_ids;
+    q.max_new_tokens = static_cast<int32_t>(cfg_.data.max_response_length);
+    q.seed = static_cast<uint64_t>(cfg_.trainer.seed);
+    q.id = static_cast<uint64_t>(step) * 1000003ull + static_cast<uint64_t>(batch_index) * 10007ull + r;
+    reqs.push_back(std::move(q));
+  }
+  const std::vector<rollout::RequestResult> out = s_->engine->generate(reqs);
+
+  GenerationResult g;
+  g.prompts = prompts;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    int64_t group_size = 0;
+    for (int64_t k = 0; k < requests_per_prompt; ++k)
+      for (const rollout::SampleResult& r : out[i * requests_per_prompt + k].samples) {
+        train::TrainSample ts;
+        ts.tokens = prompts[i]->prompt_ids;
+        ts.prompt_len = ts.tokens.size();
+        ts.tokens.insert(ts.tokens.end(), r.tokens.begin(), r.tokens.end());
+        ts.rollout_logprobs = r.logprobs;
+        const bool truncated = r.finish_reason == rollout::FinishReason::Length;
+        ts.loss_masked = truncated && cfg_.algorithm.mask_truncated_completions;
+        g.truncated += truncated;
+        g.gen_tokens += r.tokens.size();
+        g.prompt_tokens += ts.prompt_len;
+        g.samples.push_back(std::move(ts));
+        g.texts.push_back(r.text);
+        ++group_size;
+      }
+    g.group_sizes.push_back(group_size);
+  }
+  g.seconds = since(t0);
+  return g;
+}
+
+ScoreResult GrpoTrainer::score(const GenerationResult& gen) {
+  GRPO_PROFILE("reward");
+  const auto t0 = Clock::now();
+  std::vector<RewardInput> inputs;
+  for (size_t g = 0, i = 0; g < gen.group_sizes.size(); ++g) {
+    const Example& ex = *gen.prompts[g];
+    for (int64_t k = 0; k < gen.group_sizes[g]; ++k, ++i) inputs.push_back({ex.id, ex.prompt, gen.texts[i], ex.answer});
+  }
+  RewardScores rs = score_batch(rewards_, inputs);
+  ScoreResult sc;
+  sc.scores = rs.total;
+  sc.rewards = rs.total;
+  sc.per_function = std::move(rs.per_function);
+  sc.function_names = std::move(rs.names);
+  const OverlongBufferConfig& ob = cfg_.reward.overlong_buffer;
+  if (ob.enable)
+    for (size_t i = 0; i < gen.samples.size(); ++i)
+      sc.rewards[i] += train::overlong_penalty(gen.samples[i].response_len(), cfg_.data.max_response_length, ob.len,
+                                               static_cast<float>(ob.penalty_factor));
+  sc.seconds = since(t0);
+  return sc;
+}
+
+StepBatch GrpoTrainer::collect_batch(int64_t step) {
+  const int64_t B = cfg_.data.train_batch_size;
+  const FilterGroupsConfig& fg = cfg_.algorithm.filter_groups;
+  StepBatch b;
+  std::vector<const Example*> prompts;
+  for (int64_t gb = 0;; ++gb) {
+    next_prompts(&prompts);
+    GenerationResult gen = generate(prompts, step, gb);
+    const ScoreResult sc = score(gen);
+    b.gen_s += gen.seconds;
+    b.reward_s += sc.seconds;
+    b.function_names = sc.function_names;
+    b.per_function.resize(sc.function_names.size());
+    b.gen_batches++;
+    b.prompts += prompts.size();
+    b.truncated += gen.truncated;
+    b.gen_tokens += gen.gen_tokens;
+    b.prompt_tokens += gen.prompt_tokens;
+    // DAPO dynamic sampling: keep only groups whose rewards differ.
+    std::vector<bool> keep(gen.group_sizes.size(), true);
+    if (fg.enable) keep = train::groups_with_signal(sc.rewards, gen.group_sizes);
+    for (size_t g = 0, off = 0; g < gen.group_sizes.size(); off += gen.group_sizes[g++]) {
+      if (!keep[g]) {
+        b.groups_dropped++;
+        continue;
+      }
+      for (int64_t k = 0; k < gen.group_sizes[g]; ++k) append_sample(b, gen, sc, off + k);
+      b.group_sizes.push_back(gen.group_sizes[g]);
+    }
+    if (!fg.enable || static_cast<int64_t>(b.group_sizes.size()) >= B) break;
+    if (fg.max_num_gen_batches > 0 && gb + 1 >= fg.max_num_gen_batches) break;
+  }
+  if (fg.enable && static_cast<int64_t>(b.group_sizes.size()) > B) {  // keep exactly B groups
+    int64_t n = 0;
+    for (int64_t g = 0; g < B; ++g) n += b.group_sizes[g];
+    b.group_sizes.resize(B);
+    b.samples.resize(n);
+    b.scores.resize(n);
+    b.rewards.resize(n);
+    for (auto& f : b.per_function) f.resize(n);
+  }
+  return b;
+}
+
+AdvantageResult GrpoTrainer::compute_advantages(StepBatch& batch) {
+  GRPO_PROFILE("adv");
+  const auto t0 = Clock::now();
+  AdvantageResult a;
+  a.advantages = train::grpo_advantages(batch.rewards, batch.group_sizes, advantage_scaling(cfg_), 1e-6);
+  for (size_t i = 0; i < batch.samples.size(); ++i) batch.samples[i].advantage = a.advantages[i];
+  a.seconds = since(t0);
+  return a;
+}
+
+// Mini-batches of ppo_mini_batch_size prompts (x n responses), group by group.
+std::vector<std::vector<train::TrainSample>> GrpoTrainer::split_minibatches(StepBatch& batch) {
+  const int64_t groups_per_mb =
+      std::max<int64_t>(1, std::min(cfg_.actor_rollout_ref.actor.ppo_mini_batch_size, cfg_.data.train_batch_size));
+  std::vector<std::vector<train::TrainSample>> minibatches;
+  for (size_t g = 0, off = 0; g < batch.group_sizes.size();) {
+    std::vector<train::TrainSample> mb;
+    for (int64_t k = 0; k < groups_per_mb && g < batch.group_sizes.size(); ++k, ++g)
+      for (int64_t j = 0; j < batch.group_sizes[g]; ++j) mb.push_back(std::move(batch.samples[off++]));
+    minibatches.push_back(std::move(mb));
+  }
+  return minibatches;
+}
+
+// Old log-probs only when they can differ from the current policy's (several updates per step, or
+// truncated importance sampling against the rollout's log-probs); reference log-probs when a KL term is used.
+LogProbResult GrpoTrainer::compute_log_probs(std::vector<std::vector<train::TrainSample>>& minibatches) {
+  const ActorConfig& ac = cfg_.actor_rollout_ref.actor;
+  const bool need_old = ac.ppo_epochs > 1 || minibatches.size() > 1;
+  LogProbResult r;
+  std::vector<std::vector<float>> lp;
+  if (need_old || ac.tis_imp_ratio_cap > 0) {
+    GRPO_PROFILE("old_log_prob");
+    const auto t0 = Clock::now();
+    for (auto& mb : minibatches) {
+      train::response_logprobs(actor_->decoder(), mb, actor_->micro_batching(), &lp, nullptr);
+      for (size_t i = 0; i < mb.size(); ++i) mb[i].old_logprobs = std::move(lp[i]);
+    }
+    r.old_s = since(t0);
+  }
+  if (ref_decoder_) {
+    GRPO_PROFILE("ref");
+    const auto t0 = Clock::now();
+    for (auto& mb : minibatches) {
+      train::response_logprobs(*ref_decoder_, mb, actor_->micro_batching(), &lp, nullptr);
+      for (size_t i = 0; i < mb.size(); ++i) mb[i].ref_logprobs = std::move(lp[i]);
+    }
+    r.ref_s = since(t0);
+  }
+  return r;
+}
+
+UpdateResult GrpoTrainer::update(std::vector<std::vector<train::TrainSample>>& minibatches) {
+  GRPO_PROFILE("update_actor");
+  const auto t0 = Clock::now();
+  const ActorConfig& ac = cfg_.actor_rollout_ref.actor;
+  const ops::PolicyLossConfig lcfg = policy_loss_config(cfg_);
+  const train::LossAggMode agg = loss_agg_mode(cfg_);
+  const float tis_cap = static_cast<float>(ac.tis_imp_ratio_cap);
+  const int64_t updates_per_step = ac.ppo_epochs * static_cast<int64_t>(minibatches.size());
+  const int64_t total_updates = total_steps_ * updates_per_step;
+  const int64_t warmup = ac.optim.lr_warmup_steps >= 0
+                             ? ac.optim.lr_warmup_steps
+                             : static_cast<int64_t>(ac.optim.lr_warmup_steps_ratio * total_updates);
+  UpdateResult r;
+  for (int64_t e = 0; e < ac.ppo_epochs; ++e)
+    for (auto& mb : minibatches) {
+      if (mb.empty()) continue;
+      r.lr = train::scheduled_lr(static_cast<float>(ac.optim.lr), actor_->optimizer().steps(), total_updates, warmup,
+                                 ac.optim.warmup_style, static_cast<float>(ac.optim.min_lr_ratio));
+      const train::UpdateStats u =
+          actor_->update_policy(mb, lcfg, agg, static_cast<float>(ac.loss_scale_factor), tis_cap, r.lr);
+      r.skipped += u.skipped;
+      r.pg_loss.push_back(u.pg_loss);
+      r.kl_loss.push_back(u.kl);
+      r.entropy.push_back(u.entropy);
+      r.pg_clipfrac.push_back(u.pg_clipfrac);
+      r.ppo_kl.push_back(u.ppo_kl);
+      r.grad_norm.push_back(u.grad_norm);
+      r.packing_efficiency.push_back(u.packing_efficiency);
+      r.update_weights_s += u.update_weights_s;
+      r.train_tokens += u.tokens;
+    }
+  r.seconds = since(t0) - r.update_weights_s;
+  return r;
+}
+
+// The rollout engine reads the actor's own weights (the bf16 shadow is refreshed by each optimizer step),
+// so what is left to sync is the prefix cache: its k/v belong to the old weights.
+SyncResult GrpoTrainer::sync_weights() {
+  GRPO_PROFILE("update_weights");
+  const auto t0 = Clock::now();
+  s_->engine->clear_prefix_cache();
+  return {since(t0)};
+}
+
+nlohmann::json GrpoTrainer::train_step(int64_t step) {
+  GRPO_PROFILE("step");
+  const auto t_step = Clock::now();
+  StepBatch batch = collect_batch(step);
+  const AdvantageResult adv = compute_advantages(batch);
+  std::vector<std::vector<train::TrainSample>> minibatches = split_minibatches(batch);
+  const LogProbResult lp = compute_log_probs(minibatches);
+  const UpdateResult up = update(minibatches);
+  const SyncResult sync = sync_weights();
+
+  state_.skipped_steps += up.skipped;
+  state_.consecutive_skips = up.skipped > 0 ? state_.consecutive_skips + 1 : 0;
+  GRPO_CHECK(state_.consecutive_skips < 5, "[train] ", state_.consecutive_skips,
+             " steps in a row had a non-finite loss or gradient and were skipped; stopping. Lower "
+             "actor_rollout_ref.actor.optim.lr or check the data and rewards.");
+  return step_metrics(batch, adv, minibatches, lp, up, sync, since(t_step));
+}
+
+// verl's metric names (grpo-math.md).
+nlohmann::json GrpoTrainer::step_metrics(const StepBatch& batch, const AdvantageResult& adv,
+                                         const std::vector<std::vector<train::TrainSample>>& minibatches,
+                                         const LogProbResult& lp, const UpdateResult& up, const SyncResult& sync,
+                                         double step_s) {
+  nlohmann::json m;
+  const std::vector<double> rew(batch.rewards.begin(), batch.rewards.end());
+  const std::vector<double> sc(batch.scores.begin(), batch.scores.end());
+  const std::vector<double> advs(adv.advantages.begin(), adv.advantages.end());
+  std::vector<double> lens;
+  for (const auto& mb : minibatches)
+    for (const auto& s : mb) lens.push_back(static_cast<double>(s.response_len()));
+  add_summary(m, "critic/rewards", rew);
+  add_summary(m, "critic/score", sc);
+  add_summary(m, "critic/advantages", advs);
+  add_summary(m, "response_length", lens);
+  m["response_length/clip_ratio"] =
+      batch.truncated / std::max(1.0, static_cast<double>(batch.prompts * cfg_.actor_rollout_ref.rollout.n));
+  for (size_t f = 0; f < batch.function_names.size(); ++f) {
+    const std::vector<double> v(batch.per_function[f].begin(), batch.per_function[f].end());
+    m["reward/" + batch.function_names[f] + "/mean"] = mean(v);
+  }
+  m["actor/pg_loss"] = mean(up.pg_loss);
+  m["actor/kl_loss"] = mean(up.kl_loss);
+  m["actor/entropy"] = mean(up.entropy);
+  m["actor/pg_clipfrac"] = mean(up.pg_clipfrac);
+  m["actor/ppo_kl"] = mean(up.ppo_kl);
+  m["actor/grad_norm"] = mean(up.grad_norm);
+  m["actor/lr"] = up.lr;
+  m["perf/packing_efficiency"] = mean(up.packing_efficiency);
+  m["timing_s/gen"] = batch.gen_s;
+  m["timing_s/reward"] = batch.reward_s;
+  m["timing_s/adv"] = adv.seconds + batch.reward_s;
+  m["timing_s/old_log_prob"] = lp.old_s;
+  m["timing_s/ref"] = lp.ref_s;
+  m["timing_s/update_actor"] = up.seconds;
+  m["timing_s/update_weights"] = up.update_weights_s + sync.seconds;
+  m["timing_s/step"] = step_s;
+  m["perf/throughput"] = (batch.gen_tokens + batch.prompt_tokens) / std::max(1e-9, step_s);
+  m["perf/rollout_tokens_per_s"] = batch.gen_tokens / std::max(1e-9, batch.gen_s);
+  m["perf/train_tokens"] = up.train_tokens;
+  m["perf/peak_rss_bytes"] = peak_rss_bytes();
+  m["training/epoch"] = state_.epoch;
+  m["training/skipped_steps"] = state_.skipped_steps;
+  m["training/gen_batches"] = batch.gen_batches;
+  m["training/groups_dropped"] = batch.groups_dropped;
+  return m;
+}
+
+}  // namespace grpo
