@@ -66,6 +66,12 @@ std::unique_ptr<Session> Session::open(const Config& config, bool require_respon
     dopt.require_response = false;
     s->val = load_dataset(config.data.val_files, dopt);
   }
+  // The decoder takes no pictures yet (the vision tower comes with the Qwen3-VL model): refuse rows with
+  // pictures instead of training on their <|image_pad|> tokens alone.
+  for (const Dataset* d : {&s->train, &s->val})
+    for (const Example& ex : d->examples)
+      GRPO_CHECK(ex.images.empty(), "[data] ", d->path, ":", ex.line, ": the row has pictures but ", model,
+                 " is loaded as a text decoder, which cannot see them");
   rollout::EngineConfig ec = engine_config(config, s->weights->config());
   s->rollout_model = std::make_unique<rollout::DecoderRolloutModel>(*s->weights, s->mode, ec.block_size,
                                                                    ops::parse_decode_matmul(config.actor_rollout_ref.rollout.decode_matmul));

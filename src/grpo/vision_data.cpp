@@ -68,9 +68,9 @@ nlohmann::ordered_json template_messages(const nlohmann::ordered_json& messages,
   for (auto& m : out) {
     if (!m.is_object() || !m.contains("content")) continue;
     auto& c = m["content"];
-    if (has_image_key && c.is_string()) {
+    if (has_image_key && c.is_string() && count_in_text(c.get<std::string>()) > 0) {
       c = split_placeholders(c.get<std::string>());
-    } else if (!has_image_key && c.is_array()) {
+    } else if (c.is_array()) {
       std::string text;
       bool text_only = true;
       for (const auto& item : c) {

@@ -31,9 +31,9 @@ bool is_image_item(const nlohmann::json& item);
 int64_t count_image_placeholders(const Example& ex);
 int64_t count_image_placeholders(const nlohmann::json& messages);
 
-// The messages the chat template receives: in rows with the image key, string contents split at
-// "<image>" into text and image items (empty texts dropped, as verl does); elsewhere content lists of
-// text items only are joined into one string (every template renders that the same way).
+// The messages the chat template receives: in rows with the image key, string contents holding "<image>"
+// split there into text and image items (empty texts dropped, as verl does); content lists of text items
+// only joined into one string (every template renders that the same way, text-only templates too).
 nlohmann::ordered_json template_messages(const Example& ex);
 nlohmann::ordered_json template_messages(const nlohmann::ordered_json& messages, bool has_image_key);
 // A plain-text prompt (no chat template) with each "<image>" replaced by the vision markers.

@@ -1,9 +1,10 @@
 // Picture format dispatch by signature, size limits and file reading (see image.h).
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "core/error.h"
 #include "image/codecs.h"
@@ -40,15 +41,25 @@ std::string leading_bytes(std::span<const uint8_t> bytes) {
   fail("[image] ", name, ": not a PNG or JPEG picture (it starts with bytes ", leading_bytes(bytes), ")");
 }
 
-std::vector<uint8_t> read_picture_file(const std::string& path) {
+// The file's first `limit` bytes (all of it by default); *complete tells whether that is the whole file.
+std::vector<uint8_t> read_picture_file(const std::string& path, size_t limit = SIZE_MAX, bool* complete = nullptr) {
   std::error_code ec;
   GRPO_CHECK(!std::filesystem::is_directory(path, ec), "[image] ", path, ": is a folder; expected a picture file");
   std::ifstream f(path, std::ios::binary);
   if (!f) fail("[image] ", path, ": cannot open (", std::strerror(errno), ")");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes;
+  char buf[1 << 16];
+  while (bytes.size() < limit && f) {
+    f.read(buf, static_cast<std::streamsize>(std::min(sizeof buf, limit - bytes.size())));
+    bytes.insert(bytes.end(), buf, buf + f.gcount());
+  }
   GRPO_CHECK(!f.bad(), "[image] ", path, ": read error (", std::strerror(errno), ")");
+  if (complete) *complete = f.eof() || f.peek() == std::ifstream::traits_type::eof();
   return bytes;
 }
+
+// Headers (and the chunks or markers before the pixel data) almost always fit in this many bytes.
+constexpr size_t kProbeBytes = 64 * 1024;
 
 }  // namespace
 
@@ -70,7 +81,14 @@ Image decode_image(std::span<const uint8_t> bytes, const std::string& name, cons
 }
 
 ImageInfo probe_image_file(const std::string& path, const ImageLimits& limits) {
-  return probe_image(read_picture_file(path), path, limits);
+  bool complete = false;
+  const std::vector<uint8_t> head = read_picture_file(path, kProbeBytes, &complete);
+  if (complete) return probe_image(head, path, limits);
+  try {
+    return probe_image(head, path, limits);
+  } catch (const Error&) {  // the header runs past the first bytes: read it all
+    return probe_image(read_picture_file(path), path, limits);
+  }
 }
 
 Image load_image(const std::string& path, const ImageLimits& limits) {

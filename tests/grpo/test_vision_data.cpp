@@ -180,6 +180,10 @@ TEST_F(VisionFixture, RowsWithoutTheImageKeyKeepImageAsText) {
   EXPECT_EQ(prompt_text(*tok, ds.examples[0], true), "<|im_start|>user\nsay <image> please<|im_end|>\n<|im_start|>assistant\n");
   // A text-only content list renders as its joined text with any template.
   EXPECT_EQ(template_messages(ds.examples[1])[0]["content"], "ab");
+  // Rows with an empty picture list (verl writes the key on every row of a mixed dataset) keep their text.
+  const std::string mixed = dir.write("m.jsonl", R"({"prompt": "plain", "answer": 1, "images": []})" "\n");
+  const Dataset md = load_dataset(mixed, options());
+  EXPECT_EQ(template_messages(md.examples[0])[0]["content"], "plain");
 }
 
 TEST_F(VisionFixture, ImageKeyModelWithoutPreprocessorAndTruncation) {

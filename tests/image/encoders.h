@@ -25,6 +25,7 @@ struct PngSpec {
   std::vector<uint16_t> samples;       // height x width x channels, each < 2^bit_depth (palette: indices)
   std::vector<png_color> palette;      // PNG_COLOR_TYPE_PALETTE only
   std::vector<png_byte> palette_alpha;  // tRNS for palette pictures (optional)
+  std::string comment;                  // a tEXt chunk before the pixel data (optional)
 };
 
 namespace detail {
@@ -50,6 +51,14 @@ inline bool write_png_rows(png_structp png, png_infop info, const PngSpec* s, pn
     png_set_PLTE(png, info, s->palette.data(), static_cast<int>(s->palette.size()));
     if (!s->palette_alpha.empty())
       png_set_tRNS(png, info, s->palette_alpha.data(), static_cast<int>(s->palette_alpha.size()), nullptr);
+  }
+  png_text text{};
+  if (!s->comment.empty()) {
+    text.compression = PNG_TEXT_COMPRESSION_NONE;
+    text.key = const_cast<char*>("Comment");
+    text.text = const_cast<char*>(s->comment.c_str());
+    text.text_length = s->comment.size();
+    png_set_text(png, info, &text, 1);
   }
   png_write_info(png, info);
   if (s->bit_depth < 8) png_set_packing(png);

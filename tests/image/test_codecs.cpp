@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "core/files.h"
 #include "core/rng.h"
 #include "grpo/temp_dir.h"
 #include "image/encoders.h"
@@ -122,6 +123,20 @@ TEST(PngEncode, RoundTripsAndIsDeterministic) {
   EXPECT_EQ(info.height, 9);
   EXPECT_EQ(info.width, 17);
   EXPECT_THROW(encode_png(Image{}), Error);
+}
+
+// The probe reads the first 64 KiB, then the whole file when the header runs past them.
+TEST(PngDecode, ProbeOfAHeaderLongerThanTheFirstBytes) {
+  test::TempDir dir;
+  test::PngSpec s{7, 5, 8, PNG_COLOR_TYPE_RGB, false, ramp(7 * 5 * 3, 256)};
+  s.comment = std::string(200000, 'x');
+  const std::string path = dir.write("long.png", test::make_png(s));
+  const ImageInfo info = probe_image_file(path);
+  EXPECT_EQ(info.width, 7);
+  EXPECT_EQ(info.height, 5);
+  EXPECT_EQ(load_image(path).rgb.size(), 7u * 5 * 3);
+  const std::string bytes = read_file(path);
+  EXPECT_THROW(probe_image_file(dir.write("cut.png", bytes.substr(0, 100000))), Error);
 }
 
 TEST(PngEncode, WritesFilesAtomically) {
