@@ -12,7 +12,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   grpo::ImageLimits limits;
-  limits.max_pixels = 1 << 22;
+  limits.max_pixels = 1 << 18;
   const std::span<const uint8_t> bytes(data, size);
   try {
     const grpo::Image img = grpo::decode_image(bytes, "fuzz", limits);
