@@ -1,8 +1,6 @@
 // JSONL prompt datasets (see dataset.h).
 #include "grpo/dataset.h"
 
-#include <filesystem>
-
 #include "core/error.h"
 #include "core/files.h"
 #include "grpo/vision_data.h"
