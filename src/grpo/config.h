@@ -31,6 +31,7 @@ struct DataConfig {
   std::string truncation = "error";     // when not filtering: error | left | right
   bool shuffle = true;
   bool apply_chat_template = true;  // false: the prompt text is tokenized as is
+  std::string image_key = "images";  // pictures of a row (verl's data.image_key)
 };
 
 struct ModelSection {

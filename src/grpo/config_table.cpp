@@ -119,7 +119,7 @@ const std::vector<std::string> kGemmSites = {"qkv_proj", "o_proj", "gate_up_proj
 
 std::vector<KeySpec> build_table() {
   return {
-      KEY(data.train_files, any(), "training prompts (JSONL: prompt or messages, answer, optional id)", true),
+      KEY(data.train_files, any(), "training prompts (JSONL: prompt or messages, answer or reward_model.ground_truth, optional id, images)", true),
       KEY(data.val_files, any(), "held-out prompts (JSONL); empty: no validation"),
       KEY(data.train_batch_size, at_least(1), "prompts per training step"),
       KEY(data.max_prompt_length, at_least(1), "prompt tokens at most"),
@@ -129,6 +129,7 @@ std::vector<KeySpec> build_table() {
           "when not filtering, overlong prompts: error, or keep the last (left) / first (right) tokens"),
       KEY(data.shuffle, any(), "shuffle the training prompts each epoch"),
       KEY(data.apply_chat_template, any(), "render prompts with the tokenizer's chat template"),
+      KEY(data.image_key, any(), "the field listing a row's pictures (paths relative to the data file)"),
 
       KEY(actor_rollout_ref.model.path, any(), "Hugging Face model folder to train", true),
       KEY(actor_rollout_ref.model.enable_gradient_checkpointing, any(),

@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "grpo/vision_data.h"
 
 namespace grpo {
 
@@ -22,21 +23,62 @@ std::string text_field(const nlohmann::json& j, const char* key, const std::stri
   return v.get<std::string>();
 }
 
-void check_messages(const nlohmann::json& messages, const std::string& where) {
-  GRPO_CHECK(messages.is_array() && !messages.empty(), where,
-             ": \"messages\" must be a non-empty array of {role, content}, got ", messages.type_name());
+void check_content_items(const nlohmann::json& items, const char* key, size_t m, const std::string& where) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    const auto& it = items[i];
+    GRPO_CHECK(it.is_object(), where, ": ", key, "[", m, "].content[", i, "] must be an object ({\"type\": \"text\", ",
+               "\"text\": ...} or {\"type\": \"image\"})");
+    const bool image = is_image_item(it);
+    GRPO_CHECK(!(it.contains("type") && it["type"] == "video") && !it.contains("video"), where, ": ", key, "[", m,
+               "].content[", i, "]: video items are not supported");
+    GRPO_CHECK(image || (it.contains("text") && it["text"].is_string()), where, ": ", key, "[", m, "].content[", i,
+               "] must be {\"type\": \"text\", \"text\": string} or {\"type\": \"image\"}, got ", it.dump());
+  }
+}
+
+// `key`: "messages", or "prompt" for verl's rows.
+void check_messages(const nlohmann::json& messages, const char* key, const std::string& where) {
+  GRPO_CHECK(messages.is_array() && !messages.empty(), where, ": \"", key,
+             "\" must be a non-empty array of {role, content}, got ", messages.type_name());
   for (size_t i = 0; i < messages.size(); ++i) {
     const auto& m = messages[i];
-    GRPO_CHECK(m.is_object(), where, ": messages[", i, "] must be an object {role, content}");
-    GRPO_CHECK(m.contains("role") && m["role"].is_string(), where, ": messages[", i, "] needs a string \"role\"");
-    GRPO_CHECK(m.contains("content") && m["content"].is_string(), where, ": messages[", i,
-               "] needs a string \"content\"");
+    GRPO_CHECK(m.is_object(), where, ": ", key, "[", i, "] must be an object {role, content}");
+    GRPO_CHECK(m.contains("role") && m["role"].is_string(), where, ": ", key, "[", i, "] needs a string \"role\"");
+    GRPO_CHECK(m.contains("content") && (m["content"].is_string() || m["content"].is_array()), where, ": ", key, "[", i,
+               "] needs a string \"content\" (or a list of content items)");
+    if (m["content"].is_array()) check_content_items(m["content"], key, i, where);
   }
+}
+
+// `answer`, else verl's reward_model.ground_truth.
+std::string answer_field(const nlohmann::json& j, const std::string& where) {
+  const nlohmann::json* answer = nullptr;
+  if (j.contains("answer")) {
+    answer = &j["answer"];
+  } else if (j.contains("reward_model") && j["reward_model"].is_object() && j["reward_model"].contains("ground_truth")) {
+    answer = &j["reward_model"]["ground_truth"];
+  }
+  GRPO_CHECK(answer, where, ": needs \"answer\" (or verl's \"reward_model\": {\"ground_truth\": ...})");
+  GRPO_CHECK(answer->is_string() || answer->is_number(), where, ": \"answer\" must be a string or a number, got ",
+             answer->type_name());
+  return answer->is_string() ? answer->get<std::string>() : answer->dump();
+}
+
+std::vector<std::string> image_paths(const nlohmann::json& v, const std::string& key, const std::string& where) {
+  GRPO_CHECK(v.is_array(), where, ": \"", key, "\" must be a list of picture paths, got ", v.type_name());
+  std::vector<std::string> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    GRPO_CHECK(v[i].is_string() && !v[i].get<std::string>().empty(), where, ": \"", key, "\"[", i,
+               "] must be a picture path (a non-empty string), got ", v[i].dump());
+    out.push_back(v[i].get<std::string>());
+  }
+  return out;
 }
 
 }  // namespace
 
-Example parse_example(const std::string& line, const std::string& where, bool require_response) {
+Example parse_example(const std::string& line, const std::string& where, bool require_response,
+                      const std::string& image_key) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(line);
@@ -48,18 +90,17 @@ Example parse_example(const std::string& line, const std::string& where, bool re
   const bool has_prompt = j.contains("prompt"), has_messages = j.contains("messages");
   GRPO_CHECK(has_prompt != has_messages, where,
              has_prompt ? ": has both \"prompt\" and \"messages\"; expected one" : ": needs \"prompt\" or \"messages\"");
-  if (has_prompt) {
-    ex.prompt = text_field(j, "prompt", where);
+  if (has_prompt && !j["prompt"].is_array()) {
+    GRPO_CHECK(j["prompt"].is_string(), where, ": \"prompt\" must be a string (or a list of chat messages), got ",
+               j["prompt"].type_name());
+    ex.prompt = j["prompt"].get<std::string>();
     GRPO_CHECK(!ex.prompt.empty(), where, ": \"prompt\" is empty");
-  } else {
-    check_messages(j["messages"], where);
-    ex.messages = j["messages"];
+  } else {  // `messages`, or verl's `prompt` holding the chat turns
+    const char* key = has_prompt ? "prompt" : "messages";
+    check_messages(j[key], key, where);
+    ex.messages = j[key];
   }
-  GRPO_CHECK(j.contains("answer"), where, ": needs \"answer\"");
-  const auto& answer = j["answer"];
-  GRPO_CHECK(answer.is_string() || answer.is_number(), where, ": \"answer\" must be a string or a number, got ",
-             answer.type_name());
-  ex.answer = answer.is_string() ? answer.get<std::string>() : answer.dump();
+  ex.answer = answer_field(j, where);
   if (j.contains("id")) {
     GRPO_CHECK(j["id"].is_string() || j["id"].is_number_integer(), where,
                ": \"id\" must be a string or an integer, got ", j["id"].type_name());
@@ -68,9 +109,19 @@ Example parse_example(const std::string& line, const std::string& where, bool re
   if (j.contains("response")) ex.response = text_field(j, "response", where);
   GRPO_CHECK(!require_response || !ex.response.empty(), where,
              ": needs a non-empty \"response\" (the target text for supervised fine-tuning)");
+  if (j.contains(image_key) && !j[image_key].is_null()) {
+    ex.has_image_key = true;
+    ex.images = image_paths(j[image_key], image_key, where);
+    const int64_t placeholders = count_image_placeholders(ex);
+    GRPO_CHECK(placeholders == static_cast<int64_t>(ex.images.size()), where, ": ", placeholders,
+               " image placeholder", placeholders == 1 ? "" : "s", " (\"", kImagePlaceholder,
+               "\" in the text or {\"type\": \"image\"} items) but ", ex.images.size(), " picture",
+               ex.images.size() == 1 ? "" : "s", " in \"", image_key, "\"");
+  }
   ex.extra = nlohmann::json::object();
   for (const auto& [k, v] : j.items())
-    if (k != "prompt" && k != "messages" && k != "answer" && k != "id" && k != "response") ex.extra[k] = v;
+    if (k != "prompt" && k != "messages" && k != "answer" && k != "id" && k != "response" && k != image_key)
+      ex.extra[k] = v;
   return ex;
 }
 
@@ -83,21 +134,36 @@ Dataset load_dataset(const std::string& path, const DatasetOptions& options) {
     if (line.find_first_not_of(" \t") == std::string::npos) return;  // blank lines separate nothing
     ++ds.lines;
     const std::string where = cat("[dataset] ", path, ":", line_no);
-    Example ex = parse_example(line, where, options.require_response);
+    Example ex = parse_example(line, where, options.require_response, options.image_key);
     ex.line = line_no;
     if (ex.id.empty()) ex.id = std::to_string(line_no);
+    if (!ex.images.empty()) {
+      GRPO_CHECK(options.image_processor, where, ": the row has pictures but the model has no preprocessor_config.json",
+                 " (not a vision-language model)");
+      for (std::string& p : ex.images) p = resolve_picture_path(path, p);
+      ex.image_grids = probe_pictures(ex.images, *options.image_processor, where);
+    }
     if (options.encode_prompt) {
-      ex.prompt_ids = options.encode_prompt(ex);
+      try {
+        ex.prompt_ids = options.encode_prompt(ex);
+      } catch (const Error& e) {
+        fail(where, ": ", e.what());
+      }
       const auto limit = static_cast<size_t>(options.max_prompt_length);
       if (limit > 0 && ex.prompt_ids.size() > limit) {
         switch (options.overflow) {
           case PromptOverflow::Filter: ++ds.filtered; return;
           case PromptOverflow::TruncateLeft:
-            ex.prompt_ids.erase(ex.prompt_ids.begin(), ex.prompt_ids.end() - static_cast<ptrdiff_t>(limit));
-            ++ds.truncated;
-            break;
           case PromptOverflow::TruncateRight:
-            ex.prompt_ids.resize(limit);
+            GRPO_CHECK(ex.images.empty(), where, ": the prompt has ", ex.prompt_ids.size(),
+                       " tokens, more than data.max_prompt_length = ", limit,
+                       ", and a prompt with pictures cannot be truncated (set data.filter_overlong_prompts)");
+            if (options.overflow == PromptOverflow::TruncateRight) {
+              ex.prompt_ids.resize(limit);
+              ++ds.truncated;
+              break;
+            }
+            ex.prompt_ids.erase(ex.prompt_ids.begin(), ex.prompt_ids.end() - static_cast<ptrdiff_t>(limit));
             ++ds.truncated;
             break;
           case PromptOverflow::Error:

@@ -51,9 +51,13 @@ std::unique_ptr<Session> Session::open(const Config& config, bool require_respon
   const int32_t end = response_end_id(*s->tokenizer, chat);
   if (std::find(s->stop_ids.begin(), s->stop_ids.end(), end) == s->stop_ids.end()) s->stop_ids.push_back(end);
 
+  if (has_image_processor_config(model)) s->image_processor = load_image_processor_config(model);
   DatasetOptions dopt;
   const Tokenizer& tok = *s->tokenizer;
-  dopt.encode_prompt = [&tok, chat](const Example& ex) { return encode_prompt(tok, ex, chat); };
+  const ImageProcessorConfig* images = s->image_processor ? &*s->image_processor : nullptr;
+  dopt.encode_prompt = [&tok, chat, images](const Example& ex) { return encode_prompt(tok, ex, chat, images); };
+  dopt.image_key = config.data.image_key;
+  dopt.image_processor = images;
   dopt.max_prompt_length = config.data.max_prompt_length;
   dopt.overflow = prompt_overflow_from_config(config.data.filter_overlong_prompts, config.data.truncation);
   dopt.require_response = require_response;
@@ -65,6 +69,12 @@ std::unique_ptr<Session> Session::open(const Config& config, bool require_respon
     dopt.require_response = false;
     s->val = load_dataset(config.data.val_files, dopt);
   }
+  // The decoder takes no pictures yet (the vision tower comes with the Qwen3-VL model): refuse rows with
+  // pictures instead of training on their <|image_pad|> tokens alone.
+  for (const Dataset* d : {&s->train, &s->val})
+    for (const Example& ex : d->examples)
+      GRPO_CHECK(ex.images.empty(), "[data] ", d->path, ":", ex.line, ": the row has pictures but ", model,
+                 " is loaded as a text decoder, which cannot see them");
   const RolloutConfig& rc = config.actor_rollout_ref.rollout;
   const int64_t val_samples = checked_mul(static_cast<int64_t>(s->val.examples.size()), rc.val_kwargs.n,
                                           "[config] validation prompts x actor_rollout_ref.rollout.val_kwargs.n");

@@ -2,10 +2,12 @@
 // engine), its tokenizer, the datasets with encoded prompts, and the rollout engine over the weights.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "grpo/config.h"
 #include "grpo/dataset.h"
+#include "image/preprocess.h"
 #include "model/decoder.h"
 #include "rollout/decoder_model.h"
 #include "rollout/engine.h"
@@ -26,6 +28,9 @@ struct Session {
   std::unique_ptr<rollout::DecoderRolloutModel> rollout_model;
   std::unique_ptr<rollout::Engine> engine;  // null for SFT without validation data
   std::vector<int32_t> stop_ids;  // ends of responses
+  // The model's preprocessor_config.json (vision-language models): how the datasets' pictures are sized
+  // and preprocessed (grpo/vision_data.h loads an example's pixels when it is used).
+  std::optional<ImageProcessorConfig> image_processor;
 
   // Loads everything `config` names and builds the rollout engine when `rollout` needs one (its KV budget
   // is printed). `require_response`: SFT data.

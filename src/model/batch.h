@@ -6,14 +6,9 @@
 #include <cstdint>
 #include <vector>
 
-namespace grpo {
+#include "image/picture.h"  // ImageGrid
 
-// A picture's patch grid (image_grid_thw): t temporal slices of h x w patches.
-struct ImageGrid {
-  int64_t t = 0, h = 0, w = 0;
-  int64_t patches() const { return t * h * w; }
-  bool operator==(const ImageGrid&) const = default;
-};
+namespace grpo {
 
 struct PackedBatch {
   std::vector<int32_t> ids;         // [T]

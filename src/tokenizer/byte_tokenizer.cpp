@@ -7,6 +7,7 @@
 
 #include "core/files.h"
 #include "tokenizer/byte_level.h"
+#include "tokenizer/vl_chat_template.h"
 
 namespace grpo {
 
@@ -30,32 +31,6 @@ constexpr const char* kChatTemplate =
     "{%- endif %}"
     "{%- endif %}";
 
-// The same with Qwen3-VL's content lists (the image/video placeholders of its template, no vision ids).
-constexpr const char* kVisionChatTemplate =
-    "{%- for message in messages %}"
-    "{{- '<|im_start|>' + message['role'] + '\\n' }}"
-    "{%- if message['content'] is string %}"
-    "{{- message['content'] }}"
-    "{%- else %}"
-    "{%- for item in message['content'] %}"
-    "{%- if item['type'] == 'image' or 'image' in item or 'image_url' in item %}"
-    "{{- '<|vision_start|><|image_pad|><|vision_end|>' }}"
-    "{%- elif item['type'] == 'video' or 'video' in item %}"
-    "{{- '<|vision_start|><|video_pad|><|vision_end|>' }}"
-    "{%- elif 'text' in item %}"
-    "{{- item['text'] }}"
-    "{%- endif %}"
-    "{%- endfor %}"
-    "{%- endif %}"
-    "{{- '<|im_end|>' + '\\n' }}"
-    "{%- endfor %}"
-    "{%- if add_generation_prompt %}"
-    "{{- '<|im_start|>assistant\\n' }}"
-    "{%- if enable_thinking is defined and enable_thinking is false %}"
-    "{{- '<think>\\n\\n</think>\\n\\n' }}"
-    "{%- endif %}"
-    "{%- endif %}";
-
 ordered_json byte_level_component() {
   return {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};
 }
@@ -68,11 +43,13 @@ ordered_json added_token_entry(int64_t id, const std::string& content) {
 }  // namespace
 
 const std::vector<std::string>& byte_tokenizer_added_tokens(bool vision) {
-  static const std::vector<std::string> tokens{"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"};
-  static const std::vector<std::string> with_vision{"<|endoftext|>",    "<|im_start|>",   "<|im_end|>",
-                                                    "<think>",          "</think>",       "<|vision_start|>",
-                                                    "<|vision_end|>",   "<|image_pad|>",  "<|video_pad|>"};
-  return vision ? with_vision : tokens;
+  static const std::vector<std::string> text{"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"};
+  static const std::vector<std::string> with_vision = [] {
+    std::vector<std::string> t = text;
+    for (const char* v : {"<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"}) t.push_back(v);
+    return t;
+  }();
+  return vision ? with_vision : text;
 }
 
 void write_byte_tokenizer(const std::string& dir, bool vision) {
@@ -115,7 +92,7 @@ void write_byte_tokenizer(const std::string& dir, bool vision) {
       {"added_tokens_decoder", added_decoder},
       {"additional_special_tokens", {"<|im_start|>", "<|im_end|>"}},
       {"bos_token", nullptr},
-      {"chat_template", vision ? kVisionChatTemplate : kChatTemplate},
+      {"chat_template", vision ? vl_chat_template() : kChatTemplate},
       {"clean_up_tokenization_spaces", false},
       {"eos_token", "<|im_end|>"},
       {"errors", "replace"},
