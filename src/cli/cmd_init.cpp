@@ -62,25 +62,6 @@ std::vector<std::string> tokenizer_files(const InitOptions& o, const ModelConfig
   return files;
 }
 
-// preprocessor_config.json of a Qwen3-VL checkpoint: Qwen3-VL-8B's file with this tower's patch sizes; the
-// pixel limits (size.shortest_edge = min_pixels, longest_edge = max_pixels) of the released models for the
-// real shapes, smaller ones for tiny/small models trained on small pictures.
-void write_preprocessor_config(const std::string& path, const ModelConfig& c) {
-  const VisionConfig& v = c.vision;
-  const int64_t factor = v.patch_size * v.spatial_merge_size;
-  const bool real = c.vocab_size > 100000;
-  const nlohmann::json j = {
-      {"size", {{"longest_edge", real ? 16777216 : 256 * 256 * 4}, {"shortest_edge", real ? 65536 : factor * factor * 4}}},
-      {"patch_size", v.patch_size},
-      {"temporal_patch_size", v.temporal_patch_size},
-      {"merge_size", v.spatial_merge_size},
-      {"image_mean", {0.5, 0.5, 0.5}},
-      {"image_std", {0.5, 0.5, 0.5}},
-      {"processor_class", "Qwen3VLProcessor"},
-      {"image_processor_type", "Qwen2VLImageProcessorFast"}};
-  write_file_atomic(path, j.dump(2) + "\n");
-}
-
 std::string with_commas(int64_t n) {
   std::string s = std::to_string(n);
   for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");

@@ -13,6 +13,7 @@ EvalResult evaluate(rollout::Engine& engine, const std::vector<Example>& example
   for (size_t i = 0; i < examples.size(); ++i) {
     rollout::Request q;
     q.prompt = examples[i].prompt_ids;
+    if (opt.pictures) q.pictures = opt.pictures(examples[i]);
     q.n = 1;
     q.sampling = opt.sampling;
     q.stop_token_ids = opt.stop_ids;

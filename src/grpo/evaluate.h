@@ -2,10 +2,12 @@
 // scored by the `math` answer check (accuracy) and by the run's reward functions.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "grpo/dataset.h"
 #include "grpo/rewards.h"
+#include "model/picture.h"
 #include "rollout/engine.h"
 
 namespace grpo {
@@ -23,6 +25,8 @@ struct EvalOptions {
   int32_t max_new_tokens = 64;
   std::vector<int32_t> stop_ids;
   uint64_t seed = 0;
+  // Vision-language models: an example's pictures (Session::pictures); unset for text.
+  std::function<std::vector<PicturePtr>(const Example&)> pictures;
 };
 
 // Examples need prompt_ids (DatasetOptions::encode_prompt). rewards may be empty.

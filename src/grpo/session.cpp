@@ -7,6 +7,7 @@
 #include "core/checked.h"
 #include "core/files.h"
 #include "grpo/prompting.h"
+#include "grpo/vision_data.h"
 #include "rollout/tokenizer_text.h"
 
 namespace grpo {
@@ -69,12 +70,12 @@ std::unique_ptr<Session> Session::open(const Config& config, bool require_respon
     dopt.require_response = false;
     s->val = load_dataset(config.data.val_files, dopt);
   }
-  // The decoder takes no pictures yet (the vision tower comes with the Qwen3-VL model): refuse rows with
-  // pictures instead of training on their <|image_pad|> tokens alone.
   for (const Dataset* d : {&s->train, &s->val})
     for (const Example& ex : d->examples)
-      GRPO_CHECK(ex.images.empty(), "[data] ", d->path, ":", ex.line, ": the row has pictures but ", model,
-                 " is loaded as a text decoder, which cannot see them");
+      if (!ex.images.empty()) {
+        s->check_pictures_fit_model(*d, ex);
+        break;
+      }
   const RolloutConfig& rc = config.actor_rollout_ref.rollout;
   const int64_t val_samples = checked_mul(static_cast<int64_t>(s->val.examples.size()), rc.val_kwargs.n,
                                           "[config] validation prompts x actor_rollout_ref.rollout.val_kwargs.n");
@@ -90,6 +91,26 @@ std::unique_ptr<Session> Session::open(const Config& config, bool require_respon
     std::fprintf(stderr, "[rollout] %s\n", s->engine->kv_budget().describe().c_str());
   }
   return s;
+}
+
+void Session::check_pictures_fit_model(const Dataset& data, const Example& ex) const {
+  const std::string where = cat("[data] ", data.path, ":", ex.line, ": the row has pictures but ");
+  const ModelConfig& m = weights->config();
+  const std::string& model = config.actor_rollout_ref.model.path;
+  GRPO_CHECK(m.has_vision(), where, model, " is a text model (no vision_config in config.json), which cannot see them");
+  const ImageProcessorConfig& p = *image_processor;  // load_dataset refused pictures without it
+  GRPO_CHECK(p.row_width() == m.vision.patch_dim() && p.merge_size == m.vision.spatial_merge_size, where, model,
+             "/preprocessor_config.json makes patch rows of ", p.row_width(), " values merged ", p.merge_size, "x",
+             p.merge_size, ", the vision tower takes ", m.vision.patch_dim(), " merged ", m.vision.spatial_merge_size,
+             "x", m.vision.spatial_merge_size);
+  const int32_t pad = tokenizer->token_to_id(kImagePadToken);
+  GRPO_CHECK(pad == m.image_token_id, where, "the tokenizer's ", kImagePadToken, " is id ", pad,
+             ", config.json's image_token_id is ", m.image_token_id);
+}
+
+std::vector<PicturePtr> Session::pictures(const Example& ex, const Dataset& data) const {
+  if (ex.images.empty()) return {};
+  return model_pictures(load_example_pictures(ex, *image_processor, data.path));
 }
 
 void Session::load_weights(const std::string& dir) {

@@ -9,6 +9,7 @@
 #include "grpo/dataset.h"
 #include "image/preprocess.h"
 #include "model/decoder.h"
+#include "model/picture.h"
 #include "rollout/decoder_model.h"
 #include "rollout/engine.h"
 #include "tokenizer/tokenizer.h"
@@ -36,6 +37,14 @@ struct Session {
   // is printed). `require_response`: SFT data.
   static std::unique_ptr<Session> open(const Config& config, bool require_response,
                                        SessionRollout rollout = SessionRollout::TrainAndValidate);
+  // An example's pictures, decoded and preprocessed now for the model (empty without pictures); `data`
+  // holds the example (named in errors). Datasets keep only paths and grids, so pixels live as long as
+  // the step, validation or batch that uses them.
+  std::vector<PicturePtr> pictures(const Example& ex, const Dataset& data) const;
+  // Refuses (naming the row) pictures the model cannot see: a text model, a preprocessor whose patch rows
+  // or merge differ from the vision tower's, a tokenizer whose <|image_pad|> is not config.json's
+  // image_token_id.
+  void check_pictures_fit_model(const Dataset& data, const Example& ex) const;
   // Re-reads weights from a Hugging Face folder (resume) and refreshes what depends on them.
   void load_weights(const std::string& dir);
 };

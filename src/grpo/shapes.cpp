@@ -43,17 +43,17 @@ int64_t uniform_int(Rng& rng, int64_t lo, int64_t hi) {  // [lo, hi]
   return lo + static_cast<int64_t>(rng.below(static_cast<uint64_t>(hi - lo + 1)));
 }
 
-bool overlaps(const Shape& a, const Shape& b) {
+bool overlaps(const DrawnShape& a, const DrawnShape& b) {
   return a.x < b.x + b.side + kGap && b.x < a.x + a.side + kGap && a.y < b.y + b.side + kGap &&
          b.y < a.y + a.side + kGap;
 }
 
 // Shapes at random places without overlaps; empty when they do not fit (the caller draws again).
-std::vector<Shape> draw_scene(Rng& rng, const LevelSpec& spec) {
+std::vector<DrawnShape> draw_scene(Rng& rng, const LevelSpec& spec) {
   const int n = static_cast<int>(uniform_int(rng, spec.min_shapes, spec.max_shapes));
-  std::vector<Shape> shapes;
+  std::vector<DrawnShape> shapes;
   for (int i = 0; i < n; ++i) {
-    Shape s;
+    DrawnShape s;
     s.kind = static_cast<ShapeKind>(rng.below(static_cast<uint64_t>(spec.kinds)));
     s.color = static_cast<int>(rng.below(static_cast<uint64_t>(spec.colors)));
     s.size = static_cast<int>(rng.below(3));
@@ -62,13 +62,13 @@ std::vector<Shape> draw_scene(Rng& rng, const LevelSpec& spec) {
     for (int attempt = 0; attempt < 100 && !placed; ++attempt) {
       s.x = uniform_int(rng, kGap, spec.canvas - kGap - s.side);
       s.y = uniform_int(rng, kGap, spec.canvas - kGap - s.side);
-      placed = std::none_of(shapes.begin(), shapes.end(), [&](const Shape& o) { return overlaps(s, o); });
+      placed = std::none_of(shapes.begin(), shapes.end(), [&](const DrawnShape& o) { return overlaps(s, o); });
     }
     if (!placed) return {};
     shapes.push_back(s);
   }
   // Reading order: by centre row, then centre column.
-  std::sort(shapes.begin(), shapes.end(), [](const Shape& a, const Shape& b) {
+  std::sort(shapes.begin(), shapes.end(), [](const DrawnShape& a, const DrawnShape& b) {
     const int64_t ay = 2 * a.y + a.side, by = 2 * b.y + b.side;
     return ay != by ? ay < by : 2 * a.x + a.side < 2 * b.x + b.side;
   });
@@ -76,7 +76,7 @@ std::vector<Shape> draw_scene(Rng& rng, const LevelSpec& spec) {
 }
 
 // The index of the single largest shape, or -1 when the largest size is shared.
-int single_largest(const std::vector<Shape>& shapes) {
+int single_largest(const std::vector<DrawnShape>& shapes) {
   int best = -1, count = 0;
   for (size_t i = 0; i < shapes.size(); ++i) {
     if (best < 0 || shapes[i].size > shapes[static_cast<size_t>(best)].size) {
@@ -96,7 +96,7 @@ std::string capitalised(std::string s) {
 
 std::string plural(const std::string& kind) { return kind + "s"; }
 
-bool matches(const ShapesProblem& p, const Shape& s) {
+bool matches(const ShapesProblem& p, const DrawnShape& s) {
   switch (p.question) {
     case ShapesQuestion::CountColor: return s.color == p.color;
     case ShapesQuestion::CountKind: return s.kind == p.kind;
@@ -105,7 +105,7 @@ bool matches(const ShapesProblem& p, const Shape& s) {
   }
 }
 
-bool inside(ShapeKind kind, double u, double v, const Shape& s) {  // (u, v) relative to the box's corner
+bool inside(ShapeKind kind, double u, double v, const DrawnShape& s) {  // (u, v) relative to the box's corner
   const double h = static_cast<double>(s.side) / 2, du = u - h, dv = v - h;
   switch (kind) {
     case ShapeKind::Square: return true;
@@ -169,18 +169,18 @@ ShapesProblem generate_shapes_problem(Rng& rng, int level) {
     if (largest && single_largest(p.shapes) < 0) p.shapes.clear();
   }
   // The attribute asked about: mostly one that is present, sometimes any (the answer may be 0).
-  const Shape& pick = p.shapes[rng.below(p.shapes.size())];
+  const DrawnShape& pick = p.shapes[rng.below(p.shapes.size())];
   const bool present = rng.below(4) != 0;
   p.color = present ? pick.color : static_cast<int>(rng.below(static_cast<uint64_t>(spec.colors)));
   p.kind = present ? pick.kind : static_cast<ShapeKind>(rng.below(static_cast<uint64_t>(spec.kinds)));
   if (p.question != ShapesQuestion::CountColor && p.question != ShapesQuestion::CountColorKind) p.color = -1;
   if (p.question != ShapesQuestion::CountKind && p.question != ShapesQuestion::CountColorKind) p.kind = ShapeKind::Square;
   if (largest) {
-    const Shape& big = p.shapes[static_cast<size_t>(single_largest(p.shapes))];
+    const DrawnShape& big = p.shapes[static_cast<size_t>(single_largest(p.shapes))];
     p.answer = p.question == ShapesQuestion::LargestColor ? shapes_color_names()[static_cast<size_t>(big.color)]
                                                           : shape_kind_name(big.kind);
   } else {
-    p.answer = std::to_string(std::count_if(p.shapes.begin(), p.shapes.end(), [&](const Shape& s) { return matches(p, s); }));
+    p.answer = std::to_string(std::count_if(p.shapes.begin(), p.shapes.end(), [&](const DrawnShape& s) { return matches(p, s); }));
   }
   p.picture_seed = rng.next_u64();
   return p;
@@ -189,7 +189,7 @@ ShapesProblem generate_shapes_problem(Rng& rng, int level) {
 Image render_shapes(const ShapesProblem& p) {
   Image img{p.canvas, p.canvas, std::vector<uint8_t>(static_cast<size_t>(p.canvas * p.canvas * 3), kBackground)};
   for (size_t i = 0; i < p.shapes.size(); ++i) {
-    const Shape& s = p.shapes[i];
+    const DrawnShape& s = p.shapes[i];
     Rng jitter({p.picture_seed, i});
     uint8_t rgb[3];
     for (int c = 0; c < 3; ++c)
@@ -218,7 +218,7 @@ std::string shapes_question_text(const ShapesProblem& p) {
   return "";
 }
 
-std::string shape_description(const Shape& s, bool with_size) {
+std::string shape_description(const DrawnShape& s, bool with_size) {
   static const char* sizes[] = {"small", "medium", "large"};
   return (with_size ? std::string(sizes[s.size]) + " " : std::string()) + shapes_color_names()[static_cast<size_t>(s.color)] +
          " " + shape_kind_name(s.kind);
@@ -249,7 +249,7 @@ std::string shapes_response(const ShapesProblem& p, ShapesStyle style) {
 
 std::string shapes_signature(const ShapesProblem& p) {
   std::string s = cat(p.level, "|", static_cast<int>(p.question), "|", p.color, "|", static_cast<int>(p.kind));
-  for (const Shape& sh : p.shapes)
+  for (const DrawnShape& sh : p.shapes)
     s += cat("|", static_cast<int>(sh.kind), ",", sh.color, ",", sh.size, ",", sh.x, ",", sh.y);
   return s;
 }

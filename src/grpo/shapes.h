@@ -30,7 +30,7 @@ constexpr int kShapesMaxLevel = 3;
 enum class ShapeKind { Square, Circle, Triangle, Diamond };
 enum class ShapesQuestion { CountAll, CountColor, CountKind, CountColorKind, LargestColor, LargestKind };
 
-struct Shape {
+struct DrawnShape {
   ShapeKind kind = ShapeKind::Square;
   int color = 0;                // index into shapes_color_names()
   int size = 0;                 // 0 small, 1 medium, 2 large
@@ -40,7 +40,7 @@ struct Shape {
 struct ShapesProblem {
   int level = 1;
   int64_t canvas = 64;  // square picture side, pixels
-  std::vector<Shape> shapes;  // in reading order (top to bottom, then left to right)
+  std::vector<DrawnShape> shapes;  // in reading order (top to bottom, then left to right)
   ShapesQuestion question = ShapesQuestion::CountAll;
   int color = -1;        // the colour asked about (CountColor, CountColorKind)
   ShapeKind kind = ShapeKind::Square;  // the kind asked about (CountKind, CountColorKind)
@@ -64,7 +64,7 @@ std::string shapes_question_text(const ShapesProblem& p);  // "How many red squa
 std::string shapes_response(const ShapesProblem& p, ShapesStyle style);
 // A shape's description as the Listing style writes it ("red square", with the size word when the
 // question is about the largest shape: "large red square").
-std::string shape_description(const Shape& s, bool with_size);
+std::string shape_description(const DrawnShape& s, bool with_size);
 // A problem's identity (shapes and question): train never repeats a test problem.
 std::string shapes_signature(const ShapesProblem& p);
 

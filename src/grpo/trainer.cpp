@@ -116,6 +116,7 @@ nlohmann::json GrpoTrainer::validate() {
   eo.max_new_tokens = static_cast<int32_t>(cfg_.data.max_response_length);
   eo.stop_ids = s_->stop_ids;
   eo.seed = static_cast<uint64_t>(cfg_.trainer.seed);
+  eo.pictures = [this](const Example& ex) { return s_->pictures(ex, s_->val); };
   EvalResult r = evaluate(*s_->engine, s_->val.examples, eo, &rewards_);
   return {{"val/accuracy", r.accuracy}, {"val/reward/mean", r.reward_mean},
           {"val/response_length/mean", r.response_length}, {"timing_s/testing", r.seconds}};

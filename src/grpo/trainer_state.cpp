@@ -65,7 +65,7 @@ std::string save_run_checkpoint(const std::string& run_dir, const ModelWeights& 
   const std::string name = kStepPrefix + std::to_string(st.global_step);
   const std::string dir = ckdir + "/" + name;
   std::vector<std::string> extra;
-  for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json", "preprocessor_config.json"})
     if (file_exists(tokenizer_dir + "/" + f)) extra.push_back(tokenizer_dir + "/" + f);
   save_checkpoint(dir, w.config(), w.named_tensors(), save_dtype, 0, extra,
                   [&](const std::string& partial) { write_optimizer_state(partial, adam, st); });

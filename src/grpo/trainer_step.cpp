@@ -44,11 +44,15 @@ GenerationResult GrpoTrainer::generate(const std::vector<const Example*>& prompt
   const RolloutConfig& rc = cfg_.actor_rollout_ref.rollout;
   // Shared: one request of n samples per prompt. Not shared (the baseline): n requests of one sample.
   const int64_t requests_per_prompt = rc.share_group_prompt ? 1 : rc.n;
+  // Each prompt's pictures, decoded once and shared by its requests and samples (empty for text).
+  std::vector<std::vector<PicturePtr>> pictures;
+  for (const Example* ex : prompts) pictures.push_back(s_->pictures(*ex, s_->train));
   std::vector<rollout::Request> reqs;
   for (size_t r = 0; r < prompts.size() * requests_per_prompt; ++r) {
     const size_t i = r / requests_per_prompt;
     rollout::Request q;
     q.prompt = prompts[i]->prompt_ids;
+    q.pictures = pictures[i];
     q.n = static_cast<int32_t>(rc.n / requests_per_prompt);
     q.sampling.temperature = static_cast<float>(rc.temperature);
     q.sampling.top_p = static_cast<float>(rc.top_p);
@@ -71,6 +75,7 @@ GenerationResult GrpoTrainer::generate(const std::vector<const Example*>& prompt
         train::TrainSample ts;
         ts.tokens = prompts[i]->prompt_ids;
         ts.prompt_len = ts.tokens.size();
+        ts.pictures = pictures[i];
         ts.tokens.insert(ts.tokens.end(), r.tokens.begin(), r.tokens.end());
         ts.rollout_logprobs = r.logprobs;
         const bool truncated = r.finish_reason == rollout::FinishReason::Length;

@@ -154,4 +154,14 @@ PictureBatch load_example_pictures(const Example& ex, const ImageProcessorConfig
   return load_pictures(ex.images, ex.image_grids, c, cat("[dataset] ", data_path, ":", ex.line));
 }
 
+std::vector<PicturePtr> model_pictures(const PictureBatch& batch) {
+  std::vector<PicturePtr> out;
+  for (int64_t k = 0; k < batch.pictures(); ++k) {
+    const float* first = batch.row(batch.row_offset(k));
+    std::vector<float> rows(first, first + batch.grids[k].patches() * batch.row_width);
+    out.push_back(make_picture(batch.grids[k], std::move(rows), batch.row_width));
+  }
+  return out;
+}
+
 }  // namespace grpo

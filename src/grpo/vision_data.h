@@ -17,6 +17,7 @@
 #include "image/image.h"
 #include "image/picture.h"
 #include "image/preprocess.h"
+#include "model/picture.h"
 #include "tokenizer/tokenizer.h"
 
 namespace grpo {
@@ -58,5 +59,8 @@ PictureBatch load_pictures(const std::vector<std::string>& paths, const std::vec
                            const ImageProcessorConfig& c, const std::string& where, const ImageLimits& limits = {});
 // The same for a dataset example; `data_path` is its data file (for error messages).
 PictureBatch load_example_pictures(const Example& ex, const ImageProcessorConfig& c, const std::string& data_path);
+
+// The batch's pictures one by one as the model consumes them (model/picture.h: grid, rows, content hash).
+std::vector<PicturePtr> model_pictures(const PictureBatch& batch);
 
 }  // namespace grpo

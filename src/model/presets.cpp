@@ -3,6 +3,7 @@
 #include "model/presets.h"
 
 #include "core/error.h"
+#include "core/files.h"
 
 namespace grpo {
 
@@ -129,6 +130,22 @@ ModelConfig preset_config(const std::string& arch, const std::string& preset) {
   j["architectures"] = {architecture};
   j["model_type"] = arch;
   return parse_model_config(j, source);
+}
+
+void write_preprocessor_config(const std::string& path, const ModelConfig& c) {
+  const VisionConfig& v = c.vision;
+  const int64_t factor = v.patch_size * v.spatial_merge_size;
+  const bool real = c.vocab_size > 100000;
+  const nlohmann::json j = {
+      {"size", {{"longest_edge", real ? 16777216 : 256 * 256 * 4}, {"shortest_edge", real ? 65536 : factor * factor * 4}}},
+      {"patch_size", v.patch_size},
+      {"temporal_patch_size", v.temporal_patch_size},
+      {"merge_size", v.spatial_merge_size},
+      {"image_mean", {0.5, 0.5, 0.5}},
+      {"image_std", {0.5, 0.5, 0.5}},
+      {"processor_class", "Qwen3VLProcessor"},
+      {"image_processor_type", "Qwen2VLImageProcessorFast"}};
+  write_file_atomic(path, j.dump(2) + "\n");
 }
 
 }  // namespace grpo

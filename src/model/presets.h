@@ -18,4 +18,9 @@ const std::vector<std::string>& preset_archs();
 const std::vector<std::string>& preset_names();
 bool preset_exists(const std::string& arch, const std::string& preset);
 
+// Writes preprocessor_config.json (atomically) for a Qwen3-VL config: Qwen3-VL-8B's file with this tower's
+// patch sizes; the pixel limits (size.shortest_edge = min_pixels, longest_edge = max_pixels) of the released
+// models for the real shapes (vocab > 100k), smaller ones for tiny/small models trained on small pictures.
+void write_preprocessor_config(const std::string& path, const ModelConfig& c);
+
 }  // namespace grpo
