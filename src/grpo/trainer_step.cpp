@@ -10,6 +10,7 @@
 #include "core/profiler.h"
 #include "grpo/metrics.h"
 #include "grpo/trainer.h"
+#include "model/vision.h"
 #include "train/advantages.h"
 
 namespace grpo {
@@ -34,6 +35,17 @@ void append_sample(StepBatch& b, GenerationResult& gen, const ScoreResult& sc, s
   b.rewards.push_back(sc.rewards[i]);
   b.truncated.push_back(gen.truncated[i]);
   for (size_t f = 0; f < sc.function_names.size(); ++f) b.per_function[f].push_back(sc.per_function[f][i]);
+}
+
+// The vision tower's share of the step (Qwen3-VL): its time inside gen (once per prompt and picture) and
+// inside old_log_prob + update_actor (forward and backward), the patch rows it went over (forward) and the
+// training FLOPs (model/vision.h).
+void add_vision_metrics(nlohmann::json& m, const VisionWork& gen, const VisionWork& train) {
+  m["timing_s/vision_gen"] = gen.forward_s;
+  m["timing_s/vision_train"] = train.forward_s + train.backward_s;
+  m["perf/vision_gen_patches"] = gen.forward_patches;
+  m["perf/vision_train_patches"] = train.forward_patches;
+  m["perf/vision_train_flops"] = train.forward_flops + train.backward_flops;
 }
 
 }  // namespace
@@ -259,11 +271,14 @@ SyncResult GrpoTrainer::sync_weights() {
 nlohmann::json GrpoTrainer::train_step(int64_t step) {
   GRPO_PROFILE("step");
   const auto t_step = Clock::now();
+  const VisionWork vision_start = vision_work();
   StepBatch batch = collect_batch(step);
+  const VisionWork vision_gen = vision_work() - vision_start;
   const AdvantageResult adv = compute_advantages(batch);
   std::vector<std::vector<train::TrainSample>> minibatches = split_minibatches(batch);
   const LogProbResult lp = compute_log_probs(minibatches);
   const UpdateResult up = update(minibatches);
+  const VisionWork vision_train = vision_work() - vision_start - vision_gen;
   const SyncResult sync = sync_weights();
 
   state_.skipped_steps += up.skipped;
@@ -271,8 +286,11 @@ nlohmann::json GrpoTrainer::train_step(int64_t step) {
   GRPO_CHECK(state_.consecutive_skips < 5, "[train] ", state_.consecutive_skips,
              " steps in a row had a non-finite loss or gradient and were skipped; stopping. Lower "
              "actor_rollout_ref.actor.optim.lr or check the data and rewards.");
-  return step_metrics(batch, adv, minibatches, lp, up, sync, since(t_step));
+  nlohmann::json m = step_metrics(batch, adv, minibatches, lp, up, sync, since(t_step));
+  if (s_->weights->config().has_vision()) add_vision_metrics(m, vision_gen, vision_train);
+  return m;
 }
+
 
 // verl's metric names (grpo-math.md).
 nlohmann::json GrpoTrainer::step_metrics(const StepBatch& batch, const AdvantageResult& adv,

@@ -5,6 +5,8 @@
 #include "model/vision.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 
 #include "core/profiler.h"
@@ -210,13 +212,61 @@ void VisionTower::merger_backward(const MergerTensors& p, const MergerTensors* p
   }
 }
 
+namespace {
+
+std::atomic<int64_t> g_forward_us{0}, g_backward_us{0}, g_forward_patches{0}, g_backward_patches{0};
+std::atomic<double> g_forward_flops{0}, g_backward_flops{0};
+
+// Adds the scope's microseconds and patch rows to the process-wide counters of vision_work().
+class WorkTimer {
+ public:
+  WorkTimer(std::atomic<int64_t>& us, std::atomic<int64_t>& patches, int64_t rows)
+      : us_(us), t0_(std::chrono::steady_clock::now()) {
+    patches.fetch_add(rows, std::memory_order_relaxed);
+  }
+  ~WorkTimer() {
+    const auto d = std::chrono::steady_clock::now() - t0_;
+    us_.fetch_add(std::chrono::duration_cast<std::chrono::microseconds>(d).count(), std::memory_order_relaxed);
+  }
+
+ private:
+  std::atomic<int64_t>& us_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+}  // namespace
+
+VisionWork vision_work() {
+  return {g_forward_us.load() * 1e-6,  g_backward_us.load() * 1e-6, g_forward_patches.load(),
+          g_backward_patches.load(),   g_forward_flops.load(),      g_backward_flops.load()};
+}
+
+std::pair<double, double> vision_forward_flops(const VisionConfig& v, const std::vector<int32_t>& cu_seqlens) {
+  const double D = v.hidden_size, F = v.intermediate_size, M = v.merged_dim(), O = v.out_hidden_size;
+  const double N = cu_seqlens.empty() ? 0 : cu_seqlens.back();
+  const double mergers = 1.0 + static_cast<double>(v.deepstack_visual_indexes.size());
+  const double gemm = 2.0 * N * v.patch_dim() * D + v.depth * 2.0 * N * (3 * D * D + D * D + 2 * D * F) +
+                      mergers * 2.0 * (N / v.merge_factor()) * (M * M + M * O);
+  double pairs = 0;  // query-key pairs within the segments
+  for (size_t i = 0; i + 1 < cu_seqlens.size(); ++i) {
+    const double S = cu_seqlens[i + 1] - cu_seqlens[i];
+    pairs += S * S;
+  }
+  return {gemm, v.depth * 4.0 * pairs * D};
+}
+
 void VisionTower::forward(const float* pixels, const std::vector<ImageGrid>& grids, const std::string& where) {
   GRPO_PROFILE("vision_forward");
+  int64_t all_rows = 0;
+  for (const ImageGrid& g : grids) all_rows += g.patches();
+  const WorkTimer timer(g_forward_us, g_forward_patches, all_rows);
   int64_t rows = 0;
   for (const ImageGrid& g : grids) rows += g.patches();
   validate_image_grids(v_, grids, rows, where);
   GRPO_CHECK(rows > 0, "[vision] ", where, ": no pictures");
   make_vision_layout(v_, grids, &layout_);
+  const auto [gemm_flops, attention_flops] = vision_forward_flops(v_, layout_.cu_seqlens);
+  g_forward_flops.fetch_add(gemm_flops + attention_flops, std::memory_order_relaxed);
   N_ = rows;
   Ng_ = rows / v_.merge_factor();
   pixels_ = pixels;
@@ -248,6 +298,14 @@ void VisionTower::forward(const float* pixels, const std::vector<ImageGrid>& gri
 void VisionTower::backward(const VisionTensors& g) {
   GRPO_PROFILE("vision_backward");
   GRPO_CHECK(N_ > 0, "[vision] backward() without forward()");
+  const WorkTimer timer(g_backward_us, g_backward_patches, N_);
+  {
+    const auto [gemm_flops, attention_flops] = vision_forward_flops(v_, layout_.cu_seqlens);
+    const double D = v_.hidden_size, F = v_.intermediate_size;
+    const double block_gemm = v_.depth * 2.0 * N_ * (4 * D * D + 2 * D * F);  // what checkpointing recomputes
+    const double recomputed = opt_.checkpoint_activations ? block_gemm + attention_flops : 0.0;
+    g_backward_flops.fetch_add(2.0 * gemm_flops + 2.5 * attention_flops + recomputed, std::memory_order_relaxed);
+  }
   GRPO_CHECK(g.patch_w, "[vision] backward() into an arena without the vision tower");
   const int64_t N = N_, D = v_.hidden_size, Pd = v_.patch_dim();
   const VisionTensors& p = w_.f32().vision;

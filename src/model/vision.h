@@ -10,6 +10,7 @@
 // (one per <|image_pad|>), M = merge_factor * Dv, O = out_hidden_size (the text hidden size).
 #pragma once
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/arena.h"
@@ -19,6 +20,26 @@
 #include "model/weights.h"
 
 namespace grpo {
+
+// What every VisionTower of the process has done so far (benchmarks and metrics take differences around a
+// phase): seconds in forward and in backward (a checkpointed block's recomputation counts as backward), the
+// patch rows each went over, and their FLOPs counted analytically (vision_forward_flops; backward 2x the
+// GEMMs and 2.5x the attention, plus the recomputed forward of checkpointed blocks).
+struct VisionWork {
+  double forward_s = 0, backward_s = 0;
+  int64_t forward_patches = 0, backward_patches = 0;
+  double forward_flops = 0, backward_flops = 0;
+  VisionWork operator-(const VisionWork& o) const {
+    return {forward_s - o.forward_s,           backward_s - o.backward_s,
+            forward_patches - o.forward_patches, backward_patches - o.backward_patches,
+            forward_flops - o.forward_flops,   backward_flops - o.backward_flops};
+  }
+};
+VisionWork vision_work();
+
+// Forward FLOPs of the tower on a layout's N patch rows: {GEMMs (patch embedding, blocks, mergers),
+// attention (QK^T and PV within each segment)}.
+std::pair<double, double> vision_forward_flops(const VisionConfig& v, const std::vector<int32_t>& cu_seqlens);
 
 struct VisionOptions {
   ComputeMode mode = ComputeMode::F32;

@@ -99,6 +99,13 @@ TEST(VisionRows, SftAndGrpoRunWithPictures) {
   for (const nlohmann::json& line : m) {
     if (line.contains("actor/pg_loss")) {
       EXPECT_TRUE(std::isfinite(line["actor/pg_loss"].get<double>())) << line;
+      // The tower's share: once per prompt in the rollout (2 prompts of one 64x64 picture: 16 patch rows
+      // each), forward and backward in the update.
+      EXPECT_EQ(line["perf/vision_gen_patches"].get<double>(), 2 * 16) << line;
+      EXPECT_GT(line["perf/vision_train_patches"].get<double>(), 0) << line;
+      EXPECT_GT(line["perf/vision_train_flops"].get<double>(), 0) << line;
+      EXPECT_GE(line["timing_s/vision_gen"].get<double>(), 0) << line;
+      EXPECT_LE(line["timing_s/vision_train"].get<double>(), line["timing_s/step"].get<double>()) << line;
     }
     validated = validated || line.contains("val/accuracy");
   }
