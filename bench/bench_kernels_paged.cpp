@@ -1,8 +1,9 @@
 // Benchmarks of the rollout kernels: small-batch GEMV vs ops::gemm (oneDNN) over the decode batch sizes
 // B = 1..128 for the shapes N=1536,K=512 and N=512,K=1536 in f32 and bf16 (the crossover sets
-// ops::kGemvMaxBatch), a plain read of the same bytes for comparison, and paged attention decode over
-// f32 / bf16 / int8 caches. Reported: bytes/s of weights (or KV) read and FLOP/s. Also the whole rollout
-// engine on the 25M-parameter "small" Qwen3 shape (random weights): generated tokens per second.
+// ops::gemv_max_batch), a plain read of the same bytes for comparison, paged attention decode over f32 /
+// bf16 / int8 caches (two model shapes) and the sampler's softmax numerators. Reported: bytes/s of weights
+// (or KV, or logits) read and FLOP/s. Also the whole rollout engine on the 25M-parameter "small" Qwen3
+// shape (random weights): generated tokens per second.
 #include <benchmark/benchmark.h>
 
 #include <cstring>
@@ -108,10 +109,12 @@ void BM_PlainRead(benchmark::State& st) {
 }
 BENCHMARK(BM_PlainRead)->Arg(1536 * 512 * 4)->Arg(256 << 20);
 
-// Decode attention: S sequences of `ctx` cached tokens, one query token each; H=16, K=8, D=128 (Qwen3-like).
+// Decode attention: S sequences of `ctx` cached tokens, one query token each; heads H, kv heads K, head dim D
+// (16, 8, 128: Qwen3-0.6B; 8, 4, 64: the small preset of `grpo bench rollout`).
 void BM_PagedAttentionDecode(benchmark::State& st) {
-  const int64_t S = st.range(0), ctx = st.range(1), H = 16, K = 8, D = 128, bs = 16;
+  const int64_t S = st.range(0), ctx = st.range(1), bs = 16;
   const auto dt = static_cast<ops::KvDType>(st.range(2));
+  const int64_t H = st.range(3), K = H / 2, D = st.range(4);
   const int64_t blocks_per_seq = (ctx + bs - 1) / bs, nblocks = S * blocks_per_seq;
   const int64_t elems = nblocks * K * bs * D;
   std::vector<uint8_t> k(elems * ops::kv_dtype_size(dt)), v(elems * ops::kv_dtype_size(dt));
@@ -132,10 +135,26 @@ void BM_PagedAttentionDecode(benchmark::State& st) {
   }
   const double kv_bytes = 2.0 * S * ctx * K * D * ops::kv_dtype_size(dt);
   st.counters["KV_bytes/s"] = benchmark::Counter(kv_bytes, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["FLOP/s"] = benchmark::Counter(4.0 * S * ctx * H * D, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_PagedAttentionDecode)
-    ->ArgsProduct({{1, 16, 64}, {512}, {0, 1, 2}})
-    ->ArgNames({"S", "ctx", "kv_dtype"});
+    ->ArgsProduct({{1, 16, 64}, {512}, {0, 1, 2}, {16}, {128}})
+    ->ArgsProduct({{16, 128}, {96}, {0, 1, 2}, {8}, {64}})
+    ->ArgNames({"S", "ctx", "kv_dtype", "H", "D"});
+
+// The sampler's softmax numerators over a vocabulary of V logits (Qwen3's 151,936 and the small preset's
+// 384): bytes of logits read and numerators written.
+void BM_SoftmaxNumerators(benchmark::State& st) {
+  const int64_t V = st.range(0);
+  auto x = random_floats(V, 5);
+  std::vector<float> p(V);
+  for (auto _ : st) {
+    const ops::SoftmaxRow row = ops::softmax_numerators(p.data(), x.data(), V, 1.0f);
+    benchmark::DoNotOptimize(row.sum);
+  }
+  st.counters["bytes/s"] = benchmark::Counter(8.0 * V, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_SoftmaxNumerators)->Arg(384)->Arg(151936)->ArgNames({"V"});
 
 // The engine end to end: args requests, n (samples per request), compute mode (0 f32, 1 bf16); prompts of
 // 64 random tokens, 64 new tokens each, temperature 1. 128 x 1 is the llama.cpp comparison of

@@ -6,15 +6,17 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 jobs="$(nproc)"
+start=$SECONDS
+phase() { echo "== $* (at $(( (SECONDS - start) / 60 )) min $(( (SECONDS - start) % 60 )) s)" >&2; }
 
-echo "== release build + tests" >&2
+phase "release build + tests"
 "$here/scripts/setup.sh" "$here/build"
 (cd "$here/build" && ctest --output-on-failure -j"$jobs" --timeout 900)
 
-echo "== release tests again at GRPO_ISA=avx2" >&2
+phase "release tests again at GRPO_ISA=avx2"
 (cd "$here/build" && GRPO_ISA=avx2 ctest --output-on-failure -j"$jobs" --timeout 900)
 
-echo "== AddressSanitizer + UndefinedBehaviorSanitizer build + unit tests" >&2
+phase "AddressSanitizer + UndefinedBehaviorSanitizer build + unit tests (label slow left out)"
 cmake -S "$here" -B "$here/build-asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRPO_SANITIZE=ON \
   -DGRPO_BENCH=OFF >/dev/null
 cmake --build "$here/build-asan" -j"$jobs"
@@ -22,7 +24,7 @@ cmake --build "$here/build-asan" -j"$jobs"
   ctest --output-on-failure -j"$jobs" --timeout 1800 -LE slow)
 
 if compgen -G "$here/fuzz/*.cpp" >/dev/null; then
-  echo "== libFuzzer targets (clang, ASan + UBSan)" >&2
+  phase "libFuzzer targets (clang, ASan + UBSan)"
   CXX=clang++ CC=clang cmake -S "$here" -B "$here/build-fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DGRPO_SANITIZE=ON -DGRPO_FUZZ=ON -DGRPO_TESTS=OFF -DGRPO_BENCH=OFF >/dev/null
   cmake --build "$here/build-fuzz" -j"$jobs" --target fuzz_all
@@ -35,4 +37,4 @@ if compgen -G "$here/fuzz/*.cpp" >/dev/null; then
       "$here/build-fuzz/corpus-$name" $( [[ -d "$corpus" ]] && echo "$corpus" ) 2>&1 | tail -n 3
   done
 fi
-echo "== all tests passed" >&2
+phase "all tests passed"

@@ -42,8 +42,7 @@ void run(const BenchRolloutArgs& a) {
   one.n = 1;
   one.max_new_tokens = std::max<int64_t>(o.max_new_tokens, 64);
   rollout::RolloutBenchResult d1 = rollout::run_rollout_bench(*w, one, true);
-  // Weights read per decode step: every matmul weight once (embedding: one row; tied: the table as lm_head).
-  const int64_t wbytes = (o.mode == ComputeMode::BF16 ? 2 : 4) * w->num_parameters();
+  const int64_t wbytes = rollout::decode_weight_bytes(*w, o.mode);
   const double bound = bandwidth / static_cast<double>(wbytes);
   std::fprintf(stderr, "[bench rollout] %lld prompts x %lld samples, optimised...\n", static_cast<long long>(o.prompts),
                static_cast<long long>(o.n));

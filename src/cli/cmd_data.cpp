@@ -21,9 +21,11 @@ void setup(CLI::App& app) {
   CLI::App* cmd = data->add_subcommand(
       "arith", "Write arithmetic problems with verifiable integer answers (train.jsonl, test.jsonl)");
   cmd->add_option("--out", args->out, "Output folder")->required();
-  cmd->add_option("--train", args->train, "Training problems")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--train", args->train, "Training problems")
+      ->check(CLI::Range(int64_t{0}, kArithMaxProblems))
+      ->capture_default_str();
   cmd->add_option("--test", args->test, "Held-out problems (never in train)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(int64_t{0}, kArithMaxProblems))
       ->capture_default_str();
   cmd->add_option("--seed", args->seed, "Random seed")->capture_default_str();
   cmd->add_option("--difficulty", args->difficulty,

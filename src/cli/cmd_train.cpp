@@ -17,7 +17,7 @@ struct TrainArgs {
   std::vector<std::string> sets;
   std::string resume;
   std::vector<int64_t> profile_steps;
-  bool profile = false, help_config = false;
+  bool profile = false, help_config = false, overwrite = false;
   int threads = 0;
 };
 
@@ -31,6 +31,7 @@ void run_train(const TrainArgs& a) {
   Config cfg = load_config(a.config, a.sets);
   TrainOptions opt;
   opt.resume_dir = a.resume;
+  opt.overwrite = a.overwrite;
   opt.profile_steps = a.profile_steps;
   if (a.profile && opt.profile_steps.empty()) opt.profile_steps = {2};
   GrpoTrainer trainer(cfg, opt);
@@ -42,7 +43,7 @@ void run_train(const TrainArgs& a) {
 void run_sft_cmd(const TrainArgs& a) {
   if (a.threads > 0) set_num_threads(a.threads);
   Config cfg = load_config(a.config, a.sets);
-  SftSummary s = run_sft(cfg);
+  SftSummary s = run_sft(cfg, /*quiet=*/false, a.overwrite);
   std::fprintf(stderr, "[sft] %lld steps in %.1fs; model saved to %s\n", static_cast<long long>(s.steps), s.seconds,
                s.model_dir.c_str());
 }
@@ -53,6 +54,8 @@ void setup(CLI::App& app) {
   t->add_option("config", a->config, "YAML config (e.g. examples/arith-grpo.yaml)");
   t->add_option("--set", a->sets, "Override a key: --set actor_rollout_ref.actor.optim.lr=1e-5 (repeatable)");
   t->add_option("--resume", a->resume, "Resume the run in this folder from its latest checkpoint");
+  t->add_flag("--overwrite", a->overwrite,
+              "The run folder holds an earlier run: delete its outputs (metrics, checkpoints, report) and start over");
   t->add_flag("--profile", a->profile, "Write a Chrome trace of step 2 (or --profile-steps) to <run>/trace.json");
   t->add_option("--profile-steps", a->profile_steps, "Steps to profile (1-based)")->delimiter(',');
   t->add_flag("--help-config", a->help_config, "Print every config key with its type, default and allowed values");
@@ -63,6 +66,8 @@ void setup(CLI::App& app) {
   CLI::App* s = app.add_subcommand("sft", "Supervised fine-tuning on prompt/response JSONL (loss on responses)");
   s->add_option("config", b->config, "YAML config (e.g. examples/arith-sft.yaml)")->required();
   s->add_option("--set", b->sets, "Override a key (repeatable)");
+  s->add_flag("--overwrite", b->overwrite,
+              "The run folder holds an earlier run: delete its outputs (model, metrics, report) and start over");
   s->add_option("--threads", b->threads, "Threads (default: all cores)");
   s->callback([b] { run_sft_cmd(*b); });
 }

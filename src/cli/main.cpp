@@ -1,13 +1,22 @@
 // Entry point of the `grpo` command-line tool: builds the CLI11 app from the command registry, makes the
 // CPU instruction-set decision once the command line has parsed (before the command runs: it prints the
-// "[cpu] ..." line, or refuses a CPU without AVX2+FMA or a bad GRPO_ISA), and turns grpo::Error into a
-// one-line message and exit status 1.
+// "[cpu] ..." line, or refuses a CPU without AVX2+FMA or a bad GRPO_ISA), and turns any exception into
+// "error: <message>" plus the scopes it left (what was being done, with what sizes: core/error_context.h)
+// and exit status 1. Library exceptions (std::bad_alloc, oneDNN's, the standard library's) say what kind of
+// failure they are, since their own text is terse.
+#include <cxxabi.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <memory>
 #include <new>
+#include <string>
+#include <typeinfo>
 
 #include "cli/command.h"
 #include "core/error.h"
+#include "core/error_context.h"
 #include "kernels/backend.h"
 
 namespace grpo::cli {
@@ -27,6 +36,17 @@ CLI::App* group_command(CLI::App& app, const std::string& parent, const std::str
 
 }  // namespace grpo::cli
 
+namespace {
+
+// "dnnl::error", "std::out_of_range", ...: the exception's type, readable.
+std::string type_name(const std::type_info& t) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> name(abi::__cxa_demangle(t.name(), nullptr, nullptr, &status), std::free);
+  return status == 0 && name ? name.get() : t.name();
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"grpo.cpp: reinforcement-learning post-training (GRPO) of language models, one native engine"};
   app.require_subcommand(1);
@@ -38,13 +58,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const grpo::Error& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    std::fprintf(stderr, "error: %s\n", grpo::describe_failure(e.what()).c_str());
     return 1;
-  } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "error: out of memory (an allocation outside the arenas failed)\n");
+  } catch (const std::bad_alloc& e) {
+    std::fprintf(stderr, "error: out of memory (%s)\n", grpo::describe_failure(e.what()).c_str());
     return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    std::fprintf(stderr, "error: %s: %s\n", type_name(typeid(e)).c_str(), grpo::describe_failure(e.what()).c_str());
     return 1;
   }
   return 0;

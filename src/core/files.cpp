@@ -12,18 +12,29 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "core/error.h"
 
 namespace grpo {
 
 std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail("cannot open ", path, ": ", std::strerror(errno));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail("cannot open ", path, ": ", std::strerror(errno));
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;  // EISDIR for a folder
+      ::close(fd);
+      fail("cannot read ", path, ": ", std::strerror(err));
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
 }
 
 void write_file_atomic_with(const std::string& path, const std::function<void(std::FILE*)>& fill) {
@@ -107,6 +118,7 @@ void for_each_line(const std::string& path, const std::function<void(int64_t, co
   std::ifstream file;
   std::istream* in = &std::cin;
   if (path != "-") {
+    if (std::filesystem::is_directory(path)) fail("cannot read ", path, ": ", std::strerror(EISDIR));
     file.open(path, std::ios::binary);
     if (!file) fail("cannot open ", path, ": ", std::strerror(errno));
     in = &file;
@@ -117,6 +129,7 @@ void for_each_line(const std::string& path, const std::function<void(int64_t, co
     if (!line.empty() && line.back() == '\r') line.pop_back();
     fn(++n, line);
   }
+  if (in->bad()) fail("cannot read ", path, ": ", std::strerror(errno));
 }
 
 }  // namespace grpo

@@ -188,7 +188,8 @@ ArithProblem generate_arith_problem(Rng& rng, int level) {
 
 std::vector<ArithProblem> generate_arith(int64_t n, uint64_t seed, const std::vector<int>& levels,
                                          const std::vector<ArithProblem>& exclude) {
-  GRPO_CHECK(n >= 0, "[arith] number of problems must be >= 0, got ", n);
+  GRPO_CHECK(n >= 0 && n <= kArithMaxProblems, "[arith] number of problems must be in [0, ", kArithMaxProblems,
+             "], got ", n);
   GRPO_CHECK(!levels.empty(), "[arith] no levels to draw from");
   std::set<std::string> seen;
   for (const auto& p : exclude) seen.insert(p.expression);

@@ -17,6 +17,7 @@
 namespace grpo {
 
 constexpr int kArithMaxLevel = 5;
+constexpr int64_t kArithMaxProblems = 10000000;  // problems per split at most (a file of ~1 GB)
 
 struct ArithStep {  // one operation, e.g. 3-1=2
   int64_t a = 0;

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/files.h"
 #include "grpo/config_table.h"
 #include "kernels/backend.h"
 
@@ -144,10 +145,13 @@ void read_reward_function(const YAML::Node& node, const std::string& where, Rewa
                                   "timeout_s, workers)"));
     } else if (k == "weight" && !(v.IsScalar() && parse_float(v.Scalar(), f.weight))) {
       errors.push_back(here + cat("weight: expected a number, got ", shown(v)));
-    } else if (k == "timeout_s" && !(v.IsScalar() && parse_float(v.Scalar(), f.timeout_s) && f.timeout_s > 0)) {
-      errors.push_back(here + cat("timeout_s: expected a number > 0, got ", shown(v)));
-    } else if (k == "workers" && !(v.IsScalar() && parse_int(v.Scalar(), f.workers) && f.workers >= 1)) {
-      errors.push_back(here + cat("workers: expected an integer >= 1, got ", shown(v)));
+    } else if (k == "timeout_s" && !(v.IsScalar() && parse_float(v.Scalar(), f.timeout_s) && f.timeout_s > 0 &&
+                                     f.timeout_s <= kMaxRewardTimeoutSeconds)) {
+      errors.push_back(here + cat("timeout_s: expected a number of seconds in (0, ", kMaxRewardTimeoutSeconds,
+                                  "], got ", shown(v)));
+    } else if (k == "workers" && !(v.IsScalar() && parse_int(v.Scalar(), f.workers) && f.workers >= 1 &&
+                                   f.workers <= kMaxRewardWorkers)) {
+      errors.push_back(here + cat("workers: expected an integer in [1, ", kMaxRewardWorkers, "], got ", shown(v)));
     } else if ((k == "pattern" || k == "command" || k == "name") && !v.IsScalar()) {
       errors.push_back(here + cat(k, ": expected text, got ", shown(v)));
     } else if (k == "pattern") {
@@ -254,10 +258,51 @@ void resolve(Config& c, const std::map<std::string, Given>& given, std::vector<s
   }
 }
 
+// A file or folder name made from a config value (TensorBoard's <project>/<experiment> folders).
+bool plain_name(const std::string& s) {
+  return !s.empty() && s != "." && s != ".." && s.find('/') == std::string::npos && s.find('\0') == std::string::npos;
+}
+
+// Relations between keys. Runs only on values within their keys' bounds (every key <= 2^31 - 1 except the
+// seed), so the products below fit int64; those consumed as int32 are bounded here.
 std::vector<std::string> cross_checks(const Config& c) {
   std::vector<std::string> e;
   const auto& actor = c.actor_rollout_ref.actor;
-  const int64_t n = c.actor_rollout_ref.rollout.n;
+  const auto& rollout = c.actor_rollout_ref.rollout;
+  const int64_t n = rollout.n;
+  constexpr int64_t kInt32 = 2147483647;
+  const int64_t responses = c.data.train_batch_size * n;
+  if (responses > kInt32)
+    e.push_back(cat("[config] data.train_batch_size x actor_rollout_ref.rollout.n = ", c.data.train_batch_size, " x ",
+                    n, " = ", responses, " responses per step; at most ", kInt32));
+  if (c.data.max_prompt_length + c.data.max_response_length > kInt32)
+    e.push_back(cat("[config] data.max_prompt_length + data.max_response_length = ",
+                    c.data.max_prompt_length + c.data.max_response_length, " tokens; positions are 32-bit: at most ",
+                    kInt32));
+  if (rollout.temperature == 0 && n > 1)
+    e.push_back(cat("[config] actor_rollout_ref.rollout.temperature = 0 (greedy) with rollout.n = ", n,
+                    ": the n responses of a prompt would be identical, so every advantage is 0 and nothing is "
+                    "learned; sample with temperature > 0 (e.g. 1.0) or set n = 1"));
+  if (rollout.val_kwargs.temperature == 0 && rollout.val_kwargs.n > 1)
+    e.push_back(cat("[config] actor_rollout_ref.rollout.val_kwargs.temperature = 0 (greedy) with val_kwargs.n = ",
+                    rollout.val_kwargs.n, ": the responses would be identical; set val_kwargs.temperature > 0 "
+                    "(e.g. 1.0) or val_kwargs.n = 1"));
+  if (!c.mixed_precision.op_blacklist.empty())
+    e.push_back("[config] mixed_precision.op_blacklist: not supported (every GEMM reads bf16 inputs when "
+                "mixed_precision.enabled is true); leave it empty, or set mixed_precision.enabled: false for f32 "
+                "throughout");
+  const auto& t = c.trainer;
+  if (t.resume_mode == "resume_path" && t.resume_from_path.empty())
+    e.push_back("[config] trainer.resume_mode = resume_path needs trainer.resume_from_path (a checkpoint folder "
+                "global_step_N, or a run folder)");
+  if (t.resume_mode != "resume_path" && !t.resume_from_path.empty())
+    e.push_back(cat("[config] trainer.resume_from_path is set but trainer.resume_mode = ", t.resume_mode,
+                    " ignores it; set trainer.resume_mode: resume_path"));
+  if (std::find(t.logger.begin(), t.logger.end(), "tensorboard") != t.logger.end())
+    for (const auto& [key, value] : {std::pair{"project_name", &t.project_name}, {"experiment_name", &t.experiment_name}})
+      if (!plain_name(*value))
+        e.push_back(cat("[config] trainer.", key, " = \"", *value, "\" names the TensorBoard folder: expected a "
+                        "non-empty name without '/' (not . or ..)"));
   if (actor.ppo_mini_batch_size > c.data.train_batch_size || c.data.train_batch_size % actor.ppo_mini_batch_size)
     e.push_back(cat("[config] actor_rollout_ref.actor.ppo_mini_batch_size = ", actor.ppo_mini_batch_size,
                     " must divide data.train_batch_size = ", c.data.train_batch_size));
@@ -288,11 +333,13 @@ std::vector<std::string> cross_checks(const Config& c) {
     const std::string at = cat("[config] reward.functions[", i, "] (", f.name, "): ");
     if (f.name != "math" && f.name != "exact" && f.name != "format" && f.name != "external")
       e.push_back(at + "name must be one of: math, exact, format, external");
-    if (!std::isfinite(f.weight) || std::fabs(f.weight) > 1e30)
-      e.push_back(at + "weight must be a finite number of magnitude at most 1e30");
+    if (!std::isfinite(f.weight) || std::fabs(f.weight) > kMaxRewardMagnitude)
+      e.push_back(at + cat("weight = ", f.weight, " must be a finite number of magnitude at most ", kMaxRewardMagnitude));
     if (f.name == "format" && f.pattern.empty()) e.push_back(at + "needs a pattern (a regular expression)");
     if (f.name == "external" && f.command.empty()) e.push_back(at + "needs a command");
-    if (f.timeout_s <= 0 || f.workers < 1) e.push_back(at + "timeout_s must be > 0 and workers >= 1");
+    if (!(f.timeout_s > 0 && f.timeout_s <= kMaxRewardTimeoutSeconds) || f.workers < 1 || f.workers > kMaxRewardWorkers)
+      e.push_back(at + cat("timeout_s must be in (0, ", kMaxRewardTimeoutSeconds, "] and workers in [1, ",
+                           kMaxRewardWorkers, "]"));
   }
   return e;
 }
@@ -323,11 +370,15 @@ Config load_config(const std::string& yaml_path, const std::vector<std::string>&
   std::vector<std::string> errors;
   std::map<std::string, Given> given;
   if (!yaml_path.empty()) {
+    std::string text;
+    try {
+      text = read_file(yaml_path);
+    } catch (const Error& e) {
+      fail("[config] ", e.what());  // "cannot open PATH: <strerror>"
+    }
     YAML::Node root;
     try {
-      root = YAML::LoadFile(yaml_path);
-    } catch (const YAML::BadFile&) {
-      fail("[config] cannot open ", yaml_path);
+      root = YAML::Load(text);
     } catch (const YAML::Exception& e) {
       fail("[config] ", yaml_path, ":", e.mark.line + 1, ": YAML syntax error: ", e.msg);
     }
@@ -401,11 +452,11 @@ void validate_config(const Config& config) {
     if (spec.required && spec.type == KeyType::String && static_cast<std::string*>(p)->empty())
       errors.push_back(cat("[config] ", spec.name, " is required (", spec.doc, ")"));
   }
-  auto more = cross_checks(c);
-  errors.insert(errors.end(), more.begin(), more.end());
+  throw_if_any(errors);  // the cross-checks' arithmetic relies on the bounds
+  auto checks = cross_checks(c);
   auto cpu = cpu_checks();
-  errors.insert(errors.end(), cpu.begin(), cpu.end());
-  throw_if_any(errors);
+  checks.insert(checks.end(), cpu.begin(), cpu.end());
+  throw_if_any(checks);
 }
 
 std::string config_to_yaml(const Config& config) {

@@ -114,7 +114,7 @@ struct ActorRolloutRefConfig {
 
 struct FilterGroupsConfig {
   bool enable = false;
-  int64_t max_num_gen_batches = 10;  // 0: unlimited
+  int64_t max_num_gen_batches = 10;  // 0: one pass over the training prompts, at least 10 (see trainer.h)
 };
 
 struct AlgorithmConfig {
@@ -133,11 +133,21 @@ struct TrainerConfig {
   int64_t test_freq = -1;  // steps; -1: only before/after training
   std::string default_local_dir = "runs/grpo";  // run folder: checkpoints, metrics.jsonl, report
   int64_t seed = 42;
-  std::vector<std::string> logger = {"console", "jsonl"};
-  std::string project_name = "grpo.cpp";
+  std::vector<std::string> logger = {"console", "jsonl"};  // console | jsonl | tensorboard
+  std::string project_name = "grpo.cpp";  // TensorBoard folder <run>/tensorboard_log/<project>/<experiment>
   std::string experiment_name = "grpo";
   bool val_before_train = true;
+  // A run folder that holds an earlier run: disable refuses it (unless --overwrite), auto resumes from its
+  // latest checkpoint, resume_path resumes from resume_from_path (see run_folder.h).
+  std::string resume_mode = "disable";
+  std::string resume_from_path;  // a checkpoint folder (global_step_N) or a run folder (its latest)
 };
+
+// Limits of a reward function: scores and weights beyond kMaxRewardMagnitude would overflow the float sums
+// of advantages (a score is refused at the reward, a weight at config time).
+inline constexpr double kMaxRewardMagnitude = 1e6;
+inline constexpr double kMaxRewardTimeoutSeconds = 7 * 24 * 3600;
+inline constexpr int64_t kMaxRewardWorkers = 256;
 
 struct RewardFunctionConfig {
   std::string name = "math";  // math | exact | format | external
@@ -157,11 +167,14 @@ struct OverlongBufferConfig {
 struct RewardConfig {
   std::vector<RewardFunctionConfig> functions = {RewardFunctionConfig{}};
   OverlongBufferConfig overlong_buffer;
+  // A step in which one function fails (scores 0: an external command that crashed, timed out or replied
+  // with no number in range) on more than this fraction of the samples stops the run.
+  double max_failure_fraction = 0.1;
 };
 
 struct MixedPrecisionConfig {
   bool enabled = false;                    // bf16 GEMM inputs
-  std::vector<std::string> op_blacklist;  // GEMMs kept in f32
+  std::vector<std::string> op_blacklist;  // must stay empty: per-GEMM f32 is not supported (refused)
 };
 
 struct SftConfig {

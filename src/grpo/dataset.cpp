@@ -1,6 +1,9 @@
 // JSONL prompt datasets (see dataset.h).
 #include "grpo/dataset.h"
 
+#include <cctype>
+#include <fstream>
+
 #include "core/error.h"
 #include "core/files.h"
 #include "grpo/vision_data.h"
@@ -50,20 +53,6 @@ void check_messages(const nlohmann::json& messages, const char* key, const std::
   }
 }
 
-// `answer`, else verl's reward_model.ground_truth.
-std::string answer_field(const nlohmann::json& j, const std::string& where) {
-  const nlohmann::json* answer = nullptr;
-  if (j.contains("answer")) {
-    answer = &j["answer"];
-  } else if (j.contains("reward_model") && j["reward_model"].is_object() && j["reward_model"].contains("ground_truth")) {
-    answer = &j["reward_model"]["ground_truth"];
-  }
-  GRPO_CHECK(answer, where, ": needs \"answer\" (or verl's \"reward_model\": {\"ground_truth\": ...})");
-  GRPO_CHECK(answer->is_string() || answer->is_number(), where, ": \"answer\" must be a string or a number, got ",
-             answer->type_name());
-  return answer->is_string() ? answer->get<std::string>() : answer->dump();
-}
-
 std::vector<std::string> image_paths(const nlohmann::json& v, const std::string& key, const std::string& where) {
   GRPO_CHECK(v.is_array(), where, ": \"", key, "\" must be a list of picture paths, got ", v.type_name());
   std::vector<std::string> out;
@@ -73,6 +62,69 @@ std::vector<std::string> image_paths(const nlohmann::json& v, const std::string&
     out.push_back(v[i].get<std::string>());
   }
   return out;
+}
+
+bool ends_with_icase(const std::string& s, const std::string& suffix) {
+  if (s.size() < suffix.size()) return false;
+  for (size_t i = 0; i < suffix.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(s[s.size() - suffix.size() + i])) != suffix[i]) return false;
+  return true;
+}
+
+// Parquet (by name, or by its "PAR1" magic): no Arrow/Parquet library in Debian 12, so the message says how
+// to convert the file once.
+void refuse_parquet(const std::string& path) {
+  bool parquet = ends_with_icase(path, ".parquet");
+  if (!parquet && path != "-") {
+    std::ifstream f(path, std::ios::binary);
+    char magic[4] = {};
+    parquet = f.read(magic, 4) && std::string(magic, 4) == "PAR1";
+  }
+  if (!parquet) return;
+  std::string jsonl = ends_with_icase(path, ".parquet") ? path.substr(0, path.size() - 8) + ".jsonl" : path + ".jsonl";
+  fail("[dataset] ", path, ": Parquet files cannot be read (no Parquet library in Debian 12); convert it to JSONL "
+       "once, e.g.\n  python3 -c \"import pandas as pd; pd.read_parquet('", path, "').to_json('", jsonl,
+       "', orient='records', lines=True, force_ascii=False)\"\nand set the path to ", jsonl,
+       " (verl's rows load unchanged)");
+}
+
+// The reference answer: `answer` (text or number), or verl's reward_model.ground_truth (text or number; a
+// list or object is kept as its JSON text for external rewards).
+std::string answer_of(const nlohmann::json& j, const std::string& where) {
+  const bool has_answer = j.contains("answer"), has_verl = j.contains("reward_model");
+  GRPO_CHECK(has_answer || has_verl, where,
+             ": needs \"answer\" (or verl's \"reward_model\": {\"ground_truth\": ...})");
+  GRPO_CHECK(!(has_answer && has_verl), where,
+             ": has both \"answer\" and \"reward_model\"; expected one (the reference answer)");
+  if (has_answer) {
+    const auto& a = j["answer"];
+    GRPO_CHECK(a.is_string() || a.is_number(), where, ": \"answer\" must be a string or a number, got ",
+               a.type_name());
+    return a.is_string() ? a.get<std::string>() : a.dump();
+  }
+  const auto& rm = j["reward_model"];
+  GRPO_CHECK(rm.is_object() && rm.contains("ground_truth"), where,
+             ": \"reward_model\" must be an object with \"ground_truth\" (verl's rows), got ",
+             rm.is_object() ? "an object without it" : rm.type_name());
+  const auto& gt = rm["ground_truth"];
+  GRPO_CHECK(!gt.is_null(), where, ": \"reward_model.ground_truth\" is null");
+  return gt.is_string() ? gt.get<std::string>() : gt.dump();
+}
+
+// `id` (text or integer), else verl's extra_info.index; "" when neither (the caller uses the line number).
+std::string id_of(const nlohmann::json& j, const std::string& where) {
+  const nlohmann::json* id = nullptr;
+  const char* name = "id";
+  if (j.contains("id")) {
+    id = &j["id"];
+  } else if (j.contains("extra_info") && j["extra_info"].is_object() && j["extra_info"].contains("index")) {
+    id = &j["extra_info"]["index"];
+    name = "extra_info.index";
+  }
+  if (!id) return "";
+  GRPO_CHECK(id->is_string() || id->is_number_integer(), where, ": \"", name,
+             "\" must be a string or an integer, got ", id->type_name());
+  return id->is_string() ? id->get<std::string>() : id->dump();
 }
 
 }  // namespace
@@ -90,22 +142,19 @@ Example parse_example(const std::string& line, const std::string& where, bool re
   const bool has_prompt = j.contains("prompt"), has_messages = j.contains("messages");
   GRPO_CHECK(has_prompt != has_messages, where,
              has_prompt ? ": has both \"prompt\" and \"messages\"; expected one" : ": needs \"prompt\" or \"messages\"");
-  if (has_prompt && !j["prompt"].is_array()) {
-    GRPO_CHECK(j["prompt"].is_string(), where, ": \"prompt\" must be a string (or a list of chat messages), got ",
-               j["prompt"].type_name());
-    ex.prompt = j["prompt"].get<std::string>();
+  if (has_prompt && j["prompt"].is_array()) {  // verl: the prompt is the chat turns
+    check_messages(j["prompt"], "prompt", where);
+    ex.messages = j["prompt"];
+  } else if (has_prompt) {
+    ex.prompt = text_field(j, "prompt", where);
     GRPO_CHECK(!ex.prompt.empty(), where, ": \"prompt\" is empty");
-  } else {  // `messages`, or verl's `prompt` holding the chat turns
-    const char* key = has_prompt ? "prompt" : "messages";
-    check_messages(j[key], key, where);
-    ex.messages = j[key];
+  } else {
+    check_messages(j["messages"], "messages", where);
+    ex.messages = j["messages"];
   }
-  ex.answer = answer_field(j, where);
-  if (j.contains("id")) {
-    GRPO_CHECK(j["id"].is_string() || j["id"].is_number_integer(), where,
-               ": \"id\" must be a string or an integer, got ", j["id"].type_name());
-    ex.id = j["id"].is_string() ? j["id"].get<std::string>() : j["id"].dump();
-  }
+  ex.answer = answer_of(j, where);
+  ex.id = id_of(j, where);
+  if (j.contains("data_source")) ex.data_source = text_field(j, "data_source", where);
   if (j.contains("response")) ex.response = text_field(j, "response", where);
   GRPO_CHECK(!require_response || !ex.response.empty(), where,
              ": needs a non-empty \"response\" (the target text for supervised fine-tuning)");
@@ -120,7 +169,8 @@ Example parse_example(const std::string& line, const std::string& where, bool re
   }
   ex.extra = nlohmann::json::object();
   for (const auto& [k, v] : j.items())
-    if (k != "prompt" && k != "messages" && k != "answer" && k != "id" && k != "response" && k != image_key)
+    if (k != "prompt" && k != "messages" && k != "answer" && k != "reward_model" && k != "id" &&
+        k != "data_source" && k != "response" && k != image_key)
       ex.extra[k] = v;
   return ex;
 }
@@ -128,6 +178,7 @@ Example parse_example(const std::string& line, const std::string& where, bool re
 Dataset load_dataset(const std::string& path, const DatasetOptions& options) {
   GRPO_CHECK(options.max_prompt_length >= 0, "[dataset] max_prompt_length must be >= 0, got ",
              options.max_prompt_length);
+  refuse_parquet(path);
   Dataset ds;
   ds.path = path;
   for_each_line(path, [&](int64_t line_no, const std::string& line) {
@@ -175,6 +226,9 @@ Dataset load_dataset(const std::string& path, const DatasetOptions& options) {
     ds.examples.push_back(std::move(ex));
   });
   GRPO_CHECK(ds.lines > 0, "[dataset] ", path, ": no examples (the file is empty)");
+  GRPO_CHECK(!ds.examples.empty(), "[dataset] ", path, ": all ", ds.lines, " prompts are longer than ",
+             options.max_prompt_length, " tokens and were filtered out; raise data.max_prompt_length, or set "
+             "data.filter_overlong_prompts: false with data.truncation: left or right");
   return ds;
 }
 

@@ -1,12 +1,15 @@
-// Prompt datasets: JSONL files, one example a line, with `prompt` (text, or chat turns as verl writes
-// them) or `messages` (chat turns [{role, content}], content a string or a list of {"type": "text"} /
-// {"type": "image"} items), `answer` (text or number; verl's `reward_model.ground_truth` is read when
-// `answer` is absent), optional `id`, optional `response` (the target text of supervised fine-tuning),
+// Prompt datasets: JSONL files, one example a line, with `prompt` (text) or `messages` (chat turns
+// [{role, content}], content a string or a list of {"type": "text"} / {"type": "image"} items), `answer`
+// (text or number), optional `id`, optional `response` (the target text of supervised fine-tuning),
 // optional pictures (`images`, or the key named by data.image_key: paths relative to the data file, one
 // per "<image>" placeholder in the text or image item in the messages, in order; see grpo/vision_data.h);
-// any other fields are kept in `extra` (e.g. the arithmetic task's `level`, verl's `data_source`).
-// A malformed line is an error naming the file and line. Prompts longer than max_prompt_length tokens
-// are filtered (and counted), truncated, or an error, as configured.
+// any other fields are kept in `extra` (e.g. the arithmetic task's `level`).
+// verl's rows load unchanged: `prompt` as a list of chat turns, the answer in
+// `reward_model.ground_truth`, `data_source` (kept, and passed to external rewards) and `extra_info`
+// (kept in `extra`; its `index` is the id when there is no `id`).
+// A malformed line is an error naming the file and line; a Parquet file (verl's usual format) is an error
+// that gives the one-line conversion to JSONL. Prompts longer than max_prompt_length tokens are filtered
+// (and counted), truncated, or an error, as configured; a file left with no example is an error.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -23,7 +26,8 @@ struct Example {
   std::string id;                 // `id`, or the line number when absent
   std::string prompt;             // "" when `messages` is used
   nlohmann::json messages;        // null when `prompt` is used
-  std::string answer;             // numbers are stored as their JSON text ("42", "0.5")
+  std::string answer;             // numbers (and non-text ground truths) are stored as JSON text ("42")
+  std::string data_source;        // verl's `data_source` ("" when absent)
   std::string response;           // "" when absent
   nlohmann::json extra;           // other fields of the line (an object)
   std::vector<int32_t> prompt_ids;  // filled when DatasetOptions::encode_prompt is given
@@ -67,7 +71,7 @@ struct Dataset {
 };
 
 // Throws grpo::Error "[dataset] FILE:LINE: ..." on the first malformed line, and when the file holds no
-// example at all.
+// example at all (empty, or every prompt filtered out).
 Dataset load_dataset(const std::string& path, const DatasetOptions& options = {});
 
 // Parses one line (exposed for tests and fuzzing); `where` prefixes error messages. Picture paths are

@@ -68,7 +68,8 @@ DemoResult run_demo(const DemoOptions& options) {
   sft_sets.push_back("actor_rollout_ref.model.path=" + init);
   sft_sets.push_back("trainer.default_local_dir=" + out + "/sft");
   sft_sets.insert(sft_sets.end(), opt.sft_overrides.begin(), opt.sft_overrides.end());
-  SftSummary sft = run_sft(load_config(sft_yaml, sft_sets));
+  // The demo owns its folder: a rerun replaces its earlier SFT and GRPO runs (run_folder.h says so on stderr).
+  SftSummary sft = run_sft(load_config(sft_yaml, sft_sets), /*quiet=*/false, /*overwrite=*/true);
   r.sft_accuracy = sft.val_accuracy;
   r.sft_seconds = sft.seconds;
   r.sft_report = out + "/sft/report.html";
@@ -78,7 +79,9 @@ DemoResult run_demo(const DemoOptions& options) {
   grpo_sets.push_back("actor_rollout_ref.model.path=" + sft.model_dir);
   grpo_sets.push_back("trainer.default_local_dir=" + out + "/grpo");
   grpo_sets.insert(grpo_sets.end(), opt.grpo_overrides.begin(), opt.grpo_overrides.end());
-  GrpoTrainer trainer(load_config(grpo_yaml, grpo_sets), TrainOptions{});
+  TrainOptions grpo_options;
+  grpo_options.overwrite = true;
+  GrpoTrainer trainer(load_config(grpo_yaml, grpo_sets), grpo_options);
   TrainSummary g = trainer.run();
   r.grpo_accuracy = g.val_accuracy.empty() ? 0.0 : g.val_accuracy.back();
   r.grpo_seconds = g.seconds;

@@ -7,6 +7,7 @@
 //    quarter of the responses list the shapes before answering), a Qwen3-VL-shaped model (vision tower,
 //    DeepStack, M-RoPE) with the byte-level tokenizer, SFT (examples/shapes-sft.yaml) then GRPO
 //    (examples/shapes-grpo.yaml).
+// A rerun into the same folder replaces the earlier demo runs.
 #pragma once
 #include <cstdint>
 #include <string>

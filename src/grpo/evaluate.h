@@ -1,8 +1,13 @@
-// Held-out evaluation: greedy (or configured) generation on a dataset's prompts with the rollout engine,
-// scored by the `math` answer check (accuracy) and by the run's reward functions.
+// Held-out evaluation: n responses per prompt (greedy, or sampled as configured) generated with the rollout
+// engine, scored by the `math` answer check (accuracy) and by the run's reward functions. With n > 1 the
+// results follow verl's validation metrics: mean@n (over all responses), best@n (a prompt counts when any
+// of its responses is right) and maj@n (a prompt counts when the answer most of its responses give, by
+// value, is right).
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "grpo/dataset.h"
@@ -13,8 +18,12 @@
 namespace grpo {
 
 struct EvalResult {
-  double accuracy = 0;         // fraction of responses whose answer matches (math reward == 1)
-  double reward_mean = 0;      // mean total reward (when reward functions are given)
+  int32_t n = 1;               // responses per prompt
+  double accuracy = 0;         // mean@n: fraction of responses whose answer matches (math reward == 1)
+  double best_accuracy = 0;    // best@n: fraction of prompts with at least one right response
+  double majority_accuracy = 0;  // maj@n: fraction of prompts whose most frequent answer is right
+  double reward_mean = 0;      // mean total reward over responses (when reward functions are given)
+  double reward_best = 0;      // mean over prompts of the best total reward of their responses
   double response_length = 0;  // mean generated tokens
   int64_t examples = 0;
   double seconds = 0;
@@ -22,6 +31,7 @@ struct EvalResult {
 
 struct EvalOptions {
   rollout::SamplingParams sampling;  // default: greedy
+  int32_t n = 1;                     // responses per prompt (>= 1)
   int32_t max_new_tokens = 64;
   std::vector<int32_t> stop_ids;
   uint64_t seed = 0;
@@ -32,5 +42,9 @@ struct EvalOptions {
 // Examples need prompt_ids (DatasetOptions::encode_prompt). rewards may be empty.
 EvalResult evaluate(rollout::Engine& engine, const std::vector<Example>& examples,
                     const EvalOptions& opt, std::vector<WeightedReward>* rewards);
+
+// Index of the answer given most often among `answers` (nullopt entries do not vote; answers equal by
+// value, answers_match, are one answer; ties go to the earliest); -1 when none votes.
+int64_t majority_answer(const std::vector<std::optional<std::string>>& answers);
 
 }  // namespace grpo

@@ -49,8 +49,10 @@ constexpr int64_t kMaxReports = 20;  // problems logged one by one; later ones a
 ExternalReward::ExternalReward(std::string command, int64_t workers, double timeout_s)
     : command_(std::move(command)), timeout_s_(timeout_s) {
   GRPO_CHECK(!command_.empty(), "[reward] external: the command is empty");
-  GRPO_CHECK(workers >= 1, "[reward] external \"", command_, "\": workers must be >= 1, got ", workers);
-  GRPO_CHECK(timeout_s > 0, "[reward] external \"", command_, "\": timeout_s must be > 0, got ", timeout_s);
+  GRPO_CHECK(workers >= 1 && workers <= kMaxRewardWorkers, "[reward] external \"", command_,
+             "\": workers must be in [1, ", kMaxRewardWorkers, "], got ", workers);
+  GRPO_CHECK(timeout_s > 0 && timeout_s <= kMaxRewardTimeoutSeconds, "[reward] external \"", command_,
+             "\": timeout_s must be in (0, ", kMaxRewardTimeoutSeconds, "], got ", timeout_s);
   workers_.resize(static_cast<size_t>(workers));
 }
 
@@ -97,6 +99,10 @@ int ExternalReward::stop(Worker& w) {
 }
 
 void ExternalReward::report(const char* what, const RewardInput& in, const std::string& detail) {
+  {
+    std::lock_guard<std::mutex> lock(last_failure_mutex_);
+    last_failure_ = cat("command \"", command_, "\": ", what, " on request \"", in.id, "\"", detail);
+  }
   const int64_t n = reports_++;
   if (n < kMaxReports)
     std::fprintf(stderr, "[reward] external \"%s\": %s on request \"%s\"%s; scored 0\n", command_.c_str(), what,
@@ -105,8 +111,9 @@ void ExternalReward::report(const char* what, const RewardInput& in, const std::
     std::fprintf(stderr, "[reward] external \"%s\": further problems are only counted\n", command_.c_str());
 }
 
-float ExternalReward::call(Worker& w, const RewardInput& in) {
+float ExternalReward::call(Worker& w, const RewardInput& in, bool* failed) {
   ++calls_;
+  *failed = true;  // until a valid reply arrives
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(timeout_s_));
   try {
@@ -125,7 +132,8 @@ float ExternalReward::call(Worker& w, const RewardInput& in) {
       const int status = stop(w);
       ++crashes_;
       report("worker died", in,
-             cat(WIFEXITED(status) ? cat(" (exit status ", WEXITSTATUS(status), ")")
+             cat(WIFEXITED(status) ? cat(" (exit status ", WEXITSTATUS(status),
+                                         WEXITSTATUS(status) == 127 ? ": command not found" : "", ")")
                                    : cat(" (signal ", WIFSIGNALED(status) ? WTERMSIG(status) : 0, ")"),
                  " ", when));
     }
@@ -133,6 +141,8 @@ float ExternalReward::call(Worker& w, const RewardInput& in) {
   };
 
   nlohmann::json request = {{"id", in.id}, {"prompt", in.prompt}, {"response", in.response}, {"answer", in.answer}};
+  if (!in.data_source.empty()) request["data_source"] = in.data_source;
+  if (!in.extra_info.is_null()) request["extra_info"] = in.extra_info;
   const std::string line = request.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   w.buffer.clear();  // anything unread belongs to earlier requests
   for (size_t sent = 0; sent < line.size();) {
@@ -157,24 +167,44 @@ float ExternalReward::call(Worker& w, const RewardInput& in) {
   w.buffer.erase(0, newline + 1);
   const auto j = nlohmann::json::parse(reply, nullptr, /*allow_exceptions=*/false);
   const nlohmann::json* value = j.is_object() && j.contains("reward") ? &j["reward"] : &j;
-  if (!value->is_number() || !std::isfinite(value->get<double>())) {
+  if (!value->is_number()) {
     ++invalid_;
     report("invalid reply", in, cat(": \"", reply.substr(0, 80), "\" (expected {\"reward\": number})"));
     return 0.0f;
   }
-  return value->get<float>();
+  const double v = value->get<double>();  // JSON numbers beyond double (1e999) parse as inf
+  if (!std::isfinite(v) || std::fabs(v) > kMaxRewardMagnitude) {
+    ++invalid_;
+    report("reward out of range", in,
+           cat(": \"", reply.substr(0, 80), "\" (expected a finite number in [-", kMaxRewardMagnitude, ", ",
+               kMaxRewardMagnitude, "])"));
+    return 0.0f;
+  }
+  *failed = false;
+  return static_cast<float>(v);
 }
 
-void ExternalReward::score(std::span<const RewardInput> batch, std::span<float> out) {
+int64_t ExternalReward::score(std::span<const RewardInput> batch, std::span<float> out) {
   std::atomic<size_t> next{0};
+  std::atomic<int64_t> failures{0};
   auto run = [&](Worker& w) {
-    for (size_t i; (i = next++) < batch.size();) out[i] = call(w, batch[i]);
+    for (size_t i; (i = next++) < batch.size();) {
+      bool failed = false;
+      out[i] = call(w, batch[i], &failed);
+      failures += failed;
+    }
   };
   const size_t n = std::min(workers_.size(), batch.size());
   std::vector<std::thread> threads;
   for (size_t t = 1; t < n; ++t) threads.emplace_back(run, std::ref(workers_[t]));
   if (n > 0) run(workers_[0]);
   for (auto& t : threads) t.join();
+  return failures.load();
+}
+
+std::string ExternalReward::last_failure() const {
+  std::lock_guard<std::mutex> lock(last_failure_mutex_);
+  return last_failure_;
 }
 
 ExternalReward::Stats ExternalReward::stats() const {

@@ -8,7 +8,9 @@ namespace grpo {
 
 std::string prompt_text(const Tokenizer& tok, const Example& ex, bool apply_chat_template) {
   if (!apply_chat_template) {
-    GRPO_CHECK(ex.messages.is_null(), "[data] `messages` need data.apply_chat_template: true (the model's chat template)");
+    GRPO_CHECK(ex.messages.is_null(),
+               "chat turns (`messages`, or verl's `prompt` list) need data.apply_chat_template: true (the model's "
+               "chat template)");
     return ex.has_image_key ? plain_vision_prompt(ex.prompt) : ex.prompt;
   }
   return tok.apply_chat_template(template_messages(ex), nullptr, /*add_generation_prompt=*/true,

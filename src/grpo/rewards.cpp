@@ -17,16 +17,18 @@ namespace {
 class MathReward : public RewardFunction {
  public:
   std::string name() const override { return "math"; }
-  void score(std::span<const RewardInput> batch, std::span<float> out) override {
+  int64_t score(std::span<const RewardInput> batch, std::span<float> out) override {
     for (size_t i = 0; i < batch.size(); ++i) out[i] = math_reward(batch[i].response, batch[i].answer);
+    return 0;
   }
 };
 
 class ExactReward : public RewardFunction {
  public:
   std::string name() const override { return "exact"; }
-  void score(std::span<const RewardInput> batch, std::span<float> out) override {
+  int64_t score(std::span<const RewardInput> batch, std::span<float> out) override {
     for (size_t i = 0; i < batch.size(); ++i) out[i] = exact_reward(batch[i].response, batch[i].answer);
+    return 0;
   }
 };
 
@@ -52,16 +54,27 @@ class FormatReward : public RewardFunction {
   FormatReward& operator=(const FormatReward&) = delete;
 
   std::string name() const override { return "format"; }
-  void score(std::span<const RewardInput> batch, std::span<float> out) override {
+  int64_t score(std::span<const RewardInput> batch, std::span<float> out) override {
+    int64_t failed = 0;
     for (size_t i = 0; i < batch.size(); ++i) {
       const std::string& r = batch[i].response;
       const int rc = pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(r.data()), r.size(), 0, 0, match_, nullptr);
-      out[i] = rc >= 0 ? 1.0f : 0.0f;  // no match and match errors (e.g. limits) both score 0
+      out[i] = rc >= 0 ? 1.0f : 0.0f;
+      if (rc < 0 && rc != PCRE2_ERROR_NOMATCH) {  // a match error (e.g. a limit): the sample was not judged
+        ++failed;
+        PCRE2_UCHAR message[256];
+        pcre2_get_error_message(rc, message, sizeof message);
+        last_failure_ = cat("pattern \"", pattern_, "\" on request \"", batch[i].id,
+                            "\": ", reinterpret_cast<const char*>(message));
+      }
     }
+    return failed;
   }
+  std::string last_failure() const override { return last_failure_; }
 
  private:
   std::string pattern_;
+  std::string last_failure_;
   pcre2_code* code_ = nullptr;
   pcre2_match_data* match_ = nullptr;
 };
@@ -112,10 +125,22 @@ RewardScores score_batch(std::span<WeightedReward> rewards, std::span<const Rewa
     });
     s.names.push_back(same ? cat(name, "_", same + 1) : name);
     std::vector<float>& scores = s.per_function.emplace_back(batch.size(), 0.0f);
-    r.function->score(batch, scores);
+    s.failures.push_back(r.function->score(batch, scores));
     for (size_t i = 0; i < batch.size(); ++i) s.total[i] += static_cast<float>(r.weight) * scores[i];
   }
   return s;
+}
+
+void check_reward_failures(std::span<WeightedReward> rewards, const std::vector<std::string>& names,
+                           const std::vector<int64_t>& failures, int64_t samples, double max_fraction,
+                           const std::string& when) {
+  for (size_t f = 0; f < failures.size() && f < rewards.size(); ++f) {
+    if (failures[f] == 0 || static_cast<double>(failures[f]) <= max_fraction * static_cast<double>(samples)) continue;
+    const std::string last = rewards[f].function->last_failure();
+    fail("[reward] ", names[f], ": failed on ", failures[f], " of ", samples, " samples in ", when,
+         " (more than reward.max_failure_fraction = ", max_fraction, "); stopping the run",
+         last.empty() ? "" : cat(". Last failure: ", last));
+  }
 }
 
 }  // namespace grpo

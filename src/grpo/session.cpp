@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "core/checked.h"
+#include "core/error_context.h"
 #include "core/files.h"
 #include "grpo/prompting.h"
 #include "grpo/vision_data.h"
@@ -43,7 +44,15 @@ std::unique_ptr<Session> Session::open(const Config& config, bool require_respon
   s->mode = config.mixed_precision.enabled ? ComputeMode::BF16 : ComputeMode::F32;
   const std::string& model = config.actor_rollout_ref.model.path;
   GRPO_CHECK(!model.empty(), "[config] actor_rollout_ref.model.path is required");
-  s->weights = ModelWeights::load(model);
+  {
+    ErrorContext what("loading the model ", model, " (actor_rollout_ref.model.path)");
+    s->weights = ModelWeights::load(model);
+  }
+  const ModelConfig& mc = s->weights->config();
+  GRPO_CHECK(config.data.max_prompt_length + config.data.max_response_length <= mc.max_position_embeddings,
+             "[config] data.max_prompt_length + data.max_response_length = ",
+             config.data.max_prompt_length + config.data.max_response_length, " tokens, more than the ",
+             mc.max_position_embeddings, " positions of ", model, " (max_position_embeddings in config.json)");
   s->tokenizer = std::make_unique<Tokenizer>(Tokenizer::load(model));
   GRPO_CHECK(s->tokenizer->vocab_size() <= s->weights->config().vocab_size, "[tokenizer] ", model, ": ",
              s->tokenizer->vocab_size(), " token ids but the model has vocab_size ", s->weights->config().vocab_size);
@@ -62,12 +71,16 @@ std::unique_ptr<Session> Session::open(const Config& config, bool require_respon
   dopt.max_prompt_length = config.data.max_prompt_length;
   dopt.overflow = prompt_overflow_from_config(config.data.filter_overlong_prompts, config.data.truncation);
   dopt.require_response = require_response;
-  s->train = load_dataset(config.data.train_files, dopt);
+  {
+    ErrorContext what("reading the training prompts ", config.data.train_files, " (data.train_files)");
+    s->train = load_dataset(config.data.train_files, dopt);
+  }
   if (s->train.filtered > 0)
     std::fprintf(stderr, "[data] %s: %lld prompts longer than %lld tokens filtered out\n", config.data.train_files.c_str(),
                  static_cast<long long>(s->train.filtered), static_cast<long long>(config.data.max_prompt_length));
   if (!config.data.val_files.empty()) {
     dopt.require_response = false;
+    ErrorContext what("reading the validation prompts ", config.data.val_files, " (data.val_files)");
     s->val = load_dataset(config.data.val_files, dopt);
   }
   for (const Dataset* d : {&s->train, &s->val})
@@ -85,6 +98,10 @@ std::unique_ptr<Session> Session::open(const Config& config, bool require_respon
                                             "[config] data.train_batch_size x actor_rollout_ref.rollout.n"));
   if (samples > 0) {
     rollout::EngineConfig ec = engine_config(config, s->weights->config(), samples);
+    ErrorContext what("creating the rollout engine: KV cache of at most ", ec.kv_max_blocks, " blocks of ",
+                      ec.block_size, " tokens (", rc.max_num_seqs, " sequences x ",
+                      config.data.max_prompt_length + config.data.max_response_length, " tokens), ",
+                      rc.max_num_batched_tokens, " tokens per step");
     s->rollout_model = std::make_unique<rollout::DecoderRolloutModel>(*s->weights, s->mode, ec.block_size,
                                                                      ops::parse_decode_matmul(rc.decode_matmul));
     s->engine = std::make_unique<rollout::Engine>(*s->rollout_model, ec, rollout::tokenizer_decode_fn(tok));

@@ -5,25 +5,30 @@
 #include <cstdio>
 #include <numeric>
 
+#include "core/error_context.h"
 #include "core/files.h"
 #include "core/rng.h"
 #include "grpo/evaluate.h"
 #include "grpo/metrics.h"
 #include "grpo/prompting.h"
 #include "grpo/report.h"
+#include "grpo/run_folder.h"
 #include "grpo/session.h"
+#include "grpo/step_logger.h"
 #include "model/checkpoint.h"
 #include "train/actor.h"
 
 namespace grpo {
 
-SftSummary run_sft(const Config& cfg, bool quiet) {
+SftSummary run_sft(const Config& cfg, bool quiet, bool overwrite) {
   using Clock = std::chrono::steady_clock;
   const auto t_run = Clock::now();
-  const std::string run_dir = cfg.trainer.default_local_dir;
-  make_dirs(run_dir);
-  write_file_atomic(run_dir + "/config.yaml", config_to_yaml(cfg));
+  ErrorContext what("setting up the SFT run");
+  const RunFolderPlan plan = plan_sft_run_folder(cfg, overwrite);  // changes nothing yet
+  const std::string run_dir = plan.run_dir;
   auto s = Session::open(cfg, /*require_response=*/true, SessionRollout::ValidateOnly);
+  prepare_run_folder(plan);
+  write_file_atomic(run_dir + "/config.yaml", config_to_yaml(cfg));
   const SftConfig& sc = cfg.sft;
   const bool chat = cfg.data.apply_chat_template;
 
@@ -63,7 +68,14 @@ SftSummary run_sft(const Config& cfg, bool quiet) {
   const int64_t N = data.size(), bs = std::min<int64_t>(sc.batch_size, N);
   const int64_t per_epoch = (N + bs - 1) / bs, total = per_epoch * sc.epochs;
   const int64_t warmup = static_cast<int64_t>(sc.lr_warmup_steps_ratio * total);
-  MetricsWriter metrics(run_dir + "/metrics.jsonl", /*truncate=*/true);
+  StepLoggerOptions lo;
+  lo.loggers = cfg.trainer.logger;
+  lo.run_dir = run_dir;
+  lo.project_name = cfg.trainer.project_name;
+  lo.experiment_name = cfg.trainer.experiment_name;
+  lo.truncate_jsonl = true;
+  lo.quiet = quiet;
+  StepLogger metrics(lo);
   std::vector<int64_t> order(N);
   std::vector<train::TrainSample> batch;
   SftSummary sum;
@@ -80,18 +92,24 @@ SftSummary run_sft(const Config& cfg, bool quiet) {
       }
       const float lr = train::scheduled_lr(static_cast<float>(sc.lr), step, total, warmup, "cosine", 0.1f);
       auto t0 = Clock::now();
-      train::UpdateStats u = actor.update_sft(batch, lr);
+      train::UpdateStats u;
+      {
+        ErrorContext updating("SFT step ", step + 1, " of ", total, ": ", batch.size(), " sequences");
+        u = actor.update_sft(batch, lr);
+      }
       const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
       ++step;
       sum.final_loss = u.loss;
-      metrics.write(step, {{"train/loss", u.loss}, {"train/lr", lr}, {"actor/grad_norm", u.grad_norm},
-                           {"actor/entropy", u.entropy}, {"perf/throughput", u.tokens / std::max(1e-9, secs)},
-                           {"perf/packing_efficiency", u.packing_efficiency}, {"timing_s/step", secs},
-                           {"training/epoch", epoch}});
-      if (!quiet && (step % 10 == 0 || step == total))
-        std::fprintf(stderr, "[sft] step %lld/%lld | loss %.4f | lr %.2e | %.0f tokens/s\n",
-                     static_cast<long long>(step), static_cast<long long>(total), u.loss, lr,
-                     u.tokens / std::max(1e-9, secs));
+      const nlohmann::json m = {{"train/loss", u.loss}, {"train/lr", lr}, {"actor/grad_norm", u.grad_norm},
+                                {"actor/entropy", u.entropy}, {"perf/throughput", u.tokens / std::max(1e-9, secs)},
+                                {"perf/packing_efficiency", u.packing_efficiency}, {"timing_s/step", secs},
+                                {"training/epoch", epoch}};
+      char line[160] = "";
+      if (step % 10 == 0 || step == total)
+        std::snprintf(line, sizeof line, "[sft] step %lld/%lld | loss %.4f | lr %.2e | %.0f tokens/s",
+                      static_cast<long long>(step), static_cast<long long>(total), u.loss, lr,
+                      u.tokens / std::max(1e-9, secs));
+      metrics.log(step, m, line);
     }
   }
   sum.steps = step;
@@ -109,19 +127,22 @@ SftSummary run_sft(const Config& cfg, bool quiet) {
     eo.max_new_tokens = static_cast<int32_t>(cfg.data.max_response_length);
     eo.stop_ids = s->stop_ids;
     eo.pictures = [&s](const Example& ex) { return s->pictures(ex, s->val); };
+    ErrorContext validating("validation: ", s->val.examples.size(), " prompts");
     EvalResult r = evaluate(*s->engine, s->val.examples, eo, nullptr);
     sum.val_accuracy = r.accuracy;
-    metrics.write(step, {{"val/accuracy", r.accuracy}, {"val/response_length/mean", r.response_length},
-                         {"timing_s/testing", r.seconds}});
-    if (!quiet)
-      std::fprintf(stderr, "[sft] held-out accuracy %.3f on %lld prompts\n", r.accuracy,
-                   static_cast<long long>(r.examples));
+    const nlohmann::json v = {{"val/accuracy", r.accuracy}, {"val/response_length/mean", r.response_length},
+                              {"timing_s/testing", r.seconds}};
+    metrics.log(step, v,
+                cat("[sft] held-out ", console_fields(v, {{"accuracy", "val/accuracy", "%.3f"}}), " on ", r.examples,
+                    " prompts"));
   }
   sum.seconds = std::chrono::duration<double>(Clock::now() - t_run).count();
-  ReportInfo info;
-  info.title = "grpo.cpp SFT: " + cfg.trainer.experiment_name;
-  info.config_yaml = config_to_yaml(cfg);
-  write_report(run_dir + "/metrics.jsonl", run_dir + "/report.html", info);
+  if (metrics.jsonl()) {  // the report is drawn from metrics.jsonl
+    ReportInfo info;
+    info.title = "grpo.cpp SFT: " + cfg.trainer.project_name + " / " + cfg.trainer.experiment_name;
+    info.config_yaml = config_to_yaml(cfg);
+    write_report(metrics.jsonl_path(), run_dir + "/report.html", info);
+  }
   return sum;
 }
 

@@ -1,6 +1,7 @@
 // Supervised fine-tuning (`grpo sft`): prompt/response JSONL, cross-entropy on response tokens only,
 // shuffled mini-batches of sft.batch_size sequences packed into token-budget micro-batches, warm-up then
 // cosine learning-rate decay. Saves a Hugging Face model folder (<run>/model) and validates at the end.
+// Metrics go where trainer.logger says (step_logger.h).
 #pragma once
 #include <string>
 #include <vector>
@@ -17,6 +18,8 @@ struct SftSummary {
   std::string model_dir;
 };
 
-SftSummary run_sft(const Config& config, bool quiet = false);
+// `overwrite`: the run folder may hold an earlier run, whose outputs are deleted (run_folder.h); else such a
+// folder is refused.
+SftSummary run_sft(const Config& config, bool quiet = false, bool overwrite = false);
 
 }  // namespace grpo

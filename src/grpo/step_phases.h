@@ -31,6 +31,7 @@ struct ScoreResult {
   std::vector<float> rewards;                    // scores after overlong shaping
   std::vector<std::vector<float>> per_function;  // [function][sample] unweighted
   std::vector<std::string> function_names;
+  std::vector<int64_t> failures;                 // [function] samples it could not score
   double seconds = 0;
 };
 
@@ -45,6 +46,8 @@ struct StepBatch {
   std::vector<uint8_t> truncated;                // per sample, as in GenerationResult
   // gen_tokens, prompt_tokens: every generation batch's (dropped groups included: the work done)
   int64_t prompts = 0, gen_tokens = 0, prompt_tokens = 0, gen_batches = 0, groups_dropped = 0;
+  std::vector<int64_t> reward_failures;  // [function] over every generated sample
+  int64_t scored = 0;                    // generated samples, kept or not
   double gen_s = 0, reward_s = 0;
 };
 

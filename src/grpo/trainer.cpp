@@ -4,14 +4,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <numeric>
 
+#include "core/checked.h"
+#include "core/error_context.h"
 #include "core/files.h"
 #include "core/profiler.h"
 #include "core/rng.h"
 #include "grpo/metrics.h"
 #include "grpo/report.h"
+#include "grpo/run_folder.h"
 
 namespace grpo {
 
@@ -36,24 +38,64 @@ int64_t total_training_steps(const Config& c, int64_t train_examples) {
   const int64_t per_epoch = train_examples / c.data.train_batch_size;
   GRPO_CHECK(per_epoch > 0, "[config] data.train_batch_size ", c.data.train_batch_size, " is larger than the ",
              train_examples, " training prompts");
-  return per_epoch * c.trainer.total_epochs;
+  return checked_mul(per_epoch, c.trainer.total_epochs, "[config] training steps (trainer.total_epochs x steps per epoch)");
+}
+
+train::MicroBatching actor_micro_batching(const Config& c) {
+  const ActorConfig& ac = c.actor_rollout_ref.actor;
+  train::MicroBatching mb;
+  mb.dynamic = ac.use_dynamic_bsz;
+  mb.max_tokens = ac.ppo_max_token_len_per_gpu;
+  mb.micro_batch_size = ac.ppo_micro_batch_size_per_gpu;
+  mb.pad = !c.actor_rollout_ref.model.use_remove_padding;
+  return mb;
+}
+
+train::MicroBatching ref_micro_batching(const Config& c) {
+  const RefConfig& rc = c.actor_rollout_ref.ref;
+  train::MicroBatching mb;
+  mb.dynamic = rc.log_prob_use_dynamic_bsz;
+  mb.max_tokens = rc.log_prob_max_token_len_per_gpu;
+  mb.micro_batch_size = rc.log_prob_micro_batch_size_per_gpu;
+  mb.pad = !c.actor_rollout_ref.model.use_remove_padding;
+  return mb;
+}
+
+int64_t max_num_gen_batches_per_step(const Config& c, int64_t train_examples) {
+  const FilterGroupsConfig& fg = c.algorithm.filter_groups;
+  if (!fg.enable) return 1;
+  if (fg.max_num_gen_batches > 0) return fg.max_num_gen_batches;
+  return std::max<int64_t>(10, train_examples / c.data.train_batch_size);
+}
+
+uint64_t rollout_request_id(int64_t step, int64_t gen_batch, int64_t request, int64_t gen_batches_per_step,
+                            int64_t requests_per_batch) {
+  return (static_cast<uint64_t>(step - 1) * static_cast<uint64_t>(gen_batches_per_step) + static_cast<uint64_t>(gen_batch)) *
+             static_cast<uint64_t>(requests_per_batch) +
+         static_cast<uint64_t>(request);
 }
 
 GrpoTrainer::GrpoTrainer(const Config& config, const TrainOptions& opt) : cfg_(config), opt_(opt) {
-  run_dir_ = opt.resume_dir.empty() ? cfg_.trainer.default_local_dir : opt.resume_dir;
-  make_dirs(run_dir_);
+  ErrorContext what("setting up the GRPO run");
+  const RunFolderPlan plan = plan_grpo_run_folder(cfg_, opt.resume_dir, opt.overwrite);  // changes nothing yet
+  run_dir_ = plan.run_dir;
   s_ = Session::open(cfg_, /*require_response=*/false);
+  const int64_t N = static_cast<int64_t>(s_->train.examples.size()), B = cfg_.data.train_batch_size;
+  GRPO_CHECK(N >= B, "[data] ", cfg_.data.train_files, " (data.train_files) has ", N, " prompts",
+             s_->train.filtered > 0 ? cat(" left after ", s_->train.filtered, " longer than data.max_prompt_length = ",
+                                          cfg_.data.max_prompt_length, " tokens were filtered out")
+                                    : std::string(),
+             ", fewer than data.train_batch_size = ", B,
+             "; lower data.train_batch_size (and actor_rollout_ref.actor.ppo_mini_batch_size) or add prompts");
   const ActorConfig& ac = cfg_.actor_rollout_ref.actor;
   DecoderOptions dopt;
   dopt.mode = s_->mode;
   dopt.checkpoint_activations = cfg_.actor_rollout_ref.model.enable_gradient_checkpointing;
   if (!cfg_.actor_rollout_ref.model.use_fused_kernels) dopt.kernels = &plain_kernels();
-  dopt.logit_scale = static_cast<float>(1.0 / std::max(1e-6, cfg_.actor_rollout_ref.rollout.temperature));
-  train::MicroBatching mb;
-  mb.dynamic = ac.use_dynamic_bsz;
-  mb.max_tokens = ac.ppo_max_token_len_per_gpu;
-  mb.micro_batch_size = ac.ppo_micro_batch_size_per_gpu;
-  mb.pad = !cfg_.actor_rollout_ref.model.use_remove_padding;
+  // The rollout records log-probs under softmax(logits / T), and under softmax(logits) when greedy (T = 0).
+  const double temperature = cfg_.actor_rollout_ref.rollout.temperature;
+  dopt.logit_scale = static_cast<float>(temperature > 0 ? 1.0 / temperature : 1.0);
+  const train::MicroBatching mb = actor_micro_batching(cfg_);
   train::AdamWConfig adam;
   adam.lr = static_cast<float>(ac.optim.lr);
   adam.beta1 = static_cast<float>(ac.optim.betas[0]);
@@ -63,24 +105,38 @@ GrpoTrainer::GrpoTrainer(const Config& config, const TrainOptions& opt) : cfg_(c
   adam.grad_clip = static_cast<float>(ac.grad_clip);
   actor_ = std::make_unique<train::Actor>(*s_->weights, dopt, mb, adam, ac.freeze_vision_tower);
   if (ac.use_kl_loss && ac.kl_loss_coef != 0) {
+    ErrorContext loading("loading the reference model ", cfg_.actor_rollout_ref.model.path);
     ref_weights_ = ModelWeights::load(cfg_.actor_rollout_ref.model.path);
     ref_decoder_ = std::make_unique<Decoder>(*ref_weights_, dopt);
   }
+  ref_micro_batching_ = ref_micro_batching(cfg_);
   rewards_ = make_rewards(cfg_.reward.functions);
-  total_steps_ = total_training_steps(cfg_, s_->train.examples.size());
-  steps_per_epoch_ = std::max<int64_t>(1, s_->train.examples.size() / cfg_.data.train_batch_size);
+  total_steps_ = total_training_steps(cfg_, N);
+  steps_per_epoch_ = std::max<int64_t>(1, N / B);
+  max_gen_batches_ = max_num_gen_batches_per_step(cfg_, N);
+  const int64_t requests_per_batch =
+      checked_mul(B, cfg_.actor_rollout_ref.rollout.share_group_prompt ? 1 : cfg_.actor_rollout_ref.rollout.n,
+                  "[config] rollout requests per generation batch");
+  checked_mul(checked_mul(total_steps_, max_gen_batches_, "[config] generation batches of the run"), requests_per_batch,
+              "[config] rollout requests of the run");  // so that request ids cannot wrap
 
-  if (!opt.resume_dir.empty()) {
-    std::string ck = latest_run_checkpoint(run_dir_);
-    GRPO_CHECK(!ck.empty(), "[resume] ", run_dir_, " has no checkpoint (checkpoints/latest is missing)");
-    state_ = load_run_checkpoint(ck, *s_->weights, actor_->optimizer());
+  prepare_run_folder(plan);  // --overwrite deletes the earlier run only now that the set-up succeeded
+  if (!plan.resume_checkpoint.empty()) {
+    ErrorContext loading("loading the checkpoint ", plan.resume_checkpoint);
+    state_ = load_run_checkpoint(plan.resume_checkpoint, *s_->weights, actor_->optimizer());
     s_->engine->clear_prefix_cache();
     truncate_metrics(run_dir_ + "/metrics.jsonl", state_.global_step);
-    std::fprintf(stderr, "[train] resumed %s at step %lld\n", ck.c_str(), static_cast<long long>(state_.global_step));
-  } else if (file_exists(run_dir_ + "/metrics.jsonl")) {
-    std::filesystem::remove(run_dir_ + "/metrics.jsonl");
+    std::fprintf(stderr, "[train] resumed %s at step %lld of %lld\n", plan.resume_checkpoint.c_str(),
+                 static_cast<long long>(state_.global_step), static_cast<long long>(total_steps_));
   }
   write_file_atomic(run_dir_ + "/config.yaml", config_to_yaml(cfg_));
+  StepLoggerOptions lo;
+  lo.loggers = cfg_.trainer.logger;
+  lo.run_dir = run_dir_;
+  lo.project_name = cfg_.trainer.project_name;
+  lo.experiment_name = cfg_.trainer.experiment_name;
+  lo.quiet = opt.quiet;
+  logger_ = std::make_unique<StepLogger>(lo);
 }
 
 GrpoTrainer::~GrpoTrainer() = default;
@@ -117,26 +173,43 @@ nlohmann::json GrpoTrainer::validate() {
   eo.stop_ids = s_->stop_ids;
   eo.seed = static_cast<uint64_t>(cfg_.trainer.seed);
   eo.pictures = [this](const Example& ex) { return s_->pictures(ex, s_->val); };
-  EvalResult r = evaluate(*s_->engine, s_->val.examples, eo, &rewards_);
-  return {{"val/accuracy", r.accuracy}, {"val/reward/mean", r.reward_mean},
-          {"val/response_length/mean", r.response_length}, {"timing_s/testing", r.seconds}};
+  eo.n = static_cast<int32_t>(vk.n);
+  ErrorContext what("validation: ", s_->val.examples.size(), " prompts x ", vk.n, " responses of at most ",
+                    eo.max_new_tokens, " tokens");
+  const EvalResult r = evaluate(*s_->engine, s_->val.examples, eo, &rewards_);
+  nlohmann::json m = {{"val/accuracy", r.accuracy}, {"val/reward/mean", r.reward_mean},
+                      {"val/response_length/mean", r.response_length}, {"timing_s/testing", r.seconds}};
+  if (r.n > 1) {  // verl's names for n responses per prompt
+    const std::string at = cat("@", r.n);
+    m["val/accuracy/mean" + at] = r.accuracy;
+    m["val/accuracy/best" + at] = r.best_accuracy;
+    m["val/accuracy/maj" + at] = r.majority_accuracy;
+    m["val/reward/mean" + at] = r.reward_mean;
+    m["val/reward/best" + at] = r.reward_best;
+  }
+  return m;
 }
 
 TrainSummary GrpoTrainer::run() {
   const auto t_run = Clock::now();
-  MetricsWriter metrics(run_dir_ + "/metrics.jsonl");
   TrainSummary sum;
   const bool has_val = !s_->val.examples.empty();
+  const std::string best_key = cat("val/accuracy/best@", cfg_.actor_rollout_ref.rollout.val_kwargs.n);
   auto log_val = [&](int64_t step) {
     nlohmann::json v = validate();
     sum.val_accuracy.push_back(v["val/accuracy"].get<double>());
-    metrics.write(step, v);
-    if (!opt_.quiet)
-      std::fprintf(stderr, "[val] step %lld: accuracy %.3f, reward %.3f (%lld prompts, %.1fs)\n",
-                   static_cast<long long>(step), v["val/accuracy"].get<double>(), v["val/reward/mean"].get<double>(),
-                   static_cast<long long>(s_->val.examples.size()), v["timing_s/testing"].get<double>());
+    logger_->log(step, v,
+                 cat("[val] step ", step, ": ",
+                     console_fields(v, {{"accuracy", "val/accuracy", "%.3f"},
+                                        {"best@n", best_key.c_str(), "%.3f"},
+                                        {"reward", "val/reward/mean", "%.3f"},
+                                        {"len", "val/response_length/mean", "%.1f"},
+                                        {"time (s)", "timing_s/testing", "%.1f"}}),
+                     " | ", s_->val.examples.size(), " prompts"));
   };
   if (has_val && cfg_.trainer.val_before_train && state_.global_step == 0) log_val(0);
+  if (state_.global_step >= total_steps_ && !opt_.quiet)
+    std::fprintf(stderr, "[train] the run is already complete (%lld steps)\n", static_cast<long long>(total_steps_));
   while (state_.global_step < total_steps_) {
     const int64_t step = state_.global_step + 1;
     const bool profile = std::find(opt_.profile_steps.begin(), opt_.profile_steps.end(), step) != opt_.profile_steps.end();
@@ -144,21 +217,26 @@ TrainSummary GrpoTrainer::run() {
     nlohmann::json m = train_step(step);
     if (profile) Profiler::enable(false);
     state_.global_step = step;
-    metrics.write(step, m);
-    if (!opt_.quiet)
-      std::fprintf(stderr,
-                   "[train] step %lld/%lld | reward %.3f | len %.1f | gen %.2fs upd %.2fs step %.2fs | %.0f rollout tok/s"
-                   " | packing %.2f | peak RSS %.2f GiB\n",
-                   static_cast<long long>(step), static_cast<long long>(total_steps_),
-                   m["critic/rewards/mean"].get<double>(), m["response_length/mean"].get<double>(),
-                   m["timing_s/gen"].get<double>(), m["timing_s/update_actor"].get<double>(),
-                   m["timing_s/step"].get<double>(), m["perf/rollout_tokens_per_s"].get<double>(),
-                   m["perf/packing_efficiency"].get<double>(),
-                   m["perf/peak_rss_bytes"].get<double>() / (1 << 30));
+    std::string line = cat("[train] step ", step, "/", total_steps_, " | ",
+                           console_fields(m, {{"reward", "critic/rewards/mean", "%.3f"},
+                                              {"len", "response_length/mean", "%.1f"},
+                                              {"gen (s)", "timing_s/gen", "%.2f"},
+                                              {"upd (s)", "timing_s/update_actor", "%.2f"},
+                                              {"step (s)", "timing_s/step", "%.2f"},
+                                              {"rollout tok/s", "perf/rollout_tokens_per_s", "%.0f"},
+                                              {"packing", "perf/packing_efficiency", "%.2f"}}));
+    char rss_gib[32];
+    std::snprintf(rss_gib, sizeof rss_gib, "%.2f", m.value("perf/peak_rss_bytes", 0.0) / (1 << 30));
+    line += cat(" | peak RSS ", rss_gib, " GiB");
+    if (m.value("training/groups_kept", int64_t{-1}) == 0)
+      line += cat(" | no group with a reward signal in ", m["training/gen_batches"].get<int64_t>(),
+                  " generation batches (every group's rewards equal): step skipped, no update");
+    logger_->log(step, m, line);
     const bool last = step == total_steps_;
     if (has_val && (last || (cfg_.trainer.test_freq > 0 && step % cfg_.trainer.test_freq == 0))) log_val(step);
     if (last || (cfg_.trainer.save_freq > 0 && step % cfg_.trainer.save_freq == 0)) {
       auto t0 = Clock::now();
+      ErrorContext saving("saving the checkpoint of step ", step, " in ", run_dir_, "/checkpoints");
       sum.final_checkpoint = save_run_checkpoint(run_dir_, *s_->weights, actor_->optimizer(), state_, DType::F32,
                                                  cfg_.actor_rollout_ref.model.path, cfg_.trainer.max_actor_ckpt_to_keep);
       if (!opt_.quiet)
@@ -167,10 +245,12 @@ TrainSummary GrpoTrainer::run() {
   }
   sum.steps = state_.global_step;
   sum.seconds = since(t_run);
-  ReportInfo info;
-  info.title = "grpo.cpp: " + cfg_.trainer.experiment_name;
-  info.config_yaml = config_to_yaml(cfg_);
-  write_report(run_dir_ + "/metrics.jsonl", run_dir_ + "/report.html", info);
+  if (logger_->jsonl()) {  // the report is drawn from metrics.jsonl
+    ReportInfo info;
+    info.title = "grpo.cpp: " + cfg_.trainer.project_name + " / " + cfg_.trainer.experiment_name;
+    info.config_yaml = config_to_yaml(cfg_);
+    write_report(logger_->jsonl_path(), run_dir_ + "/report.html", info);
+  }
   if (!opt_.profile_steps.empty()) {
     Profiler::write_chrome_trace(run_dir_ + "/trace.json");
     double step_ms = 0;

@@ -1,7 +1,10 @@
 // The GRPO loop (`grpo train`): every step samples prompts, generates G responses each with the rollout
 // engine over the policy's own weights, scores them, computes group advantages, recomputes old/reference
 // log-probs when needed, updates the actor on mini-batches of token-budget micro-batches, and logs verl's
-// metrics. Validation, checkpoints, resume and the final report are part of the loop.
+// metrics (trainer.logger). Validation, checkpoints, resume and the final report are part of the loop.
+// Before the first step: the run folder rules (run_folder.h), and a training set of at least
+// data.train_batch_size prompts. A step whose DAPO filtering keeps no group within its generation batches is
+// logged and skipped (no update); a step whose reward functions fail too often stops the run.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -13,6 +16,7 @@
 #include "grpo/evaluate.h"
 #include "grpo/rewards.h"
 #include "grpo/session.h"
+#include "grpo/step_logger.h"
 #include "grpo/step_phases.h"
 #include "grpo/trainer_state.h"
 #include "train/actor.h"
@@ -21,6 +25,7 @@ namespace grpo {
 
 struct TrainOptions {
   std::string resume_dir;        // resume the run in this folder (its latest checkpoint)
+  bool overwrite = false;        // a run folder holding an earlier run: delete its outputs (run_folder.h)
   std::vector<int64_t> profile_steps;  // steps (1-based) written to <run>/trace.json
   bool quiet = false;            // no progress lines
 };
@@ -55,6 +60,7 @@ class GrpoTrainer {
                               const std::vector<std::vector<train::TrainSample>>& minibatches,
                               const LogProbResult& lp, const UpdateResult& up, const SyncResult& sync,
                               double step_s);
+  nlohmann::json skipped_step_metrics(const StepBatch& batch, double step_s);
   nlohmann::json validate();
 
   Config cfg_;
@@ -63,14 +69,34 @@ class GrpoTrainer {
   std::unique_ptr<Session> s_;
   std::unique_ptr<ModelWeights> ref_weights_;  // frozen reference copy, only when a KL term is used
   std::unique_ptr<Decoder> ref_decoder_;
+  train::MicroBatching ref_micro_batching_;  // actor_rollout_ref.ref.log_prob_*
   std::unique_ptr<train::Actor> actor_;
   std::vector<WeightedReward> rewards_;
   TrainerState state_;
   int64_t total_steps_ = 0, steps_per_epoch_ = 0;
+  int64_t max_gen_batches_ = 1;  // generation batches a step may use (max_num_gen_batches_per_step)
   std::vector<int64_t> order_;  // permutation of the current epoch
+  std::unique_ptr<StepLogger> logger_;
 };
 
 // Steps of a run: trainer.total_training_steps, or total_epochs x (train prompts / train_batch_size).
 int64_t total_training_steps(const Config& c, int64_t train_examples);
+
+// Micro-batching of the actor's updates (actor.use_dynamic_bsz, ppo_max_token_len_per_gpu,
+// ppo_micro_batch_size_per_gpu, model.use_remove_padding) and of the reference log-probs (ref.log_prob_*).
+train::MicroBatching actor_micro_batching(const Config& c);
+train::MicroBatching ref_micro_batching(const Config& c);
+
+// Generation batches a step may use: 1 without DAPO filtering, else algorithm.filter_groups.
+// max_num_gen_batches, where 0 ("unlimited" in verl) means one pass over the training prompts (their number
+// / train_batch_size) and at least 10: a task that yields no reward signal ends each step after a bounded,
+// logged number of rounds instead of sampling forever.
+int64_t max_num_gen_batches_per_step(const Config& c, int64_t train_examples);
+
+// The rollout request id of request r of generation batch `gen_batch` of step `step` (1-based): distinct for
+// every (step, batch, request) of a run, since batch < gen_batches_per_step and r < requests_per_batch. The
+// sampler's RNG stream is keyed by (seed, id, sample), so distinct ids mean distinct streams.
+uint64_t rollout_request_id(int64_t step, int64_t gen_batch, int64_t request, int64_t gen_batches_per_step,
+                            int64_t requests_per_batch);
 
 }  // namespace grpo

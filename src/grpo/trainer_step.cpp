@@ -5,8 +5,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <memory>
 #include <numeric>
 
+#include "core/checked.h"
+#include "core/error_context.h"
 #include "core/profiler.h"
 #include "grpo/metrics.h"
 #include "grpo/trainer.h"
@@ -24,6 +28,23 @@ int64_t peak_rss_bytes() {
   struct rusage ru {};
   getrusage(RUSAGE_SELF, &ru);
   return static_cast<int64_t>(ru.ru_maxrss) * 1024;
+}
+
+// Progress of a long generation on the console: a line every 30 s (plain lines, readable in a log file),
+// none for the short generations of small runs.
+rollout::ProgressFn generation_progress(int64_t step, bool quiet) {
+  if (quiet) return {};
+  auto last = std::make_shared<Clock::time_point>(Clock::now());
+  return [step, last](const rollout::Progress& p) {
+    if (since(*last) >= 30.0) {
+      std::fprintf(stderr, "[train] step %lld: generating, %lld/%lld requests done, %lld tokens, %.0f tokens/s\n",
+                   static_cast<long long>(step), static_cast<long long>(p.requests_done),
+                   static_cast<long long>(p.requests_total), static_cast<long long>(p.tokens_generated),
+                   p.tokens_per_second);
+      *last = Clock::now();
+    }
+    return true;
+  };
 }
 
 double mean(const std::vector<double>& v) { return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / v.size(); }
@@ -54,11 +75,14 @@ GenerationResult GrpoTrainer::generate(const std::vector<const Example*>& prompt
   GRPO_PROFILE("gen");
   const auto t0 = Clock::now();
   const RolloutConfig& rc = cfg_.actor_rollout_ref.rollout;
+  ErrorContext what("generating: batch ", batch_index + 1, " of at most ", max_gen_batches_, ", ", prompts.size(),
+                    " prompts x ", rc.n, " responses of at most ", cfg_.data.max_response_length, " tokens");
   // Shared: one request of n samples per prompt. Not shared (the baseline): n requests of one sample.
   const int64_t requests_per_prompt = rc.share_group_prompt ? 1 : rc.n;
   // Each prompt's pictures, decoded once and shared by its requests and samples (empty for text).
   std::vector<std::vector<PicturePtr>> pictures;
   for (const Example* ex : prompts) pictures.push_back(s_->pictures(*ex, s_->train));
+  const int64_t requests_per_batch = cfg_.data.train_batch_size * requests_per_prompt;
   std::vector<rollout::Request> reqs;
   for (size_t r = 0; r < prompts.size() * requests_per_prompt; ++r) {
     const size_t i = r / requests_per_prompt;
@@ -73,10 +97,10 @@ GenerationResult GrpoTrainer::generate(const std::vector<const Example*>& prompt
     if (!rc.ignore_eos) q.stop_token_ids = s_->stop_ids;
     q.max_new_tokens = static_cast<int32_t>(cfg_.data.max_response_length);
     q.seed = static_cast<uint64_t>(cfg_.trainer.seed);
-    q.id = static_cast<uint64_t>(step) * 1000003ull + static_cast<uint64_t>(batch_index) * 10007ull + r;
+    q.id = rollout_request_id(step, batch_index, static_cast<int64_t>(r), max_gen_batches_, requests_per_batch);
     reqs.push_back(std::move(q));
   }
-  const std::vector<rollout::RequestResult> out = s_->engine->generate(reqs);
+  const std::vector<rollout::RequestResult> out = s_->engine->generate(reqs, generation_progress(step, opt_.quiet));
 
   GenerationResult g;
   g.prompts = prompts;
@@ -111,14 +135,18 @@ ScoreResult GrpoTrainer::score(const GenerationResult& gen) {
   std::vector<RewardInput> inputs;
   for (size_t g = 0, i = 0; g < gen.group_sizes.size(); ++g) {
     const Example& ex = *gen.prompts[g];
-    for (int64_t k = 0; k < gen.group_sizes[g]; ++k, ++i) inputs.push_back({ex.id, ex.prompt, gen.texts[i], ex.answer});
+    const nlohmann::json extra_info = ex.extra.value("extra_info", nlohmann::json());
+    for (int64_t k = 0; k < gen.group_sizes[g]; ++k, ++i)
+      inputs.push_back({ex.id, ex.prompt, gen.texts[i], ex.answer, ex.data_source, extra_info});
   }
+  ErrorContext what("scoring ", inputs.size(), " responses");
   RewardScores rs = score_batch(rewards_, inputs);
   ScoreResult sc;
   sc.scores = rs.total;
   sc.rewards = rs.total;
   sc.per_function = std::move(rs.per_function);
   sc.function_names = std::move(rs.names);
+  sc.failures = std::move(rs.failures);
   const OverlongBufferConfig& ob = cfg_.reward.overlong_buffer;
   if (ob.enable)
     for (size_t i = 0; i < gen.samples.size(); ++i)
@@ -141,6 +169,11 @@ StepBatch GrpoTrainer::collect_batch(int64_t step) {
     b.reward_s += sc.seconds;
     b.function_names = sc.function_names;
     b.per_function.resize(sc.function_names.size());
+    b.reward_failures.resize(sc.failures.size());
+    for (size_t f = 0; f < sc.failures.size(); ++f) b.reward_failures[f] += sc.failures[f];
+    b.scored += static_cast<int64_t>(gen.samples.size());
+    check_reward_failures(rewards_, b.function_names, b.reward_failures, b.scored, cfg_.reward.max_failure_fraction,
+                          cat("step ", step));
     b.gen_batches++;
     b.prompts += prompts.size();
     b.gen_tokens += gen.gen_tokens;
@@ -157,7 +190,12 @@ StepBatch GrpoTrainer::collect_batch(int64_t step) {
       b.group_sizes.push_back(gen.group_sizes[g]);
     }
     if (!fg.enable || static_cast<int64_t>(b.group_sizes.size()) >= B) break;
-    if (fg.max_num_gen_batches > 0 && gb + 1 >= fg.max_num_gen_batches) break;
+    if (gb + 1 >= max_gen_batches_) break;
+    if (logger_->console())
+      std::fprintf(stderr, "[train] step %lld: %lld of %lld groups with a reward signal after %lld generation batches "
+                   "(at most %lld); generating more\n", static_cast<long long>(step),
+                   static_cast<long long>(b.group_sizes.size()), static_cast<long long>(B),
+                   static_cast<long long>(gb + 1), static_cast<long long>(max_gen_batches_));
   }
   if (fg.enable && static_cast<int64_t>(b.group_sizes.size()) > B) {  // keep exactly B groups
     int64_t n = 0;
@@ -203,8 +241,11 @@ LogProbResult GrpoTrainer::compute_log_probs(std::vector<std::vector<train::Trai
   const bool need_old = ac.ppo_epochs > 1 || minibatches.size() > 1;
   LogProbResult r;
   std::vector<std::vector<float>> lp;
+  int64_t sequences = 0;
+  for (const auto& mb : minibatches) sequences += static_cast<int64_t>(mb.size());
   if (need_old || ac.tis_imp_ratio_cap > 0) {
     GRPO_PROFILE("old_log_prob");
+    ErrorContext what("computing old log-probs of ", sequences, " sequences");
     const auto t0 = Clock::now();
     for (auto& mb : minibatches) {
       train::response_logprobs(actor_->decoder(), mb, actor_->micro_batching(), &lp, nullptr);
@@ -214,9 +255,10 @@ LogProbResult GrpoTrainer::compute_log_probs(std::vector<std::vector<train::Trai
   }
   if (ref_decoder_) {
     GRPO_PROFILE("ref");
+    ErrorContext what("computing reference log-probs of ", sequences, " sequences");
     const auto t0 = Clock::now();
     for (auto& mb : minibatches) {
-      train::response_logprobs(*ref_decoder_, mb, actor_->micro_batching(), &lp, nullptr);
+      train::response_logprobs(*ref_decoder_, mb, ref_micro_batching_, &lp, nullptr);
       for (size_t i = 0; i < mb.size(); ++i) mb[i].ref_logprobs = std::move(lp[i]);
     }
     r.ref_s = since(t0);
@@ -232,10 +274,15 @@ UpdateResult GrpoTrainer::update(std::vector<std::vector<train::TrainSample>>& m
   const train::LossAggMode agg = loss_agg_mode(cfg_);
   const float tis_cap = static_cast<float>(ac.tis_imp_ratio_cap);
   const int64_t updates_per_step = ac.ppo_epochs * static_cast<int64_t>(minibatches.size());
-  const int64_t total_updates = total_steps_ * updates_per_step;
+  const int64_t total_updates = checked_mul(total_steps_, updates_per_step, "[config] optimizer steps of the run");
   const int64_t warmup = ac.optim.lr_warmup_steps >= 0
                              ? ac.optim.lr_warmup_steps
                              : static_cast<int64_t>(ac.optim.lr_warmup_steps_ratio * total_updates);
+  int64_t sequences = 0, tokens = 0;
+  for (const auto& mb : minibatches)
+    for (const auto& s : mb) ++sequences, tokens += static_cast<int64_t>(s.tokens.size());
+  ErrorContext what("updating the actor: ", minibatches.size(), " mini-batches x ", ac.ppo_epochs, " epochs, ",
+                    sequences, " sequences, ", tokens, " tokens");
   UpdateResult r;
   for (int64_t e = 0; e < ac.ppo_epochs; ++e)
     for (auto& mb : minibatches) {
@@ -270,12 +317,17 @@ SyncResult GrpoTrainer::sync_weights() {
 
 nlohmann::json GrpoTrainer::train_step(int64_t step) {
   GRPO_PROFILE("step");
+  ErrorContext what("step ", step, " of ", total_steps_);
   const auto t_step = Clock::now();
   const VisionWork vision_start = vision_work();
   StepBatch batch = collect_batch(step);
   const VisionWork vision_gen = vision_work() - vision_start;
+  if (batch.group_sizes.empty()) return skipped_step_metrics(batch, since(t_step));
   const AdvantageResult adv = compute_advantages(batch);
   std::vector<std::vector<train::TrainSample>> minibatches = split_minibatches(batch);
+  if (!opt_.quiet && since(t_step) >= 30.0)  // a long step: say where it is
+    std::fprintf(stderr, "[train] step %lld: %zu samples generated and scored in %.0f s; log-probs and update...\n",
+                 static_cast<long long>(step), batch.samples.size(), since(t_step));
   const LogProbResult lp = compute_log_probs(minibatches);
   const UpdateResult up = update(minibatches);
   const VisionWork vision_train = vision_work() - vision_start - vision_gen;
@@ -345,6 +397,30 @@ nlohmann::json GrpoTrainer::step_metrics(const StepBatch& batch, const Advantage
   m["training/skipped_steps"] = state_.skipped_steps;
   m["training/gen_batches"] = batch.gen_batches;
   m["training/groups_dropped"] = batch.groups_dropped;
+  m["training/groups_kept"] = batch.group_sizes.size();
+  for (size_t f = 0; f < batch.function_names.size(); ++f)
+    m["reward/" + batch.function_names[f] + "/failures"] = batch.reward_failures[f];
+  return m;
+}
+
+// A step whose DAPO filtering kept no group within its generation batches: nothing to train on, so no
+// advantages, no update and no actor metrics; what was generated and how long it took is still logged.
+nlohmann::json GrpoTrainer::skipped_step_metrics(const StepBatch& batch, double step_s) {
+  nlohmann::json m;
+  for (size_t f = 0; f < batch.function_names.size(); ++f)
+    m["reward/" + batch.function_names[f] + "/failures"] = batch.reward_failures[f];
+  m["timing_s/gen"] = batch.gen_s;
+  m["timing_s/reward"] = batch.reward_s;
+  m["timing_s/step"] = step_s;
+  m["perf/throughput"] = (batch.gen_tokens + batch.prompt_tokens) / std::max(1e-9, step_s);
+  m["perf/rollout_tokens_per_s"] = batch.gen_tokens / std::max(1e-9, batch.gen_s);
+  m["perf/train_tokens"] = 0;
+  m["perf/peak_rss_bytes"] = peak_rss_bytes();
+  m["training/epoch"] = state_.epoch;
+  m["training/skipped_steps"] = state_.skipped_steps;
+  m["training/gen_batches"] = batch.gen_batches;
+  m["training/groups_dropped"] = batch.groups_dropped;
+  m["training/groups_kept"] = 0;
   return m;
 }
 

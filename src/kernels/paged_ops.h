@@ -1,5 +1,5 @@
-// Kernels of the rollout engine: the paged KV cache (write, copy, attention over block tables) and a
-// small-batch GEMV for decode matmuls. Same conventions as ops.h (raw pointers, PyTorch order, no
+// Kernels of the rollout engine: the paged KV cache (write, copy, attention over block tables), a
+// small-batch GEMV for decode matmuls and the sampler's softmax numerators. Same conventions as ops.h (raw pointers, PyTorch order, no
 // allocation: scratch comes from the caller).
 //
 // Paged KV cache storage (flashinfer / vLLM style), for every layer l:
@@ -66,22 +66,22 @@ void paged_attention(float* o, const float* q, const PagedKvView& kv, int64_t la
 
 // y [B, N] (=) = x [B, K] (f32) . W^T, W [N, K] in f32 or bf16 (w_dtype; then x is rounded to bf16 like
 // ops::gemm's bf16 path, and pairs use avx512_bf16 dot products when present). Streams W once for all B
-// rows (AVX-512 when present): for the small batches of decode, where a GEMM's set-up and packing dominate.
+// rows (AVX-512 or AVX2 bodies): for the small batches of decode, where a GEMM's set-up and packing dominate.
 // Every y[b, n] is summed in the same order whatever B and the thread count, so a row's result does not
 // depend on the rest of the batch.
 // x_scratch [B, K]: room for x in bf16, needed when W is bf16 (may be null when W is f32).
 void gemv(float* y, const float* x, const void* W, DType w_dtype, int64_t B, int64_t N, int64_t K,
           bf16_t* x_scratch = nullptr);
 
-// Largest batch for which gemv beats ops::gemm (bench_kernels_paged.cpp on the 2-core Zen 4 machine, one
-// thread, N=1536/K=512 and N=512/K=1536, with the 4-row tiles): f32 ties at B = 16 (295 vs 305 us) and loses
-// at 32 (589 vs 529); bf16 wins up to B = 32 (251 vs 262 us at N=512/K=1536), loses at 64 (585 vs 487 us)
-// and is 0.8x oneDNN's speed at B = 128.
-constexpr int64_t kGemvMaxBatchF32 = 16;
-constexpr int64_t kGemvMaxBatchBf16 = 32;
-constexpr int64_t gemv_max_batch(DType w_dtype) {
-  return w_dtype == DType::BF16 ? kGemvMaxBatchBf16 : kGemvMaxBatchF32;
-}
+// Largest batch for which gemv beats ops::gemm (bench_kernels_paged.cpp, one thread, N=1536/K=512 and
+// N=512/K=1536). AVX-512 (the 2-core Zen 4 machine, 4-row tiles): f32 ties at B = 16 (295 vs 305 us) and
+// loses at 32 (589 vs 529); bf16 wins up to B = 32 (251 vs 262 us at N=512/K=1536), loses at 64 (585 vs
+// 487 us) and is 0.8x oneDNN's speed at B = 128. AVX2 (the 2-core Zen 3 machine): f32 1.01-1.04x oneDNN at
+// B = 32, 0.92-0.97x at 64; bf16 (against oneDNN's f32 GEMM) 1.03-1.09x at 32, 0.93-0.95x at 64.
+constexpr int64_t kGemvMaxBatchF32Avx512 = 16;
+constexpr int64_t kGemvMaxBatchBf16Avx512 = 32;
+constexpr int64_t kGemvMaxBatchAvx2 = 32;  // f32 and bf16
+int64_t gemv_max_batch(DType w_dtype);     // for the instruction set in use
 
 // How the rollout's matmuls run. BatchInvariant: gemv at every batch size, so a row's result never depends
 // on the rest of the batch (the default: rollouts reproducible whatever the scheduling). Fastest: gemv up
@@ -95,5 +95,16 @@ const char* decode_matmul_name(DecodeMatmul how);
 // (may be null when W is f32).
 void decode_matmul(float* y, const float* x, bf16_t* x_bf16, const void* W, DType w_dtype, int64_t B, int64_t N,
                    int64_t K, DecodeMatmul how = DecodeMatmul::BatchInvariant);
+
+// Softmax numerators of one row of logits for sampling: mx = max_i x[i], p[i] = exp((x[i] - mx) * scale)
+// (scale = 1 / temperature, finite and > 0; p[i] = 0 where the exponent is below -87, under f32's normal
+// range), computed in the same vector lanes wherever the row ends. Returns mx, the first index holding it and
+// sum_i p[i] (accumulated in double). NaN logits, or no finite maximum, throw a grpo::Error naming them.
+struct SoftmaxRow {
+  float max;
+  int64_t argmax;
+  double sum;
+};
+SoftmaxRow softmax_numerators(float* p, const float* x, int64_t n, float scale);
 
 }  // namespace grpo::ops

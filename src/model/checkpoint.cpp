@@ -162,7 +162,9 @@ Checkpoint Checkpoint::open(const std::string& dir) {
   Checkpoint ck;
   ck.dir_ = dir;
   const std::string config_path = dir + "/config.json";
-  if (!fs::is_directory(dir)) fail("[checkpoint] ", dir, ": not a directory");
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) fail("[checkpoint] ", dir, ": no such model folder (", ec ? ec.message() : "it does not exist", ")");
+  if (!fs::is_directory(dir)) fail("[checkpoint] ", dir, ": not a directory (expected a Hugging Face model folder)");
   if (!fs::exists(config_path)) fail("[checkpoint] ", dir, ": no config.json");
   ck.config_ = load_model_config(config_path);
 

@@ -257,7 +257,12 @@ std::vector<RequestResult> Engine::generate(const std::vector<Request>& requests
 void Engine::loop(Run& run, const ProgressFn& progress) {
   while (!run.scheduler.idle() && !run.aborted) {
     const uint64_t allocs = Buffer::alloc_count();
+    const int64_t prefill_before = stats_.prefill_tokens, decode_before = stats_.decode_tokens;
+    const auto step_start = std::chrono::steady_clock::now();
     step(run);
+    const double step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
+    const int64_t prefilled = stats_.prefill_tokens - prefill_before, decoded = stats_.decode_tokens - decode_before;
+    if (prefilled > 0) stats_.prefill_s += step_s * static_cast<double>(prefilled) / static_cast<double>(prefilled + decoded);
     const int64_t made = static_cast<int64_t>(Buffer::alloc_count() - allocs);
     stats_.step_allocs += made;
     stats_.steps_with_allocs += made > 0;

@@ -83,6 +83,9 @@ struct EngineStats {
   // made any: after warm-up both stay constant (the decode loop allocates nothing).
   int64_t step_allocs = 0, steps_with_allocs = 0;
   double elapsed_s = 0;
+  // Of elapsed_s, the share spent on prefill tokens: each step's time divided between its prefill and
+  // decode tokens in proportion to their counts (the matmuls, most of a step, cost the same per token).
+  double prefill_s = 0;
 };
 
 class Engine {

@@ -63,8 +63,22 @@ RolloutBenchResult run_rollout_bench(ModelWeights& w, const RolloutBenchOptions&
   r.generated = st.generated_tokens;
   r.prefilled = st.prefill_tokens;
   r.gen_tokens_per_s = r.generated / std::max(1e-9, r.seconds);
-  r.prefill_tokens_per_s = r.prefilled / std::max(1e-9, r.seconds);
+  r.prefill_tokens_per_s = r.prefilled / std::max(1e-9, st.prefill_s);
   return r;
+}
+
+int64_t decode_weight_bytes(const ModelWeights& w, ComputeMode mode) {
+  const ModelConfig& c = w.config();
+  const int64_t C = c.hidden_size, Q = c.num_attention_heads * c.head_dim, KV = c.num_key_value_heads * c.head_dim,
+                F = c.intermediate_size, V = c.vocab_size;
+  const int64_t wsize = mode == ComputeMode::BF16 ? 2 : 4, f32 = 4;
+  int64_t per_layer = ((Q + 2 * KV) * C + C * Q + 2 * F * C + C * F) * wsize  // wqkv, wo, wgu, wdown
+                      + 2 * C * f32;                                          // attn_norm, mlp_norm
+  if (c.qkv_bias) per_layer += (Q + 2 * KV) * f32;
+  if (c.qk_norm) per_layer += 2 * c.head_dim * f32;
+  return c.num_hidden_layers * per_layer + C * f32  // final norm
+         + V * C * wsize                             // lm_head (the embedding table when tied)
+         + C * f32;                                  // the input embedding's row of the token
 }
 
 }  // namespace grpo::rollout

@@ -18,7 +18,8 @@ struct RolloutBenchOptions {
 };
 
 struct RolloutBenchResult {
-  double seconds = 0, gen_tokens_per_s = 0, prefill_tokens_per_s = 0;
+  double seconds = 0, gen_tokens_per_s = 0;
+  double prefill_tokens_per_s = 0;  // prefill tokens / the time spent on them (EngineStats::prefill_s)
   int64_t generated = 0, prefilled = 0;
   int64_t kv_bytes = 0;       // peak KV cache bytes in use
   int64_t blocks_shared = 0;  // peak number of blocks referenced by more than one sequence
@@ -26,5 +27,10 @@ struct RolloutBenchResult {
 
 // optimised = false runs the baseline configuration on the same prompts.
 RolloutBenchResult run_rollout_bench(ModelWeights& w, const RolloutBenchOptions& opt, bool optimised);
+
+// Bytes of weights one single-sequence decode step reads (the numerator of the bandwidth bound): every
+// matmul weight once in the mode's dtype (lm_head included, which is the embedding table when tied), the
+// norms and biases (f32), and one row of the f32 input embedding (an untied table is never read in full).
+int64_t decode_weight_bytes(const ModelWeights& w, ComputeMode mode);
 
 }  // namespace grpo::rollout

@@ -1,6 +1,8 @@
-// Sampler implementation (see sampler.h). Truncation works on a partially sorted candidate list: top-k
-// selects with nth_element, top-p sorts a growing prefix only as far as the mass requires, min-p filters
-// in place; the draw walks the kept candidates in their (deterministic) order.
+// Sampler implementation (see sampler.h). The softmax numerators come from one vector pass
+// (ops::softmax_numerators). Truncation works on a partially sorted candidate list: top-k selects with
+// nth_element, top-p sorts a growing prefix only as far as the mass requires, min-p filters in place; the
+// draw walks the kept candidates in their (deterministic) order, or the whole vocabulary in id order, a
+// block sum at a time.
 #include "rollout/sampler.h"
 
 #include <algorithm>
@@ -8,6 +10,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "kernels/paged_ops.h"
 
 namespace grpo::rollout {
 
@@ -24,21 +27,37 @@ int64_t Sampler::sort_prefix(int64_t m, int64_t sorted) {
   return m;
 }
 
-SampledToken Sampler::sample(const float* logits, const SamplingParams& sp, Rng& rng) {
-  float mx = -INFINITY;
-  int32_t argmax = 0;
-  for (int64_t i = 0; i < V_; ++i) {
-    GRPO_CHECK(!std::isnan(logits[i]), "[sampler] logits[", i, "] is NaN");
-    if (logits[i] > mx) {
-      mx = logits[i];
-      argmax = static_cast<int32_t>(i);
+int32_t Sampler::draw_in_id_order(double r, int32_t fallback) const {
+  constexpr int64_t kBlock = 256;
+  const float* p = prob_.data();
+  double cum = 0;
+  for (int64_t b = 0; b < V_; b += kBlock) {
+    const int64_t end = std::min(V_, b + kBlock);
+    double part[4] = {0, 0, 0, 0};  // four independent chains (the block's sum, in a fixed order)
+    int64_t i = b;
+    for (; i + 4 <= end; i += 4)
+      for (int j = 0; j < 4; ++j) part[j] += p[i + j];
+    for (; i < end; ++i) part[0] += p[i];
+    const double block = (part[0] + part[1]) + (part[2] + part[3]);
+    if (r < cum + block) {
+      double walk = cum;
+      for (i = b; i < end; ++i) {
+        walk += p[i];
+        if (r < walk) return static_cast<int32_t>(i);
+      }
     }
+    cum += block;  // (rounding may let the walk end just short of r: the draw goes on in the next block)
   }
-  GRPO_CHECK(std::isfinite(mx), "[sampler] the largest logit is ", mx, " (expected a finite value)");
+  return fallback;
+}
+
+SampledToken Sampler::sample(const float* logits, const SamplingParams& sp, Rng& rng) {
   const bool greedy = sp.temperature == 0;
   const float inv_t = greedy ? 1.0f : 1.0f / sp.temperature;
-  double sum = 0;
-  for (int64_t i = 0; i < V_; ++i) sum += (prob_[i] = std::exp((logits[i] - mx) * inv_t));
+  const ops::SoftmaxRow row = ops::softmax_numerators(prob_.data(), logits, V_, inv_t);
+  const float mx = row.max;
+  const auto argmax = static_cast<int32_t>(row.argmax);
+  const double sum = row.sum;
   const double log_z = std::log(sum);
   auto logprob_of = [&](int32_t tok) {
     return static_cast<float>(static_cast<double>((logits[tok] - mx) * inv_t) - log_z);
@@ -47,16 +66,7 @@ SampledToken Sampler::sample(const float* logits, const SamplingParams& sp, Rng&
 
   const bool truncate = (sp.top_k > 0 && sp.top_k < V_) || sp.top_p < 1.0f || sp.min_p > 0.0f;
   if (!truncate) {  // draw over the whole vocabulary in id order
-    const double r = rng.uniform() * sum;
-    double cum = 0;
-    int32_t pick = argmax;
-    for (int64_t i = 0; i < V_; ++i) {
-      cum += prob_[i];
-      if (r < cum) {
-        pick = static_cast<int32_t>(i);
-        break;
-      }
-    }
+    const int32_t pick = draw_in_id_order(rng.uniform() * sum, argmax);
     return {pick, logprob_of(pick)};
   }
 

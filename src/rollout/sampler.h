@@ -25,6 +25,8 @@ class Sampler {
  private:
   // Makes order_[0..m) the m most likely tokens, sorted (prob desc, id asc); returns the new sorted count.
   int64_t sort_prefix(int64_t m, int64_t sorted);
+  // The first token id whose running sum of prob_ exceeds r (fallback when rounding leaves r beyond it).
+  int32_t draw_in_id_order(double r, int32_t fallback) const;
   int64_t V_;
   std::vector<float> prob_;      // [V] softmax(logits / temperature)
   std::vector<int32_t> order_;   // [V] token ids, a sorted prefix of them once truncation needs it

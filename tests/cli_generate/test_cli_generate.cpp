@@ -256,8 +256,8 @@ TEST_F(CliGenerate, InputIdsNeedNoTokenizer) {
   for (const std::string option : {"--chat", "--stop x"}) {
     const CommandResult refused = run("generate --model " + bare + common + "--out " + out() + " " + option);
     EXPECT_NE(refused.status, 0) << option;
-    EXPECT_NE(refused.output.find(option.substr(0, option.find(' ')) + " needs the model's tokenizer (no tokenizer.json"),
-              std::string::npos)
+    const std::string flag = option.substr(0, option.find(' '));
+    EXPECT_NE(refused.output.find(flag + " needs the model's tokenizer (no tokenizer.json"), std::string::npos)
         << refused.output;
   }
 }

@@ -96,7 +96,7 @@ TEST(CliModel, PrintsTheIsaDecisionOnceAndHonoursGrpoIsa) {
   EXPECT_EQ(r.output.rfind("[cpu] avx2: using AVX2+FMA 8-lane kernels", 0), 0u) << r.output;
   EXPECT_NE(r.output.find("bf16 emulated"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("[cpu]", 1), std::string::npos) << "printed once: " << r.output;
-  for (const std::string command : {"inspect " + kModels + "qwen3", std::string("train no-such-config.yaml")}) {
+  for (const std::string& command : {"inspect " + kModels + "qwen3", std::string("train no-such-config.yaml")}) {
     const test::CommandResult bad = run_grpo(command, "2>&1", "GRPO_ISA=avx1024");
     EXPECT_EQ(bad.status, 1) << command;
     EXPECT_NE(bad.output.find("error: [cpu] GRPO_ISA=\"avx1024\": expected avx2, avx512 or avx512_bf16"),

@@ -198,3 +198,44 @@ TEST_F(CliTrain, UnknownConfigKeyIsNamedAndFails) {
 }
 
 }  // namespace
+
+namespace {
+
+// A second `grpo train` into a run folder that holds a run is refused, naming the way out, and changes
+// nothing; --overwrite starts over; --resume continues (here: the run is already complete).
+TEST_F(CliTrain, ASecondRunIntoTheSameFolderIsRefusedUnlessAsked) {
+  const std::string run = dir_ + "/run";
+  const std::string one_step = "--set trainer.total_training_steps=1 --set trainer.test_freq=-1 --set trainer.val_before_train=false";
+  const test::CommandResult first = train(run, one_step);
+  ASSERT_EQ(first.status, 0) << first.output;
+  const std::string metrics = read_file(run + "/metrics.jsonl");
+
+  const test::CommandResult again = train(run, one_step);
+  EXPECT_NE(again.status, 0);
+  EXPECT_NE(again.output.find("already holds a run (metrics.jsonl, checkpoints, report.html)"), std::string::npos)
+      << again.output;
+  EXPECT_NE(again.output.find("--overwrite"), std::string::npos) << again.output;
+  EXPECT_EQ(read_file(run + "/metrics.jsonl"), metrics) << "nothing lost";
+
+  const test::CommandResult resumed = train(run, one_step + " --resume " + run);
+  EXPECT_EQ(resumed.status, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("already complete"), std::string::npos) << resumed.output;
+
+  const test::CommandResult over = train(run, one_step + " --overwrite");
+  EXPECT_EQ(over.status, 0) << over.output;
+  EXPECT_NE(over.output.find("--overwrite: deleting the earlier run"), std::string::npos) << over.output;
+  EXPECT_EQ(read_metrics(run + "/metrics.jsonl").size(), 2u) << "step 1 and its validation, nothing older";
+}
+
+// Errors say what was being done: the scopes an error left are printed under it.
+TEST_F(CliTrain, ErrorsSayWhatWasBeingDone) {
+  const test::CommandResult r = train(dir_ + "/nomodel", "--set actor_rollout_ref.model.path=" + dir_ + "/missing");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("error: [checkpoint] " + dir_ + "/missing: no such model folder"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\n  while loading the model " + dir_ + "/missing (actor_rollout_ref.model.path)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("\n  while setting up the GRPO run"), std::string::npos) << r.output;
+}
+
+}  // namespace

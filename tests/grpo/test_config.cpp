@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <limits>
 
 #include "core/error.h"
 #include "grpo/config.h"
+#include "grpo/session.h"
 #include "temp_dir.h"
 
 using namespace grpo;
@@ -78,7 +80,7 @@ TEST(Config, MissionAliasesAndDerivedValues) {
                                              "max_tokens_per_gpu: 4096\n"
                                              "actor_rollout_ref.actor.clip_ratio: 0.1\n"
                                              "reward_model:\n  overlong_buffer:\n    enable: true\n    len: 64\n"
-                                             "mixed_precision:\n  enabled: true\n  op_blacklist: [lm_head]\n");
+                                             "mixed_precision:\n  enabled: true\n  op_blacklist: []\n");
   Config c = load_config(path, {"actor_rollout_ref.actor.clip_ratio_high=0.28", "algorithm.scale_rewards=none",
                                 "actor_rollout_ref.actor.clip_ratio_low=null"});
   EXPECT_TRUE(c.actor_rollout_ref.actor.use_dynamic_bsz);
@@ -88,7 +90,7 @@ TEST(Config, MissionAliasesAndDerivedValues) {
   EXPECT_TRUE(c.reward.overlong_buffer.enable);
   EXPECT_EQ(c.reward.overlong_buffer.len, 64);
   EXPECT_TRUE(c.mixed_precision.enabled);
-  EXPECT_EQ(c.mixed_precision.op_blacklist, (std::vector<std::string>{"lm_head"}));
+  EXPECT_TRUE(c.mixed_precision.op_blacklist.empty());
   EXPECT_FALSE(c.algorithm.norm_adv_by_std_in_grpo);  // scale_rewards none
   EXPECT_EQ(advantage_scaling(c), train::AdvantageScaling::None);
   auto p = policy_loss_config(c);
@@ -155,10 +157,10 @@ TEST(Config, OutOfRangeValuesAreErrors) {
     std::string set, expect;
   };
   for (const Case& k : std::vector<Case>{
-           {"actor_rollout_ref.rollout.n=0", "allowed: >= 1"},
-           {"actor_rollout_ref.rollout.top_p=0", "allowed: (0, 1]"},
-           {"actor_rollout_ref.rollout.top_k=0", "allowed: >= 1 or -1"},
-           {"actor_rollout_ref.actor.clip_ratio_c=1", "allowed: > 1"},
+           {"actor_rollout_ref.rollout.n=0", "allowed: [1, 2147483647]"},
+           {"actor_rollout_ref.rollout.top_p=0", "allowed: [1e-06, 1]"},
+           {"actor_rollout_ref.rollout.top_k=0", "allowed: [1, 2147483647] or -1"},
+           {"actor_rollout_ref.actor.clip_ratio_c=1", "allowed: (1, 1e+30]"},
            {"actor_rollout_ref.actor.loss_agg_mode=mean", "one of: token-mean"},
            {"actor_rollout_ref.rollout.kv_cache_dtype=fp8", "one of: auto, f32, bf16, int8"},
            {"trainer.save_freq=0", "out of range"},
@@ -190,7 +192,9 @@ TEST(Config, CrossChecksAndRequiredKeys) {
   e = error_of([&] { load_config(dir.write("syntax.yaml", "data: [1, 2\n")); });
   EXPECT_TRUE(contains(e, "syntax.yaml:")) << e;
   e = error_of([&] { load_config(dir.path() + "/missing.yaml"); });
-  EXPECT_TRUE(contains(e, "cannot open")) << e;
+  EXPECT_TRUE(contains(e, "cannot open") && contains(e, "No such file or directory")) << e;
+  e = error_of([&] { load_config(dir.path()); });
+  EXPECT_TRUE(contains(e, "Is a directory")) << e;
 }
 
 TEST(Config, ResolvedYamlRoundTrips) {
@@ -253,4 +257,95 @@ TEST(Config, ExampleConfigsLoad) {
   EXPECT_DOUBLE_EQ(grpo.actor_rollout_ref.actor.clip_ratio_high, 0.28);
   Config sft = load_config(std::string(GRPO_SOURCE_DIR) + "/examples/arith-sft.yaml");
   EXPECT_DOUBLE_EQ(sft.sft.lr, 1e-3);
+}
+
+// Every numeric key is bounded by the type that consumes it: extreme values (beyond int32, beyond int64,
+// beyond float, non-finite) are errors naming the key, never narrowed or wrapped. The seed is the one key
+// that takes any int64 >= 0 (it is hashed).
+TEST(Config, EveryNumericKeyRefusesExtremeValues) {
+  test::TempDir dir;
+  const std::string path = dir.write("c.yaml", kMinimal);
+  int checked = 0;
+  for (const ConfigKeyInfo& k : config_keys()) {
+    std::vector<std::string> values;
+    if (k.type == "integer") {
+      values = {"2147483648", "4294967297", "9223372036854775807", "-9223372036854775808", "99999999999999999999",
+                "1.5"};
+      if (k.name == "trainer.seed") values = {"-1", "-9223372036854775808", "99999999999999999999"};
+    } else if (k.type == "number") {
+      values = {"1e308", "-1e308", ".nan", ".inf", "-.inf", "1e39"};
+    } else if (k.type == "list of numbers") {
+      values = {"[1e308, 0.5]", "[.nan, 0.5]"};
+    } else {
+      continue;
+    }
+    for (const std::string& v : values) {
+      const std::string e = error_of([&] { load_config(path, {k.name + "=" + v}); });
+      EXPECT_TRUE(contains(e, k.name)) << k.name << "=" << v << " -> " << (e.empty() ? "accepted" : e);
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 200);
+  EXPECT_NO_THROW(load_config(path, {"trainer.seed=9223372036854775807"}));
+
+  // The cases of issue 10: no silent narrowing to 1, no negative group size, no overflowing KV sizing.
+  for (const std::string set : {"actor_rollout_ref.rollout.top_k=4294967297", "actor_rollout_ref.rollout.n=2147483648",
+                                "actor_rollout_ref.rollout.max_num_seqs=9223372036854775807"}) {
+    const std::string e = error_of([&] { load_config(path, {set}); });
+    EXPECT_TRUE(contains(e, "out of range") && contains(e, "[1, 2147483647]")) << set << " -> " << e;
+  }
+}
+
+// Each integer key at its largest allowed value: products of keys are checked (a clear error, no overflow;
+// the sanitizer build would flag one), and the KV sizing of the largest config is overflow-checked too.
+TEST(Config, LargestValuesGiveErrorsNotOverflows) {
+  test::TempDir dir;
+  const std::string path = dir.write("c.yaml", kMinimal);
+  std::vector<std::string> sets;
+  for (const ConfigKeyInfo& k : config_keys())
+    if (k.type == "integer" && k.name != "trainer.seed") sets.push_back(k.name + "=2147483647");
+  std::string e = error_of([&] { load_config(path, sets); });
+  EXPECT_TRUE(contains(e, "responses per step; at most 2147483647")) << e;
+  EXPECT_TRUE(contains(e, "positions are 32-bit")) << e;
+
+  Config c = load_config(path, {"actor_rollout_ref.rollout.max_num_seqs=2147483647",
+                                "data.max_prompt_length=1073741823", "data.max_response_length=1073741824"});
+  ModelConfig m;
+  m.num_hidden_layers = 64;
+  m.num_key_value_heads = 64;
+  m.head_dim = 256;
+  m.max_position_embeddings = std::numeric_limits<int64_t>::max();
+  // The KV cap counts blocks of the sequences running at once (bytes follow from the memory budget, in the
+  // engine): at the largest values it is exact, not wrapped.
+  const rollout::EngineConfig ec = engine_config(c, m, std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(ec.kv_max_blocks, int64_t{2147483647} * ((int64_t{2147483647} + ec.block_size - 1) / ec.block_size));
+}
+
+TEST(Config, SettingsThatCannotWorkAreRefused) {
+  test::TempDir dir;
+  const std::string path = dir.write("c.yaml", kMinimal);
+  struct Case {
+    std::vector<std::string> sets;
+    std::string expect;
+  };
+  for (const Case& k : std::vector<Case>{
+           {{"actor_rollout_ref.rollout.temperature=0", "actor_rollout_ref.rollout.n=8"}, "every advantage is 0"},
+           {{"actor_rollout_ref.rollout.val_kwargs.n=4"}, "val_kwargs.temperature = 0 (greedy) with val_kwargs.n = 4"},
+           {{"actor_rollout_ref.rollout.temperature=0.001"}, "[0.01, 100] or 0"},
+           {{"mixed_precision.op_blacklist=[lm_head]"}, "op_blacklist: not supported"},
+           {{"trainer.resume_mode=resume_path"}, "needs trainer.resume_from_path"},
+           {{"trainer.resume_from_path=runs/x"}, "set trainer.resume_mode: resume_path"},
+           {{"trainer.logger=[tensorboard]", "trainer.project_name=a/b"}, "trainer.project_name = \"a/b\""},
+           {{"trainer.logger=[wandb]"}, "a list of: console, jsonl, tensorboard"},
+           {{"reward.functions=[{name: math, weight: 1e7}]"}, "weight = 1e+07 must be a finite number"},
+           {{"reward.functions=[{name: external, command: x, workers: 100000}]"}, "workers: expected an integer in [1, 256]"},
+           {{"reward.functions=[{name: external, command: x, timeout_s: 1e300}]"}, "timeout_s: expected a number"},
+       }) {
+    const std::string e = error_of([&] { load_config(path, k.sets); });
+    EXPECT_TRUE(contains(e, k.expect)) << k.sets[0] << " -> " << e;
+  }
+  EXPECT_NO_THROW(load_config(path, {"actor_rollout_ref.rollout.temperature=0", "actor_rollout_ref.rollout.n=1"}));
+  EXPECT_NO_THROW(load_config(path, {"actor_rollout_ref.rollout.val_kwargs.n=4",
+                                     "actor_rollout_ref.rollout.val_kwargs.temperature=0.7",
+                                     "trainer.logger=[console, tensorboard]", "trainer.resume_mode=auto"}));
 }

@@ -112,6 +112,65 @@ TEST(Dataset, ReadsPromptsMessagesAnswersAndExtras) {
   EXPECT_EQ(ds.examples[2].answer, "-3");
 }
 
+// verl's rows (examples/data_preprocess/gsm8k.py) load unchanged: chat turns in "prompt", the answer in
+// reward_model.ground_truth, data_source and extra_info kept (extra_info.index is the id).
+TEST(Dataset, VerlRowsLoadUnchanged) {
+  test::TempDir dir;
+  auto path = dir.write(
+      "verl.jsonl",
+      "{\"data_source\": \"openai/gsm8k\", \"prompt\": [{\"role\": \"user\", \"content\": \"2+2?\"}], "
+      "\"ability\": \"math\", \"reward_model\": {\"style\": \"rule\", \"ground_truth\": \"4\"}, "
+      "\"extra_info\": {\"split\": \"train\", \"index\": 17, \"answer\": \"2+2=4\"}}\n"
+      "{\"prompt\": [{\"role\": \"system\", \"content\": \"Be brief.\"}, {\"role\": \"user\", \"content\": \"3*3?\"}], "
+      "\"reward_model\": {\"ground_truth\": 9}, \"data_source\": \"x\"}\n"
+      "{\"prompt\": \"list?\", \"reward_model\": {\"ground_truth\": [\"a\", \"b\"]}}\n");
+  Dataset ds = load_dataset(path);
+  ASSERT_EQ(ds.examples.size(), 3u);
+  const Example& a = ds.examples[0];
+  EXPECT_EQ(a.messages.size(), 1u);
+  EXPECT_EQ(a.messages[0]["content"], "2+2?");
+  EXPECT_TRUE(a.prompt.empty());
+  EXPECT_EQ(a.answer, "4");
+  EXPECT_EQ(a.data_source, "openai/gsm8k");
+  EXPECT_EQ(a.id, "17");
+  EXPECT_EQ(a.extra["extra_info"]["answer"], "2+2=4");
+  EXPECT_EQ(a.extra["ability"], "math");
+  EXPECT_FALSE(a.extra.contains("reward_model"));
+  EXPECT_EQ(ds.examples[1].messages.size(), 2u);
+  EXPECT_EQ(ds.examples[1].answer, "9");
+  EXPECT_EQ(ds.examples[1].id, "2");  // no id, no extra_info.index: the line number
+  EXPECT_EQ(ds.examples[2].prompt, "list?");
+  EXPECT_EQ(ds.examples[2].answer, "[\"a\",\"b\"]");  // kept as JSON text for external rewards
+
+  for (const auto& [line, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"{\"prompt\": \"p\", \"reward_model\": {\"style\": \"rule\"}}", "must be an object with \"ground_truth\""},
+           {"{\"prompt\": \"p\", \"reward_model\": {\"ground_truth\": null}}", "ground_truth\" is null"},
+           {"{\"prompt\": \"p\", \"answer\": 1, \"reward_model\": {\"ground_truth\": 1}}", "has both \"answer\" and"},
+           {"{\"prompt\": [], \"answer\": 1}", "\"prompt\" must be a non-empty array"},
+           {"{\"prompt\": [{\"role\": \"user\"}], \"answer\": 1}", "prompt[0] needs a string \"content\""},
+           {"{\"prompt\": \"p\", \"answer\": 1, \"data_source\": 3}", "\"data_source\" must be a string"},
+           {"{\"prompt\": \"p\", \"answer\": 1, \"extra_info\": {\"index\": 1.5}}", "extra_info.index\" must be"},
+       }) {
+    const std::string e = error_of([&] { load_dataset(dir.write("bad.jsonl", line + "\n")); });
+    EXPECT_NE(e.find("bad.jsonl:1"), std::string::npos) << line << " -> " << e;
+    EXPECT_NE(e.find(expect), std::string::npos) << line << " -> " << e;
+  }
+}
+
+// verl ships Parquet; the error names the file and gives the one-line conversion to JSONL.
+TEST(Dataset, ParquetIsRefusedWithTheConversion) {
+  test::TempDir dir;
+  for (const std::string name : {"train.parquet", "renamed.jsonl"}) {
+    const std::string path = dir.write(name, std::string("PAR1\x15\x04", 6));
+    const std::string e = error_of([&] { load_dataset(path); });
+    EXPECT_NE(e.find(path + ": Parquet files cannot be read"), std::string::npos) << e;
+    EXPECT_NE(e.find("pd.read_parquet('" + path + "').to_json("), std::string::npos) << e;
+    EXPECT_NE(e.find("lines=True"), std::string::npos) << e;
+  }
+  EXPECT_NE(error_of([&] { load_dataset(dir.path() + "/missing.parquet"); }).find("convert it to JSONL"),
+            std::string::npos);
+}
+
 TEST(Dataset, MalformedLinesNameFileAndLine) {
   test::TempDir dir;
   const std::string good = "{\"prompt\": \"p\", \"answer\": \"1\"}\n";
@@ -141,6 +200,9 @@ TEST(Dataset, MalformedLinesNameFileAndLine) {
             std::string::npos);
   EXPECT_NE(error_of([&] { load_dataset(dir.write("empty.jsonl", "\n")); }).find("no examples"), std::string::npos);
   EXPECT_NE(error_of([&] { load_dataset(dir.path() + "/none.jsonl"); }).find("cannot open"), std::string::npos);
+  EXPECT_NE(error_of([&] { load_dataset(dir.path() + "/none.jsonl"); }).find("No such file or directory"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { load_dataset(dir.path()); }).find("Is a directory"), std::string::npos);
 }
 
 TEST(Dataset, MutatedLinesAreParsedOrRejectedWithAnError) {
@@ -193,6 +255,12 @@ TEST(Dataset, OverlongPromptsFilteredTruncatedOrRejected) {
   opt.overflow = PromptOverflow::Error;
   std::string e = error_of([&] { load_dataset(path, opt); });
   EXPECT_NE(e.find("d.jsonl:2: the prompt has 8 tokens"), std::string::npos) << e;
+
+  // Every prompt filtered away: an error before any training, not an empty dataset.
+  opt.overflow = PromptOverflow::Filter;
+  opt.max_prompt_length = 2;
+  e = error_of([&] { load_dataset(path, opt); });
+  EXPECT_NE(e.find("d.jsonl: all 3 prompts are longer than 2 tokens"), std::string::npos) << e;
 
   EXPECT_EQ(prompt_overflow_from_config(true, "error"), PromptOverflow::Filter);
   EXPECT_EQ(prompt_overflow_from_config(false, "left"), PromptOverflow::TruncateLeft);
@@ -365,4 +433,7 @@ TEST(Arith, DifficultiesAndLimits) {
   EXPECT_EQ(generate_arith(100, 1, {1}).size(), 100u);
   std::string e = error_of([] { generate_arith(101, 1, {1}); });
   EXPECT_NE(e.find("distinct problems"), std::string::npos) << e;
+  // A count no file could hold is refused before anything is allocated (it was std::bad_alloc).
+  e = error_of([] { generate_arith(99999999999, 1, {5}); });
+  EXPECT_NE(e.find("number of problems must be in [0, 10000000]"), std::string::npos) << e;
 }

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "grpo/evaluate.h"
 #include "grpo/external_reward.h"
 #include "grpo/math_answer.h"
 #include "grpo/rewards.h"
@@ -141,6 +142,9 @@ const char* kWorker =
     "    *slow*) sleep 30 ;;\n"
     "    *garbage*) echo 'not json' ;;\n"
     "    *nan*) echo '{\"reward\": \"high\"}' ;;\n"
+    "    *huge*) echo '{\"reward\": 1e308}' ;;\n"
+    "    *overflow*) echo '{\"reward\": 1e999}' ;;\n"
+    "    *source*) case \"$line\" in *'\"data_source\":\"gsm8k\",\"extra_info\":{\"index\":3}'*) echo 1 ;; *) echo 0 ;; esac ;;\n"
     "    *bare*) echo 0.5 ;;\n"
     "    *good*) echo '{\"reward\": 1.0}' ;;\n"
     "    *) echo '{\"reward\": 0.25}' ;;\n"
@@ -153,7 +157,7 @@ TEST(ExternalReward, AnswersAreScored) {
   ExternalReward r("/bin/sh " + script, 3, 5.0);
   auto batch = requests({"good", "meh", "bare", "good", "x", "good", "y"});
   std::vector<float> out(batch.size());
-  r.score(batch, out);
+  EXPECT_EQ(r.score(batch, out), 0);
   EXPECT_EQ(out, (std::vector<float>{1.0f, 0.25f, 0.5f, 1.0f, 0.25f, 1.0f, 0.25f}));
   EXPECT_EQ(r.stats().calls, 7);
   EXPECT_EQ(r.stats().crashes + r.stats().timeouts + r.stats().invalid, 0);
@@ -168,7 +172,7 @@ TEST(ExternalReward, CrashesTimeoutsAndGarbageScoreZeroAndAreCounted) {
   auto batch = requests({"good", "boom", "good", "slow", "garbage", "nan", "good", "boom", "good"});
   std::vector<float> out(batch.size(), -1.0f);
   const auto t0 = std::chrono::steady_clock::now();
-  r.score(batch, out);
+  EXPECT_EQ(r.score(batch, out), 5) << "failures: two crashes, a timeout, two invalid replies";
   EXPECT_LT(seconds_since(t0), 10.0) << "a sleeping worker must not hold the batch";
   EXPECT_EQ(out, (std::vector<float>{1, 0, 1, 0, 0, 0, 1, 0, 1}));
   const auto s = r.stats();
@@ -182,10 +186,63 @@ TEST(ExternalReward, CommandThatCannotRunScoresZero) {
   ExternalReward r("exec /nonexistent/reward-command", 1, 2.0);
   auto batch = requests({"a", "b"});
   std::vector<float> out(2, -1.0f);
-  r.score(batch, out);
+  EXPECT_EQ(r.score(batch, out), 2);
   EXPECT_EQ(out, (std::vector<float>{0, 0}));
   EXPECT_EQ(r.stats().crashes, 2);
+  EXPECT_NE(r.last_failure().find("exec /nonexistent/reward-command"), std::string::npos) << r.last_failure();
+  EXPECT_NE(r.last_failure().find("command not found"), std::string::npos) << r.last_failure();
   EXPECT_THROW(ExternalReward("", 1, 1.0), Error);
   EXPECT_THROW(ExternalReward("cat", 0, 1.0), Error);
   EXPECT_THROW(ExternalReward("cat", 1, 0.0), Error);
+}
+
+// Values no float sum can hold (1e308, or a JSON number beyond double) are refused at the reward, named,
+// and counted; verl's data_source and extra_info reach the command.
+TEST(ExternalReward, OutOfRangeRepliesAreFailuresAndVerlFieldsArePassed) {
+  test::TempDir dir;
+  const std::string script = dir.write("worker.sh", kWorker);
+  ExternalReward r("/bin/sh " + script, 1, 5.0);
+  auto batch = requests({"overflow", "huge", "good", "source", "source"});
+  batch[3].data_source = "gsm8k";
+  batch[3].extra_info = {{"index", 3}};
+  std::vector<float> out(batch.size(), -1.0f);
+  EXPECT_EQ(r.score(batch, out), 2);
+  EXPECT_EQ(out, (std::vector<float>{0, 0, 1, 1, 0}));
+  EXPECT_EQ(r.stats().invalid, 2);
+  EXPECT_NE(r.last_failure().find("out of range"), std::string::npos) << r.last_failure();
+}
+
+// A step whose failures exceed reward.max_failure_fraction stops the run with an error naming the
+// function and its last failure; at or below the fraction the step goes on.
+TEST(WeightedRewards, FailuresBeyondTheFractionStopTheRun) {
+  std::vector<RewardFunctionConfig> cfg(2);
+  cfg[1].name = "external";
+  cfg[1].command = "exec /nonexistent/reward-command";
+  cfg[1].workers = 1;
+  auto rewards = make_rewards(cfg);
+  const auto batch = requests({"a", "b", "c", "d"});
+  RewardScores s = score_batch(rewards, batch);
+  EXPECT_EQ(s.failures, (std::vector<int64_t>{0, 4}));
+  std::string e;
+  try {
+    check_reward_failures(rewards, s.names, s.failures, 4, 0.5, "step 3");
+  } catch (const Error& x) {
+    e = x.what();
+  }
+  EXPECT_NE(e.find("[reward] external: failed on 4 of 4 samples in step 3"), std::string::npos) << e;
+  EXPECT_NE(e.find("reward.max_failure_fraction = 0.5"), std::string::npos) << e;
+  EXPECT_NE(e.find("command not found"), std::string::npos) << e;
+  EXPECT_NO_THROW(check_reward_failures(rewards, s.names, {0, 2}, 4, 0.5, "step 3"));
+  EXPECT_THROW(check_reward_failures(rewards, s.names, {0, 1}, 4, 0.0, "step 3"), Error);
+}
+
+// maj@n of validation: the answer given most often, equal values being one answer ("0.5" = "1/2"),
+// responses without an answer not voting, ties to the earliest.
+TEST(Validation, MajorityAnswerVotesByValue) {
+  using A = std::vector<std::optional<std::string>>;
+  EXPECT_EQ(majority_answer(A{"3", "0.5", "1/2", std::nullopt, "3", "\\frac{1}{2}"}), 1);
+  EXPECT_EQ(majority_answer(A{"7", "8"}), 0);
+  EXPECT_EQ(majority_answer(A{std::nullopt, "x", "y", "y"}), 2);
+  EXPECT_EQ(majority_answer(A{std::nullopt, std::nullopt}), -1);
+  EXPECT_EQ(majority_answer(A{}), -1);
 }

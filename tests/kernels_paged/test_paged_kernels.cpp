@@ -259,9 +259,9 @@ TEST(PagedAttention, RejectsBadPositionsAndHeads) {
 
 TEST(Gemv, MatchesReferenceOnOddSizesWithGuards) {
   for (DType wt : {DType::F32, DType::BF16})
-    for (int64_t B : {1, 3, 4, 5, 9})
-      for (int64_t N : {1, 7, 33})
-        for (int64_t K : {1, 15, 16, 17, 100}) {
+    for (int64_t B : {1, 2, 3, 4, 5, 7, 9})
+      for (int64_t N : {1, 2, 7, 8, 33})
+        for (int64_t K : {1, 7, 8, 15, 16, 17, 31, 100}) {
           auto x = randn(B * K, 1), wf = randn(N * K, 2);
           std::vector<bf16_t> wb(N * K), scratch(B * K);
           for (int64_t i = 0; i < N * K; ++i) wb[i] = f32_to_bf16(wf[i]);
@@ -277,25 +277,31 @@ TEST(Gemv, MatchesReferenceOnOddSizesWithGuards) {
         }
 }
 
-// Bitwise: a row's result is the same alone and in a batch (4-row register tiles, leftover rows one by
-// one) and whatever the thread count, for f32 and bf16 weights.
+// Bitwise: a row's result is the same alone and in a batch (wide register tiles, leftover rows in narrower
+// ones, batch chunks) and whatever the thread count, for f32 and bf16 weights. The second shape has rows
+// long enough that the batch is cut into several chunks.
 TEST(Gemv, RowResultIndependentOfBatchSizeTilesAndThreads) {
-  const int64_t B = 11, N = 301, K = 333;  // enough work for the threaded path
-  auto x = randn(B * K, 5), wf = randn(N * K, 6);
-  std::vector<bf16_t> wb(N * K), scratch(B * K);
-  for (int64_t i = 0; i < N * K; ++i) wb[i] = f32_to_bf16(wf[i]);
-  for (DType wt : {DType::F32, DType::BF16}) {
-    const void* W = wt == DType::BF16 ? static_cast<const void*>(wb.data()) : wf.data();
-    std::vector<float> all(B * N), one(N);
-    ops::gemv(all.data(), x.data(), W, wt, B, N, K, scratch.data());
-    const int threads = num_threads();
-    set_num_threads(1);
-    for (int64_t b = 0; b < B; ++b) {
-      ops::gemv(one.data(), x.data() + b * K, W, wt, 1, N, K, scratch.data());
-      for (int64_t n = 0; n < N; ++n)
-        ASSERT_EQ(one[n], all[b * N + n]) << dtype_name(wt) << " b=" << b << " n=" << n;
+  struct Shape {
+    int64_t B, N, K;
+  };
+  for (const Shape sh : {Shape{11, 301, 333}, Shape{30, 8, 4100}}) {
+    const int64_t B = sh.B, N = sh.N, K = sh.K;
+    auto x = randn(B * K, 5), wf = randn(N * K, 6);
+    std::vector<bf16_t> wb(N * K), scratch(B * K);
+    for (int64_t i = 0; i < N * K; ++i) wb[i] = f32_to_bf16(wf[i]);
+    for (DType wt : {DType::F32, DType::BF16}) {
+      const void* W = wt == DType::BF16 ? static_cast<const void*>(wb.data()) : wf.data();
+      std::vector<float> all(B * N), one(N);
+      ops::gemv(all.data(), x.data(), W, wt, B, N, K, scratch.data());
+      const int threads = num_threads();
+      set_num_threads(1);
+      for (int64_t b = 0; b < B; ++b) {
+        ops::gemv(one.data(), x.data() + b * K, W, wt, 1, N, K, scratch.data());
+        for (int64_t n = 0; n < N; ++n)
+          ASSERT_EQ(one[n], all[b * N + n]) << dtype_name(wt) << " B=" << B << " b=" << b << " n=" << n;
+      }
+      set_num_threads(threads);
     }
-    set_num_threads(threads);
   }
 }
 
@@ -326,6 +332,72 @@ TEST(DecodeMatmul, AgreesWithReferenceOnBothSidesOfTheCrossover) {
     }
 }
 
+// Odd lengths (tails of 1..7 lanes), temperatures, ties, very negative and -inf logits, guard values.
+TEST(SoftmaxNumerators, MatchesReferenceOnOddSizesWithGuards) {
+  for (int64_t n : {1, 3, 8, 9, 17, 100, 1001})
+    for (float scale : {1.0f, 1.0f / 0.7f, 4.0f}) {
+      auto x = randn(n, 50 + n, 3.0f);
+      if (n > 4) {
+        x[1] = -1e30f;      // far below the max: exactly 0
+        x[2] = -INFINITY;   // a masked token
+        x[n - 1] = x[3] = 9.5f;  // the max, twice: the first one is the argmax
+      }
+      std::vector<float> p(n + 16, kGuard);
+      const ops::SoftmaxRow row = ops::softmax_numerators(p.data(), x.data(), n, scale);
+      std::vector<double> pd(n);
+      const double sum = ref::softmax_numerators<double>(pd.data(), x.data(), n, scale);
+      const float mx = *std::max_element(x.begin(), x.end());
+      EXPECT_EQ(row.max, mx);
+      EXPECT_EQ(row.argmax, std::find(x.begin(), x.end(), mx) - x.begin());
+      EXPECT_NEAR(row.sum, sum, 1e-6 * sum) << "n=" << n;
+      for (int64_t i = 0; i < n; ++i) {
+        // the exponent (x - max) * scale is rounded to f32 first: relative error up to |exponent| 2^-24 more
+        const double arg = std::fabs((static_cast<double>(x[i]) - mx) * scale);
+        const double tol = (2e-7 + (std::isfinite(arg) ? arg : 0) * 1.2e-7) * pd[i] + 1e-38;
+        ASSERT_NEAR(p[i], pd[i], tol) << "n=" << n << " i=" << i;
+      }
+      if (n > 4) {
+        EXPECT_EQ(p[1], 0.0f);
+        EXPECT_EQ(p[2], 0.0f);
+      }
+      for (int i = 0; i < 16; ++i) ASSERT_EQ(p[n + i], kGuard);
+    }
+}
+
+// A row's numerators do not depend on what follows it (the tail is computed in the same lanes).
+TEST(SoftmaxNumerators, PrefixOfARowGivesTheSameValues) {
+  const auto x = randn(37, 60);
+  std::vector<float> whole(37), part(37);
+  ops::softmax_numerators(whole.data(), x.data(), 37, 1.3f);
+  const float mx = *std::max_element(x.begin(), x.end());
+  const int64_t at = std::max_element(x.begin(), x.end()) - x.begin();
+  // the first at+1+k elements hold the same maximum: the same numerators
+  for (int64_t len = at + 1; len <= 37; ++len) {
+    ops::SoftmaxRow row = ops::softmax_numerators(part.data(), x.data(), len, 1.3f);
+    ASSERT_EQ(row.max, mx);
+    for (int64_t i = 0; i < len; ++i) ASSERT_EQ(part[i], whole[i]) << "len=" << len << " i=" << i;
+  }
+}
+
+TEST(SoftmaxNumerators, RejectsNanAndNonFiniteMaxima) {
+  std::vector<float> p(20);
+  std::vector<float> x(20, 1.0f);
+  x[13] = NAN;
+  try {
+    ops::softmax_numerators(p.data(), x.data(), 20, 1.0f);
+    FAIL() << "NaN accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("logits[13] is NaN"), std::string::npos) << e.what();
+  }
+  std::vector<float> inf(9, -INFINITY);
+  EXPECT_THROW(ops::softmax_numerators(p.data(), inf.data(), 9, 1.0f), Error);
+  inf[4] = INFINITY;
+  EXPECT_THROW(ops::softmax_numerators(p.data(), inf.data(), 9, 1.0f), Error);
+  EXPECT_THROW(ops::softmax_numerators(p.data(), x.data(), 0, 1.0f), Error);
+  x[13] = 0;
+  EXPECT_THROW(ops::softmax_numerators(p.data(), x.data(), 20, INFINITY), Error);
+}
+
 // reduce4x16 must make exactly reduce16's additions (the kernels mix them by tile shape).
 GRPO_LANE_SUMS_AVX512 void lane_sums_both_ways(const float* v, float* four, float* one) {
   __m512 r[4];
@@ -334,11 +406,39 @@ GRPO_LANE_SUMS_AVX512 void lane_sums_both_ways(const float* v, float* four, floa
   for (int i = 0; i < 4; ++i) one[i] = cpu::reduce16(r[i]);
 }
 
+GRPO_LANE_SUMS_AVX2 void lane_sums_both_ways_avx2(const float* v, float* four, float* one) {
+  __m256 r[4];
+  for (int i = 0; i < 4; ++i) r[i] = _mm256_loadu_ps(v + 8 * i);
+  _mm_storeu_ps(four, cpu::reduce4x8(r[0], r[1], r[2], r[3]));
+  for (int i = 0; i < 4; ++i) one[i] = cpu::reduce8(r[i]);
+}
+
+// Lanes of mixed scales, so that a different order of additions would round differently.
+std::vector<float> mixed_scales(int64_t n, uint64_t seed) {
+  auto v = randn(n, seed);
+  for (size_t i = 0; i < v.size(); ++i) v[i] *= std::pow(10.0f, static_cast<float>(i % 7) - 3);
+  return v;
+}
+
+TEST(LaneSums, FourAtOnceEqualsOneByOneBitwiseAvx2) {
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    const auto v = mixed_scales(32, seed);
+    float four[4], one[4];
+    lane_sums_both_ways_avx2(v.data(), four, one);
+    for (int i = 0; i < 4; ++i) ASSERT_EQ(four[i], one[i]) << "seed " << seed << " vector " << i;
+  }
+  // and the tree is the documented one: x_i + x_{i+4}, then 0+2 and 1+3, then the last pair
+  const auto v = mixed_scales(32, 7);
+  const float s4[4] = {v[0] + v[4], v[1] + v[5], v[2] + v[6], v[3] + v[7]};
+  float four[4], one[4];
+  lane_sums_both_ways_avx2(v.data(), four, one);
+  EXPECT_EQ(one[0], (s4[0] + s4[2]) + (s4[1] + s4[3]));
+}
+
 TEST(LaneSums, FourAtOnceEqualsOneByOneBitwise) {
   if (!cpu_has_avx512()) GTEST_SKIP() << "no AVX-512";
   for (uint64_t seed = 0; seed < 200; ++seed) {
-    auto v = randn(64, seed);
-    for (size_t i = 0; i < v.size(); ++i) v[i] *= std::pow(10.0f, static_cast<float>(i % 7) - 3);  // mixed scales
+    const auto v = mixed_scales(64, seed);
     float four[4], one[4];
     lane_sums_both_ways(v.data(), four, one);
     for (int i = 0; i < 4; ++i) ASSERT_EQ(four[i], one[i]) << "seed " << seed << " vector " << i;

@@ -53,11 +53,15 @@ struct AdamScalars {
 
 NN_BEGIN_AVX512
 double sum_squares_avx512(const float* x, int64_t n) { return sum_squares_segment(x, n); }
-void adamw_avx512(float* p, const float* g, float* m, float* v, int64_t n, AdamScalars s) { adamw_block(p, g, m, v, n, s); }
+void adamw_avx512(float* p, const float* g, float* m, float* v, int64_t n, AdamScalars s) {
+  adamw_block(p, g, m, v, n, s);
+}
 NN_END_TARGET
 NN_BEGIN_AVX2
 double sum_squares_avx2(const float* x, int64_t n) { return sum_squares_segment(x, n); }
-void adamw_avx2(float* p, const float* g, float* m, float* v, int64_t n, AdamScalars s) { adamw_block(p, g, m, v, n, s); }
+void adamw_avx2(float* p, const float* g, float* m, float* v, int64_t n, AdamScalars s) {
+  adamw_block(p, g, m, v, n, s);
+}
 NN_END_TARGET
 
 }  // namespace

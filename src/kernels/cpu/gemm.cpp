@@ -165,12 +165,23 @@ struct EmulationScratch {
   }
 };
 
-// Widens a rows x cols bf16 matrix with leading dimension ld into a dense f32 one (leading dimension cols).
-void widen(float* dst, const bf16_t* src, int64_t rows, int64_t cols, int64_t ld) {
-  if (ld == cols) return bf16_to_f32(dst, src, rows * cols);
+// A stored bf16 matrix: rows x cols with leading dimension ld.
+struct Bf16Matrix {
+  const bf16_t* data;
+  int64_t rows, cols, ld;
+};
+
+// Widens a and b into dense f32 matrices (leading dimension cols) at a32 and b32, in one parallel loop.
+void widen(float* a32, const Bf16Matrix& a, float* b32, const Bf16Matrix& b) {
   const detail::Bf16ToF32Row row = detail::bf16_to_f32_row();
-#pragma omp parallel for schedule(static) if (rows * cols >= (1 << 16))
-  for (int64_t r = 0; r < rows; ++r) row(dst + r * cols, src + r * ld, cols);
+  const int64_t rows = a.rows + b.rows;
+#pragma omp parallel for schedule(static) if (a.rows * a.cols + b.rows * b.cols >= (1 << 16))
+  for (int64_t r = 0; r < rows; ++r) {
+    if (r < a.rows)
+      row(a32 + r * a.cols, a.data + r * a.ld, a.cols);
+    else
+      row(b32 + (r - a.rows) * b.cols, b.data + (r - a.rows) * b.ld, b.cols);
+  }
 }
 
 }  // namespace
@@ -186,7 +197,8 @@ void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, cons
       for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
     return;
   }
-  const bool emulate = ab_dtype == DType::BF16 && !gemm_bf16_native();
+  const Isa level = isa();  // the decision caps oneDNN before its first primitive
+  const bool emulate = ab_dtype == DType::BF16 && level < Isa::Avx512Bf16;
   const uint32_t alpha_bits = std::bit_cast<uint32_t>(alpha), beta_bits = std::bit_cast<uint32_t>(beta);
   try {
     if (!emulate)
@@ -197,13 +209,13 @@ void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, cons
     thread_local EmulationScratch scratch;
     float* a32 = scratch.reserve(a_rows * a_cols + b_rows * b_cols);
     float* b32 = a32 + a_rows * a_cols;
-    widen(a32, static_cast<const bf16_t*>(A), a_rows, a_cols, lda);
-    widen(b32, static_cast<const bf16_t*>(B), b_rows, b_cols, ldb);
+    widen(a32, {static_cast<const bf16_t*>(A), a_rows, a_cols, lda}, b32,
+          {static_cast<const bf16_t*>(B), b_rows, b_cols, ldb});
     run_plan(GemmKey{ta, tb, M, N, K, a_cols, b_cols, ldc, DType::F32, alpha_bits, beta_bits}, a32, b32, C);
   } catch (const std::exception& e) {  // dnnl::error, std::bad_alloc, the scratch's grpo::Error
     const char* what = dynamic_cast<const std::bad_alloc*>(&e) ? "out of memory" : e.what();
     fail("[gemm] ", dtype_name(ab_dtype), emulate ? " (emulated)" : "", " ", M, "x", N, "x", K, " ", trans_name(ta),
-         trans_name(tb), " on ", isa_name(isa()), ": ", what);
+         trans_name(tb), " on ", isa_name(level), ": ", what);
   }
 }
 

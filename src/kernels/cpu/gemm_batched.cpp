@@ -1,6 +1,7 @@
 // Strided batched f32 GEMM on the CPU (see ops.h): one oneDNN 3-D matmul per call, its primitive created
 // once per shape and kept in a bounded cache of its own (as gemm's: creating one costs ~1 ms, executing a
-// cached one nothing). Transposes and batch strides are memory strides, no copies.
+// cached one nothing). Transposes and batch strides are memory strides, no copies. As gemm, it makes the ISA
+// decision (which caps oneDNN) before its first primitive and names shapes and ISA in its errors.
 #include <dnnl.hpp>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/profiler.h"
+#include "kernels/backend.h"
 #include "kernels/ops.h"
 
 namespace grpo::ops {
@@ -87,28 +89,33 @@ void gemm_batched(Trans ta, Trans tb, int64_t batch, int64_t M, int64_t N, int64
         for (int64_t i = 0; i < M; ++i) std::fill(C + b * stride_c + i * ldc, C + b * stride_c + i * ldc + N, 0.0f);
     return;
   }
-  Context& ctx = context();
+  const Isa level = isa();  // the decision caps oneDNN before its first primitive
   const Key key{static_cast<int>(ta), static_cast<int>(tb), batch, M, N, K, lda, stride_a, ldb, stride_b, ldc,
                 stride_c, std::bit_cast<uint32_t>(alpha), std::bit_cast<uint32_t>(beta)};
-  std::shared_ptr<const Plan> plan;
-  {
-    std::lock_guard<std::mutex> lock(ctx.mu);
-    auto it = ctx.plans.find(key);
-    if (it == ctx.plans.end()) {
-      if (ctx.plans.size() >= Context::kCapacity) ctx.plans.clear();
-      it = ctx.plans
-               .emplace(key, std::make_shared<const Plan>(
-                                 make_plan(ctx, ta, tb, batch, M, N, K, alpha, lda, stride_a, ldb, stride_b, beta, ldc,
-                                           stride_c)))
-               .first;
+  try {
+    Context& ctx = context();
+    std::shared_ptr<const Plan> plan;
+    {
+      std::lock_guard<std::mutex> lock(ctx.mu);
+      auto it = ctx.plans.find(key);
+      if (it == ctx.plans.end()) {
+        if (ctx.plans.size() >= Context::kCapacity) ctx.plans.clear();
+        auto made = std::make_shared<const Plan>(
+          make_plan(ctx, ta, tb, batch, M, N, K, alpha, lda, stride_a, ldb, stride_b, beta, ldc, stride_c));
+      it = ctx.plans.emplace(key, std::move(made)).first;
+      }
+      plan = it->second;
     }
-    plan = it->second;
+    dnnl::memory a(plan->a_md, ctx.engine, const_cast<float*>(A));
+    dnnl::memory b(plan->b_md, ctx.engine, const_cast<float*>(B));
+    dnnl::memory c(plan->c_md, ctx.engine, C);
+    plan->prim.execute(ctx.stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+    ctx.stream.wait();
+  } catch (const std::exception& e) {  // dnnl::error, std::bad_alloc
+    const char* what = dynamic_cast<const std::bad_alloc*>(&e) ? "out of memory" : e.what();
+    fail("[gemm_batched] f32 ", batch, " x ", M, "x", N, "x", K, " ", ta == Trans::N ? "N" : "T",
+         tb == Trans::N ? "N" : "T", " on ", isa_name(level), ": ", what);
   }
-  dnnl::memory a(plan->a_md, ctx.engine, const_cast<float*>(A));
-  dnnl::memory b(plan->b_md, ctx.engine, const_cast<float*>(B));
-  dnnl::memory c(plan->c_md, ctx.engine, C);
-  plan->prim.execute(ctx.stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
-  ctx.stream.wait();
 }
 
 }  // namespace grpo::ops

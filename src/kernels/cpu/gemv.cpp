@@ -1,4 +1,5 @@
-// Small-batch matmul for decode: y [B,N] = x [B,K] . W[N,K]^T with W f32 or bf16. Each thread takes tiles
+// Small-batch matmul for decode: y [B,N] = x [B,K] . W[N,K]^T with W f32 or bf16: the AVX-512 body (below)
+// and the dispatch to it or to the AVX2 body (gemv_avx2.cpp). AVX-512: each thread takes tiles
 // of 4 weight rows and runs every batch row against them, 4 batch rows at a time (4 x 4 register tiles of
 // 16-lane accumulators) and the rest one by one, so W is read from memory once per call. bf16 weights: x
 // is converted to bf16 once (as in ops::gemm's bf16 path, into x_scratch) and pairs are multiplied with
@@ -13,6 +14,7 @@
 #include "core/error.h"
 #include "core/profiler.h"
 #include "kernels/backend.h"
+#include "kernels/cpu/gemv_kernels.h"
 #include "kernels/cpu/lane_sums.h"
 #include "kernels/ops.h"
 #include "kernels/paged_ops.h"
@@ -180,25 +182,6 @@ void gemv_avx512(float* y, const float* x, bf16_t* x_scratch, const void* W, int
   }
 }
 
-// Baseline: one output at a time, 16 partial sums; x rounded to bf16 for bf16 weights like the SIMD paths.
-void gemv_baseline(float* y, const float* x, const void* W, DType w_dtype, int64_t B, int64_t N, int64_t K) {
-  const bool bf16 = w_dtype == DType::BF16;
-#pragma omp parallel for schedule(static) if (N * K > (1 << 16))
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t b = 0; b < B; ++b) {
-      float part[16] = {};
-      for (int64_t k = 0; k < K; ++k) {
-        const float xv = bf16 ? grpo::bf16_to_f32(grpo::f32_to_bf16(x[b * K + k])) : x[b * K + k];
-        const float w = bf16 ? grpo::bf16_to_f32(static_cast<const bf16_t*>(W)[n * K + k])
-                             : static_cast<const float*>(W)[n * K + k];
-        part[k % 16] += xv * w;
-      }
-      float sum = 0;
-      for (float p : part) sum += p;
-      y[b * N + n] = sum;
-    }
-}
-
 }  // namespace
 
 void gemv(float* y, const float* x, const void* W, DType w_dtype, int64_t B, int64_t N, int64_t K,
@@ -209,10 +192,15 @@ void gemv(float* y, const float* x, const void* W, DType w_dtype, int64_t B, int
   GRPO_CHECK(B >= 0 && N >= 0 && K >= 0, "[gemv] negative size B=", B, " N=", N, " K=", K);
   if (B == 0 || N == 0) return;
   GRPO_CHECK(w_dtype == DType::F32 || x_scratch, "[gemv] bf16 weights need an x_scratch buffer of B x K");
-  if (!cpu_has_avx512()) return gemv_baseline(y, x, W, w_dtype, B, N, K);
+  if (!cpu_has_avx512()) return cpu_gemv::gemv_avx2(y, x, x_scratch, W, w_dtype, B, N, K);
   if (w_dtype == DType::F32) return gemv_avx512<Kind::F32>(y, x, nullptr, W, B, N, K);
   if (cpu_has_avx512_bf16()) return gemv_avx512<Kind::Bf16Dot>(y, x, x_scratch, W, B, N, K);
   gemv_avx512<Kind::Bf16Widen>(y, x, nullptr, W, B, N, K);
+}
+
+int64_t gemv_max_batch(DType w_dtype) {
+  if (!cpu_has_avx512()) return kGemvMaxBatchAvx2;
+  return w_dtype == DType::BF16 ? kGemvMaxBatchBf16Avx512 : kGemvMaxBatchF32Avx512;
 }
 
 DecodeMatmul parse_decode_matmul(const std::string& name) {

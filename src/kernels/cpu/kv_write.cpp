@@ -1,11 +1,16 @@
 // Writes into the paged KV cache: new tokens' k/v (converted to f32 / bf16 / int8 with per-token scales)
-// and the copy of a partly filled block for copy-on-write. See kernels/paged_ops.h.
+// and the copy of a partly filled block for copy-on-write. See kernels/paged_ops.h. The conversions are
+// AVX2 (every supported CPU has it) and give the bits of the scalar definitions in core/dtype.h and
+// kernels/ref/ref_paged.h.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "core/error.h"
 #include "core/profiler.h"
+#include "kernels/cpu/bf16_avx2.h"
 #include "kernels/paged_ops.h"
 
 namespace grpo::ops {
@@ -18,26 +23,56 @@ int64_t PagedKvView::bytes_per_block() const {
 
 namespace {
 
+#define GRPO_AVX2 [[gnu::target("avx2,fma")]]
+
+// |x| of 8 lanes.
+GRPO_AVX2 [[gnu::always_inline]] inline __m256 abs8(__m256 x) {
+  return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
+}
+
+// int8 row: scale = max |x| / 127 (0 for an all-zero row), q = round-to-nearest-even(x / scale), the same
+// operations as the scalar definition (kernels/ref quantize_row_i8), so the same bits.
+GRPO_AVX2 void store_row_i8(int8_t* dst, float* scale_out, const float* x, int64_t D) {
+  __m256 vmax = _mm256_setzero_ps();
+  int64_t d = 0;
+  for (; d + 8 <= D; d += 8) vmax = _mm256_max_ps(abs8(_mm256_loadu_ps(x + d)), vmax);  // a NaN x is skipped, as by std::max
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, vmax);
+  float amax = 0;
+  for (float v : lanes) amax = std::max(amax, v);
+  for (; d < D; ++d) amax = std::max(amax, std::fabs(x[d]));
+  const float scale = amax / 127.0f;
+  *scale_out = scale;
+  if (!(scale > 0)) {
+    std::memset(dst, 0, D);
+    return;
+  }
+  const __m256 sv = _mm256_set1_ps(scale);
+  for (d = 0; d + 16 <= D; d += 16) {
+    const __m256i a = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(x + d), sv),
+                                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    const __m256i b = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(x + d + 8), sv),
+                                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    // |q| <= 127: the saturating packs keep every value; pack order fixed up by the lane permute
+    const __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(a, b), 0xD8);  // 16 x int16 in order
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + d),
+                     _mm_packs_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1)));
+  }
+  for (; d < D; ++d) dst[d] = static_cast<int8_t>(std::nearbyint(x[d] / scale));
+}
+
+GRPO_AVX2 void store_row_bf16(bf16_t* dst, const float* x, int64_t D) { cpu::f32_to_bf16_avx2(dst, x, D); }
+
 // Converts one row x [D] into the cache row at element index `row * D` (and scale index `row`).
 void store_row(void* cache, float* scales, int64_t row, const float* x, int64_t D, KvDType dtype) {
   switch (dtype) {
     case KvDType::F32:
       std::memcpy(static_cast<float*>(cache) + row * D, x, D * sizeof(float));
       return;
-    case KvDType::BF16: {
-      bf16_t* dst = static_cast<bf16_t*>(cache) + row * D;
-      for (int64_t d = 0; d < D; ++d) dst[d] = f32_to_bf16(x[d]);
-      return;
-    }
-    case KvDType::I8: {
-      int8_t* dst = static_cast<int8_t*>(cache) + row * D;
-      float amax = 0;
-      for (int64_t d = 0; d < D; ++d) amax = std::max(amax, std::fabs(x[d]));
-      const float scale = amax / 127.0f;
-      for (int64_t d = 0; d < D; ++d) dst[d] = static_cast<int8_t>(scale > 0 ? std::nearbyint(x[d] / scale) : 0);
-      scales[row] = scale;
-      return;
-    }
+    case KvDType::BF16:
+      return store_row_bf16(static_cast<bf16_t*>(cache) + row * D, x, D);
+    case KvDType::I8:
+      return store_row_i8(static_cast<int8_t*>(cache) + row * D, scales + row, x, D);
   }
 }
 

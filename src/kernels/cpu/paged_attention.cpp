@@ -2,7 +2,8 @@
 // is a (token, kv head) pair whose query heads share every k/v row read; blocks of the sequence are
 // visited in order with an online softmax. bf16 and int8 k/v are converted inside the dot products and
 // the weighted sums (int8: the per-token scale multiplies the integer dot product), never into a
-// full-precision copy. The body is compiled twice: AVX-512 and baseline, chosen at run time.
+// full-precision copy. The body is compiled twice, AVX-512 (Avx512Rows below) and AVX2 (Avx2Rows,
+// paged_rows_avx2.h), chosen at run time.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include "core/profiler.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/lane_sums.h"
+#include "kernels/cpu/paged_rows_avx2.h"
 #include "kernels/paged_ops.h"
 
 namespace grpo::ops {
@@ -20,46 +22,7 @@ namespace grpo::ops {
 namespace {
 
 #define GRPO_AVX512 [[gnu::target("avx512f,avx512bw,avx512vl,avx512dq")]]
-
-template <typename E>
-[[gnu::always_inline]] inline float to_f32(E x) {
-  if constexpr (std::is_same_v<E, bf16_t>) {
-    return grpo::bf16_to_f32(x);
-  } else {
-    return static_cast<float>(x);
-  }
-}
-
-// Baseline row operations. dot: sum_d q[d] * row[d] (int8 rows not yet scaled).
-struct ScalarRows {
-  template <typename E>
-  static float dot(const float* q, const E* row, int64_t D) {
-    float acc = 0;
-    for (int64_t d = 0; d < D; ++d) acc += q[d] * to_f32(row[d]);
-    return acc;
-  }
-  // Folds one block's scaled scores s [nb] (block max mx >= running max m) into the running output og [D]
-  // and returns the new running sum: c = exp(m - mx), p_j = exp(s_j - mx),
-  // og = og c + sum_j p_j vscale_j v_j, sum = l c + sum_j p_j. vscale: int8 per-row scales or null.
-  template <typename E>
-  static void dot4(float* out, const float* q, const E* rows, int64_t D) {
-    for (int r = 0; r < 4; ++r) out[r] = dot(q, rows + r * D, D);
-  }
-  template <typename E>
-  static float fold_block(float* og, float* s, int64_t nb, float m, float mx, float l, const E* vrows,
-                          const float* vscale, int64_t D) {
-    const float c = std::exp(m - mx);  // m = -inf on the first block: c = 0
-    for (int64_t d = 0; d < D; ++d) og[d] *= c;
-    float sum = l * c;
-    for (int64_t j = 0; j < nb; ++j) {
-      const float p = std::exp(s[j] - mx);
-      sum += p;
-      const float pv = vscale ? p * vscale[j] : p;
-      for (int64_t d = 0; d < D; ++d) og[d] += pv * to_f32(vrows[j * D + d]);
-    }
-    return sum;
-  }
-};
+#define GRPO_AVX2 [[gnu::target("avx2,fma")]]
 
 // AVX-512 row operations: 16 lanes, masked tail, bf16 / int8 converted in registers.
 struct Avx512Rows {
@@ -127,8 +90,10 @@ struct Avx512Rows {
 #pragma GCC unroll 8
     for (int k = 0; k < CH; ++k) _mm512_storeu_ps(og + 16 * k, acc[k]);
   }
-  // As ScalarRows::fold_block, 16 scores and 16 dims at a time; the output chunk stays in a register over
-  // the block's rows.
+  // Folds one block's scaled scores s [nb] (block max mx >= running max m) into the running output og [D]
+  // and returns the new running sum: c = exp(m - mx), p_j = exp(s_j - mx) (written back into s, times
+  // vscale_j for int8), og = og c + sum_j p_j v_j, sum = l c + sum_j p_j; 16 scores and 16 dims at a time,
+  // the output chunk in a register over the block's rows.
   template <typename E>
   GRPO_AVX512 static inline float fold_block(float* og, float* s, int64_t nb, float m, float mx, float l,
                                              const E* vrows, const float* vscale, int64_t D) {
@@ -157,6 +122,32 @@ struct Avx512Rows {
     }
     return l * c + cpu::reduce16(sum);
   }
+  // s[g * ld_s + j] = q_g . k_j for the G heads (q rows of D) and the block's nb rows.
+  template <typename E>
+  GRPO_AVX512 static inline void scores(float* s, int64_t ld_s, const float* q, int64_t G, const E* krows, int64_t nb,
+                                        int64_t D) {
+    for (int64_t g = 0; g < G; ++g) {
+      int64_t j = 0;
+      for (; j + 4 <= nb; j += 4) dot4(s + g * ld_s + j, q + g * D, krows + j * D, D);
+      for (; j < nb; ++j) s[g * ld_s + j] = dot(q + g * D, krows + j * D, D);
+    }
+  }
+  // s[j] = s[j] ksc_j scale (ksc: int8 scales or null); returns max(m, max_j s[j]).
+  static inline float scale_max(float* s, int64_t nb, const float* ksc, float scale, float m) {
+    for (int64_t j = 0; j < nb; ++j) {
+      float d = s[j];
+      if (ksc) d *= ksc[j];
+      s[j] = d * scale;
+      m = std::max(m, s[j]);
+    }
+    return m;
+  }
+  // fold_block for each of the G heads (outputs o [G, D], scores s [G, ld_s], running m, l [G], block max mx [G]).
+  template <typename E>
+  GRPO_AVX512 static inline void fold(float* o, float* s, int64_t ld_s, int64_t G, int64_t nb, const float* m,
+                                      const float* mx, float* l, const E* vrows, const float* vscale, int64_t D) {
+    for (int64_t g = 0; g < G; ++g) l[g] = fold_block(o + g * D, s + g * ld_s, nb, m[g], mx[g], l[g], vrows, vscale, D);
+  }
 };
 
 struct Args {
@@ -179,14 +170,17 @@ template <typename Rows, typename E>
   const PagedKvView& kv = a.kv;
   const int64_t D = kv.head_dim, bs = kv.block_size, K = kv.num_kv_heads, G = a.H / K;
   const int64_t h0 = kh * G;
-  float* s = a.ws + (t * a.H + h0) * (bs + 2);  // [G, bs] scores, then [G] max and [G] sum
+  float* s = a.ws + (t * a.H + h0) * (bs + 3);  // [G, bs] scores, then [G] running max, [G] sum, [G] block max
   float* m = s + G * bs;
   float* l = m + G;
+  float* mx = l + G;
+  const float* q = a.q + (t * a.H + h0) * D;  // [G, D]
+  float* o = a.o + (t * a.H + h0) * D;        // [G, D]
   for (int64_t g = 0; g < G; ++g) {
     m[g] = -INFINITY;
     l[g] = 0;
-    std::fill_n(a.o + (t * a.H + h0 + g) * D, D, 0.0f);  // c = 0 on the first block needs finite values
   }
+  std::fill_n(o, G * D, 0.0f);  // c = 0 on the first block needs finite values
   const E* kbase = static_cast<const E*>(kv.k) + a.layer * kv.layer_elems();
   const E* vbase = static_cast<const E*>(kv.v) + a.layer * kv.layer_elems();
   const float* ksc = kv.k_scale ? kv.k_scale + a.layer * kv.num_blocks * K * bs : nullptr;
@@ -206,28 +200,14 @@ template <typename Rows, typename E>
         _mm_prefetch(reinterpret_cast<const char*>(vbase + next) + off, _MM_HINT_T0);
       }
     }
-    for (int64_t g = 0; g < G; ++g) {
-      const float* qg = a.q + (t * a.H + h0 + g) * D;
-      float* sg = s + g * bs;
-      float mx = m[g];
-      int64_t j = 0;
-      for (; j + 4 <= nb; j += 4) Rows::dot4(sg + j, qg, krows + j * D, D);
-      for (; j < nb; ++j) sg[j] = Rows::dot(qg, krows + j * D, D);
-      for (j = 0; j < nb; ++j) {
-        float d = sg[j];
-        if (ksc) d *= ksc[row0 + j];
-        sg[j] = d * a.scale;
-        mx = std::max(mx, sg[j]);
-      }
-      float* og = a.o + (t * a.H + h0 + g) * D;
-      l[g] = Rows::fold_block(og, sg, nb, m[g], mx, l[g], vrows, vsc ? vsc + row0 : nullptr, D);
-      m[g] = mx;
-    }
+    Rows::scores(s, bs, q, G, krows, nb, D);
+    for (int64_t g = 0; g < G; ++g) mx[g] = Rows::scale_max(s + g * bs, nb, ksc ? ksc + row0 : nullptr, a.scale, m[g]);
+    Rows::fold(o, s, bs, G, nb, m, mx, l, vrows, vsc ? vsc + row0 : nullptr, D);
+    std::copy_n(mx, G, m);
   }
   for (int64_t g = 0; g < G; ++g) {
-    float* og = a.o + (t * a.H + h0 + g) * D;
     const float inv = 1.0f / l[g];
-    for (int64_t d = 0; d < D; ++d) og[d] *= inv;
+    for (int64_t d = 0; d < D; ++d) o[g * D + d] *= inv;
   }
 }
 
@@ -236,8 +216,8 @@ GRPO_AVX512 void attend_avx512(const Args& a, int64_t t, int64_t kh) {
   attend_item<Avx512Rows, E>(a, t, kh);
 }
 template <typename E>
-void attend_baseline(const Args& a, int64_t t, int64_t kh) {
-  attend_item<ScalarRows, E>(a, t, kh);
+GRPO_AVX2 void attend_avx2(const Args& a, int64_t t, int64_t kh) {
+  attend_item<cpu::Avx2Rows, E>(a, t, kh);
 }
 
 // The items in parallel (the OpenMP region stays outside the target-specific functions: its outlined body
@@ -245,14 +225,14 @@ void attend_baseline(const Args& a, int64_t t, int64_t kh) {
 template <typename E>
 void run_items(const Args& a, bool avx512, bool parallel) {
   const int64_t K = a.kv.num_kv_heads;
-  const auto item = avx512 ? &attend_avx512<E> : &attend_baseline<E>;
+  const auto item = avx512 ? &attend_avx512<E> : &attend_avx2<E>;
 #pragma omp parallel for schedule(dynamic, 8) if (parallel)
   for (int64_t i = 0; i < a.T * K; ++i) item(a, i / K, i % K);
 }
 
 }  // namespace
 
-int64_t paged_attention_ws_floats(int64_t T, int64_t H, int64_t block_size) { return T * H * (block_size + 2); }
+int64_t paged_attention_ws_floats(int64_t T, int64_t H, int64_t block_size) { return T * H * (block_size + 3); }
 
 void paged_attention(float* o, const float* q, const PagedKvView& kv, int64_t layer, const int32_t* block_table_indptr,
                      const int32_t* block_table, const int32_t* seq_index, const int32_t* positions, int64_t T,

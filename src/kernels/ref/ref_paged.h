@@ -88,4 +88,14 @@ void gemv(R* y, const float* x, const void* W, DType w_dtype, int64_t B, int64_t
     }
 }
 
+// p [n] = exp((x - max x) * scale); returns the sum (see ops::softmax_numerators).
+template <typename R>
+R softmax_numerators(R* p, const float* x, int64_t n, R scale) {
+  R mx = -INFINITY;
+  for (int64_t i = 0; i < n; ++i) mx = std::max(mx, static_cast<R>(x[i]));
+  R sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += (p[i] = std::exp((static_cast<R>(x[i]) - mx) * scale));
+  return sum;
+}
+
 }  // namespace grpo::ref
