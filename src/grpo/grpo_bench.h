@@ -79,8 +79,8 @@ GrpoBenchRun summarise_grpo_bench_run(const std::string& metrics_path);
 std::string grpo_bench_ablation_table(const std::vector<GrpoBenchRun>& runs);
 std::string grpo_bench_table(const GrpoBenchRun& optimised, const GrpoBenchRun& baseline);
 // The vision tower rows (--vl): its time in rollout and in training, each as a share of the step, and its
-// training throughput (patches/s, GFLOP/s, the fraction of `gemm_peak_gflops`, measured in the same run on
-// the tower's largest GEMM).
+// training throughput (patches/s, GFLOP/s, the fraction of `gemm_peak_gflops`, a 2048^3 GEMM measured in
+// the same run).
 std::string grpo_bench_vision_table(const GrpoBenchRun& optimised, double gemm_peak_gflops);
 // The JSON object: step_time_s, baseline_step_time_s, rollout_tokens_per_s, baseline_rollout_tokens_per_s,
 // packing_efficiency, baseline_packing_efficiency, peak_rss_bytes, baseline_peak_rss_bytes, comm_share

@@ -168,7 +168,7 @@ TEST(Shapes, DeterministicDisjointAndWrittenAsVerlRows) {
   for (const Example& ex : ds.examples) {
     ASSERT_EQ(ex.images.size(), 1u);
     EXPECT_TRUE(std::filesystem::exists(ex.images[0]));
-    EXPECT_EQ(ex.extra["data_source"], "shapes");
+    EXPECT_EQ(ex.data_source, "shapes");
     const int level = ex.extra["level"];
     const int64_t side = level == 1 ? 4 : level == 2 ? 6 : 8;  // 64, 96, 128 pixels in 16-pixel patches
     EXPECT_EQ(ex.image_grids[0], (ImageGrid{1, side, side}));

@@ -68,7 +68,7 @@ TEST_F(VisionFixture, VerlRowsWithPicturesEncodeWithExpandedPads) {
   ASSERT_EQ(ds.examples.size(), 2u);
   const Example& a = ds.examples[0];
   EXPECT_EQ(a.answer, "4");
-  EXPECT_EQ(a.extra["data_source"], "t");
+  EXPECT_EQ(a.data_source, "t");
   ASSERT_EQ(a.images.size(), 1u);
   EXPECT_EQ(a.images[0], dir.path() + "/pics/image_a.png");
   ASSERT_EQ(a.image_grids.size(), 1u);
@@ -196,8 +196,8 @@ TEST_F(VisionFixture, ImageKeyModelWithoutPreprocessorAndTruncation) {
             std::string::npos);
   o = options();
   o.image_key = "pictures";
-  o.max_prompt_length = 5;
-  EXPECT_EQ(load_dataset(path, o).filtered, 1);
+  o.max_prompt_length = 5;  // the picture's tokens count: the only prompt is filtered, leaving none
+  EXPECT_NE(error_of([&] { load_dataset(path, o); }).find("all 1 prompts are longer than 5 tokens"), std::string::npos);
   o.overflow = PromptOverflow::TruncateLeft;
   EXPECT_NE(error_of([&] { load_dataset(path, o); }).find("a prompt with pictures cannot be truncated"), std::string::npos);
   // A text tokenizer has no <|image_pad|>.
