@@ -4,13 +4,13 @@
 // prints the tables (--vl: also the vision tower's time in rollout and training, its patches/s and the
 // fraction of the GEMM peak, measured afterwards in this process on a 2048^3 GEMM with the runs' threads)
 // and, as the last stdout line, a JSON object.
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
+#include "cli/child_process.h"
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/files.h"
@@ -30,28 +30,6 @@ struct BenchGrpoArgs {
   std::string out;
   int threads = 0;
 };
-
-// Runs this executable with `args` and waits; its stderr (the training progress) passes through.
-void run_self(const std::vector<std::string>& args, const std::string& what) {
-  std::vector<char*> argv;
-  static char self[] = "/proc/self/exe";
-  argv.push_back(self);
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  GRPO_CHECK(pid >= 0, "[bench grpo] fork failed");
-  if (pid == 0) {
-    dup2(STDERR_FILENO, STDOUT_FILENO);  // the parent's stdout carries only the table and the JSON
-    execv(self, argv.data());
-    std::perror("[bench grpo] exec /proc/self/exe");
-    _exit(127);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  GRPO_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "[bench grpo] the ", what,
-             " run failed (exit status ", WIFEXITED(status) ? WEXITSTATUS(status) : -1, "); its errors are above");
-}
 
 void run(const BenchGrpoArgs& a) {
   namespace fs = std::filesystem;
@@ -91,11 +69,11 @@ void run(const BenchGrpoArgs& a) {
                  label.c_str(), static_cast<long long>(o.steps), static_cast<long long>(o.prompts),
                  static_cast<long long>(o.n));
     const std::string run_dir = out + "/run" + std::to_string(i);
-    std::vector<std::string> args = {"train", yaml};
+    std::vector<std::string> args = {self_executable(), "train", yaml};
     if (a.threads > 0) args.insert(args.end(), {"--threads", std::to_string(a.threads)});
     for (const std::string& s : grpo_bench_overrides(o, out + "/model", train_path, run_dir, off))
       args.insert(args.end(), {"--set", s});
-    run_self(args, label);
+    run_child(args, label);
     runs.push_back(summarise_grpo_bench_run(run_dir + "/metrics.jsonl"));
     runs.back().label = label;
   }

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "cli/command.h"
+#include "comm/communicator.h"
 #include "core/threads.h"
 #include "grpo/config.h"
 #include "grpo/sft.h"
@@ -36,16 +37,18 @@ void run_train(const TrainArgs& a) {
   if (a.profile && opt.profile_steps.empty()) opt.profile_steps = {2};
   GrpoTrainer trainer(cfg, opt);
   TrainSummary s = trainer.run();
-  std::fprintf(stderr, "[train] %lld steps in %.1fs; run folder %s\n", static_cast<long long>(s.steps), s.seconds,
-               opt.resume_dir.empty() ? cfg.trainer.default_local_dir.c_str() : opt.resume_dir.c_str());
+  if (comm::launch_rank() == 0)
+    std::fprintf(stderr, "[train] %lld steps in %.1fs; run folder %s\n", static_cast<long long>(s.steps), s.seconds,
+                 opt.resume_dir.empty() ? cfg.trainer.default_local_dir.c_str() : opt.resume_dir.c_str());
 }
 
 void run_sft_cmd(const TrainArgs& a) {
   if (a.threads > 0) set_num_threads(a.threads);
   Config cfg = load_config(a.config, a.sets);
   SftSummary s = run_sft(cfg, /*quiet=*/false, a.overwrite);
-  std::fprintf(stderr, "[sft] %lld steps in %.1fs; model saved to %s\n", static_cast<long long>(s.steps), s.seconds,
-               s.model_dir.c_str());
+  if (comm::launch_rank() == 0)
+    std::fprintf(stderr, "[sft] %lld steps in %.1fs; model saved to %s\n", static_cast<long long>(s.steps), s.seconds,
+                 s.model_dir.c_str());
 }
 
 void setup(CLI::App& app) {

@@ -2,7 +2,7 @@
 // CPU instruction-set decision once the command line has parsed (before the command runs: it prints the
 // "[cpu] ..." line, or refuses a CPU without AVX2+FMA or a bad GRPO_ISA), and turns any exception into
 // "error: <message>" plus the scopes it left (what was being done, with what sizes: core/error_context.h)
-// and exit status 1. Library exceptions (std::bad_alloc, oneDNN's, the standard library's) say what kind of
+// and exit status 1 (in a distributed run the line names the rank). Library exceptions (std::bad_alloc, oneDNN's, the standard library's) say what kind of
 // failure they are, since their own text is terse.
 #include <cxxabi.h>
 
@@ -15,6 +15,7 @@
 #include <typeinfo>
 
 #include "cli/command.h"
+#include "comm/communicator.h"
 #include "core/error.h"
 #include "core/error_context.h"
 #include "kernels/backend.h"
@@ -33,6 +34,22 @@ CLI::App* group_command(CLI::App& app, const std::string& parent, const std::str
   g->require_subcommand(1);
   return g;
 }
+
+namespace {
+
+// One line on stderr and status 1. In a distributed run the line names the rank, and the process leaves at
+// once without finalising MPI: the launcher sees the failure and stops the other ranks (which may be
+// waiting for this one in a collective).
+int report_error(const std::string& what) {
+  if (!comm::launched_distributed()) {
+    std::fprintf(stderr, "error: %s\n", what.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "error: [rank %d] %s\n", comm::launch_rank(), what.c_str());
+  comm::exit_now(1);
+}
+
+}  // namespace
 
 }  // namespace grpo::cli
 
@@ -58,14 +75,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const grpo::Error& e) {
-    std::fprintf(stderr, "error: %s\n", grpo::describe_failure(e.what()).c_str());
-    return 1;
+    return grpo::cli::report_error(grpo::describe_failure(e.what()));
   } catch (const std::bad_alloc& e) {
-    std::fprintf(stderr, "error: out of memory (%s)\n", grpo::describe_failure(e.what()).c_str());
-    return 1;
+    return grpo::cli::report_error("out of memory (" + grpo::describe_failure(e.what()) + ")");
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s: %s\n", type_name(typeid(e)).c_str(), grpo::describe_failure(e.what()).c_str());
-    return 1;
+    return grpo::cli::report_error(type_name(typeid(e)) + ": " + grpo::describe_failure(e.what()));
   }
   return 0;
 }

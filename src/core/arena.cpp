@@ -77,6 +77,15 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
   }
   return *this;
 }
+void Buffer::discard(size_t offset, size_t bytes) {
+  GRPO_CHECK(offset + bytes <= size_, "[memory] discard of [", offset, ", ", offset + bytes, ") in a buffer of ", size_,
+             " bytes");
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(data_) + offset, end = begin + bytes;
+  const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+  if (first < last) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 uint64_t Buffer::alloc_count() { return g_allocs.load(std::memory_order_relaxed); }
 
 int64_t resident_bytes() {
@@ -119,6 +128,12 @@ TensorView Arena::view(const std::string& name) const {
   return views_[it->second].second;
 }
 
+int64_t Arena::offset(const std::string& name) const {
+  auto it = index_.find(name);
+  GRPO_CHECK(it != index_.end(), "[arena] no tensor named \"", name, "\"");
+  return entries_[it->second].offset;
+}
+
 TensorView Arena::flat() const { return TensorView(buf_.data(), dtype_, Shape{numel_}); }
 
 int64_t Arena::declared_numel() const {
@@ -129,6 +144,11 @@ int64_t Arena::declared_numel() const {
 
 void Arena::zero() {
   if (buf_.data()) std::memset(buf_.data(), 0, buf_.size());
+}
+
+void Arena::discard(int64_t first, int64_t count) {
+  const int64_t e = dtype_size(dtype_);
+  buf_.discard(static_cast<size_t>(first * e), static_cast<size_t>(count * e));
 }
 
 void Workspace::reserve(size_t bytes, std::string_view purpose) {

@@ -30,6 +30,9 @@ class Buffer {
 
   void* data() const { return data_; }
   size_t size() const { return size_; }
+  // Returns the memory of the whole pages inside [offset, offset + bytes) to the system: they read as zero
+  // until written again. Parts of pages at either end are left as they are.
+  void discard(size_t offset, size_t bytes);
 
   static constexpr size_t kReserveBytes = size_t{1} << 20;
 
@@ -59,6 +62,7 @@ class Arena {
 
   bool has(const std::string& name) const { return index_.count(name) != 0; }
   TensorView view(const std::string& name) const;
+  int64_t offset(const std::string& name) const;  // in elements, from the start of the arena
   // All tensors in declaration order.
   const std::vector<std::pair<std::string, TensorView>>& entries() const { return views_; }
   TensorView flat() const;  // [numel()]
@@ -66,6 +70,8 @@ class Arena {
   int64_t declared_numel() const;           // sum of the declared tensors' sizes
   DType dtype() const { return dtype_; }
   void zero();
+  // Buffer::discard of elements [first, first + count).
+  void discard(int64_t first, int64_t count);
 
  private:
   struct Entry {

@@ -14,6 +14,7 @@
 #include "core/files.h"
 #include "grpo/config_table.h"
 #include "kernels/backend.h"
+#include "train/actor.h"
 
 namespace grpo {
 
@@ -563,6 +564,17 @@ train::LossAggMode loss_agg_mode(const Config& config) {
 
 train::AdvantageScaling advantage_scaling(const Config& config) {
   return train::parse_advantage_scaling(config.algorithm.scale_rewards);
+}
+
+train::DataParallel data_parallel_config(const Config& config) {
+  const FsdpConfig& f = config.actor_rollout_ref.actor.fsdp_config;
+  train::DataParallel dp;
+  dp.reduce_wire = comm::parse_wire(f.mixed_precision.reduce_dtype);
+  dp.bucket_elems = std::max<int64_t>(1, static_cast<int64_t>(f.bucket_cap_mb * (1 << 20) / sizeof(float)));
+  dp.overlap = f.overlap_comm;
+  dp.reduce_per_micro_batch = f.reduce_per_micro_batch;
+  dp.zero3 = f.reshard_after_forward;
+  return dp;
 }
 
 }  // namespace grpo

@@ -21,6 +21,10 @@
 
 namespace grpo {
 
+namespace train {
+struct DataParallel;
+}
+
 struct DataConfig {
   std::string train_files;         // JSONL (required)
   std::string val_files;           // JSONL, "" = no validation
@@ -52,6 +56,19 @@ struct OptimConfig {
   double min_lr_ratio = 0.0;              // cosine floor, as a fraction of lr
 };
 
+// Data parallelism over several ranks (mpirun -np N); verl's fsdp_config spellings where one exists.
+struct FsdpMixedPrecision {
+  std::string reduce_dtype = "fp32";  // gradients on the wire: fp32 | bf16 (summed in fp32 either way)
+};
+
+struct FsdpConfig {
+  FsdpMixedPrecision mixed_precision;
+  double bucket_cap_mb = 4;             // gradient reduce-scatter bucket, MB of fp32 gradients
+  bool overlap_comm = true;             // start each bucket during the backward (false: after it)
+  bool reduce_per_micro_batch = false;  // reduce after every micro-batch (false: once per mini-batch)
+  bool reshard_after_forward = false;   // ZeRO-3: layers' parameters sharded while training, gathered just in time
+};
+
 struct ActorConfig {
   int64_t ppo_mini_batch_size = 256;  // prompts per optimizer step (x rollout.n responses)
   int64_t ppo_micro_batch_size_per_gpu = 4;  // sequences per micro-batch (fixed, padded mode)
@@ -72,6 +89,7 @@ struct ActorConfig {
   double tis_imp_ratio_cap = -1;  // truncated importance sampling cap C; -1: off
   bool freeze_vision_tower = false;  // Qwen3-VL: no gradients and no optimizer state for the vision tower
   OptimConfig optim;
+  FsdpConfig fsdp_config;
 };
 
 struct ValKwargs {
@@ -141,6 +159,9 @@ struct TrainerConfig {
   // latest checkpoint, resume_path resumes from resume_from_path (see run_folder.h).
   std::string resume_mode = "disable";
   std::string resume_from_path;  // a checkpoint folder (global_step_N) or a run folder (its latest)
+  int64_t nnodes = 0;           // machines of the run; 0: whatever the MPI launcher started
+  int64_t n_gpus_per_node = 0;  // ranks per machine; 0: whatever the MPI launcher started
+  double comm_timeout_s = 600;  // a collective that takes longer fails the run (a rank died or hangs)
 };
 
 // Limits of a reward function: scores and weights beyond kMaxRewardMagnitude would overflow the float sums
@@ -216,5 +237,6 @@ std::string config_help();  // the table as text, for `grpo train --help-config`
 ops::PolicyLossConfig policy_loss_config(const Config& config);
 train::LossAggMode loss_agg_mode(const Config& config);
 train::AdvantageScaling advantage_scaling(const Config& config);
+train::DataParallel data_parallel_config(const Config& config);  // fsdp_config
 
 }  // namespace grpo

@@ -3,6 +3,8 @@
 // results follow verl's validation metrics: mean@n (over all responses), best@n (a prompt counts when any
 // of its responses is right) and maj@n (a prompt counts when the answer most of its responses give, by
 // value, is right).
+// With several ranks, each evaluates a share of the prompts and the per-prompt results are gathered, so
+// that every rank gets the numbers one process would.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -10,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/communicator.h"
 #include "grpo/dataset.h"
 #include "grpo/rewards.h"
 #include "model/picture.h"
@@ -41,6 +44,10 @@ struct EvalOptions {
 
 // Examples need prompt_ids (DatasetOptions::encode_prompt). rewards may be empty.
 EvalResult evaluate(rollout::Engine& engine, const std::vector<Example>& examples,
+                    const EvalOptions& opt, std::vector<WeightedReward>* rewards);
+// The same over the ranks of `comm` (shares balanced by prompt length; request ids are the examples'
+// indices as in one process, so sampled responses do not depend on the number of ranks).
+EvalResult evaluate(comm::Communicator& comm, rollout::Engine& engine, const std::vector<Example>& examples,
                     const EvalOptions& opt, std::vector<WeightedReward>* rewards);
 
 // Index of the answer given most often among `answers` (nullopt entries do not vote; answers equal by

@@ -96,6 +96,12 @@ GrpoBenchRun summarise_grpo_bench_run(const std::string& metrics_path) {
     r.vision_gen_patches += m.value("perf/vision_gen_patches", 0.0);
     r.vision_train_patches += m.value("perf/vision_train_patches", 0.0);
     r.vision_train_flops += m.value("perf/vision_train_flops", 0.0);
+    r.throughput += m.value("perf/throughput", 0.0);
+    r.cpu_time_s += m.value("perf/cpu_time_s", 0.0);
+    r.distributed = m.contains("perf/comm_share");
+    r.comm_s += m.value("timing_s/comm", 0.0);
+    r.comm_share += m.value("perf/comm_share", 0.0);
+    r.comm_bytes += m.value("perf/comm_bytes", 0.0);
     r.steps_measured++;
   }
   const double n = static_cast<double>(r.steps_measured);
@@ -107,6 +113,11 @@ GrpoBenchRun summarise_grpo_bench_run(const std::string& metrics_path) {
   for (double* v : {&r.vision_gen_s, &r.vision_train_s, &r.vision_gen_patches, &r.vision_train_patches,
                     &r.vision_train_flops})
     *v /= n;
+  r.throughput /= n;
+  r.cpu_time_s /= n;
+  r.comm_s /= n;
+  r.comm_share /= n;
+  r.comm_bytes /= n;
   return r;
 }
 
@@ -161,7 +172,7 @@ std::string grpo_bench_table(const GrpoBenchRun& o, const GrpoBenchRun& b) {
            relative(static_cast<double>(o.peak_rss_bytes), static_cast<double>(b.peak_rss_bytes)), "");
   t += row("rollout share of the step", fmt("%.1f%%", 100 * b.rollout_share), fmt("%.1f%%", 100 * o.rollout_share),
            "", "58% before");
-  t += row("communication share", "n/a", "n/a", "", "18% -> 9%");
+  t += row("communication share", "n/a", "n/a", "", "18% -> 9%");  // one process; see grpo bench dist
   t += row("training tokens per step", fmt("%.0f", b.train_tokens_per_step), fmt("%.0f", o.train_tokens_per_step),
            "", "");
   return t;

@@ -69,6 +69,10 @@ struct GrpoBenchRun {
   bool vision = false;
   double vision_gen_s = 0, vision_train_s = 0, vision_gen_patches = 0, vision_train_patches = 0,
          vision_train_flops = 0;
+  double throughput = 0;             // perf/throughput: tokens / (step time x ranks)
+  double cpu_time_s = 0;             // perf/cpu_time_s: CPU seconds of all ranks per step
+  bool distributed = false;          // the run had several ranks: the communication values below exist
+  double comm_s = 0, comm_share = 0, comm_bytes = 0;  // timing_s/comm, perf/comm_share, perf/comm_bytes
 };
 
 // Means over the steps after the first (all steps if there is only one); peak RSS is the maximum.

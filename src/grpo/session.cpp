@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "comm/communicator.h"
 #include "core/checked.h"
 #include "core/error_context.h"
 #include "core/files.h"
@@ -75,7 +76,7 @@ std::unique_ptr<Session> Session::open(const Config& config, bool require_respon
     ErrorContext what("reading the training prompts ", config.data.train_files, " (data.train_files)");
     s->train = load_dataset(config.data.train_files, dopt);
   }
-  if (s->train.filtered > 0)
+  if (s->train.filtered > 0 && comm::launch_rank() == 0)
     std::fprintf(stderr, "[data] %s: %lld prompts longer than %lld tokens filtered out\n", config.data.train_files.c_str(),
                  static_cast<long long>(s->train.filtered), static_cast<long long>(config.data.max_prompt_length));
   if (!config.data.val_files.empty()) {
@@ -105,7 +106,7 @@ std::unique_ptr<Session> Session::open(const Config& config, bool require_respon
     s->rollout_model = std::make_unique<rollout::DecoderRolloutModel>(*s->weights, s->mode, ec.block_size,
                                                                      ops::parse_decode_matmul(rc.decode_matmul));
     s->engine = std::make_unique<rollout::Engine>(*s->rollout_model, ec, rollout::tokenizer_decode_fn(tok));
-    std::fprintf(stderr, "[rollout] %s\n", s->engine->kv_budget().describe().c_str());
+    if (comm::launch_rank() == 0) std::fprintf(stderr, "[rollout] %s\n", s->engine->kv_budget().describe().c_str());
   }
   return s;
 }

@@ -7,7 +7,9 @@
 
 #include "core/error_context.h"
 #include "core/files.h"
+#include "comm/communicator.h"
 #include "core/rng.h"
+#include "grpo/distributed.h"
 #include "grpo/evaluate.h"
 #include "grpo/metrics.h"
 #include "grpo/prompting.h"
@@ -24,11 +26,21 @@ SftSummary run_sft(const Config& cfg, bool quiet, bool overwrite) {
   using Clock = std::chrono::steady_clock;
   const auto t_run = Clock::now();
   ErrorContext what("setting up the SFT run");
-  const RunFolderPlan plan = plan_sft_run_folder(cfg, overwrite);  // changes nothing yet
+  // Several ranks: every rank takes the same batches and the actor splits each across them (train/actor.h);
+  // rank 0 alone prints and writes the run folder.
+  comm::Communicator& comm = comm::world();
+  comm.set_timeout(cfg.trainer.comm_timeout_s);
+  check_world(cfg, comm);
+  const bool console = comm.rank() == 0;
+  quiet = quiet || !console;
+  const RunFolderPlan plan = plan_sft_run_folder(cfg, overwrite);  // changes nothing yet; the same on every rank
+  comm.barrier();                                                  // every rank has looked before rank 0 changes it
   const std::string run_dir = plan.run_dir;
   auto s = Session::open(cfg, /*require_response=*/true, SessionRollout::ValidateOnly);
-  prepare_run_folder(plan);
-  write_file_atomic(run_dir + "/config.yaml", config_to_yaml(cfg));
+  if (console) {
+    prepare_run_folder(plan);
+    write_file_atomic(run_dir + "/config.yaml", config_to_yaml(cfg));
+  }
   const SftConfig& sc = cfg.sft;
   const bool chat = cfg.data.apply_chat_template;
 
@@ -48,7 +60,7 @@ SftSummary run_sft(const Config& cfg, bool quiet, bool overwrite) {
     data.push_back(std::move(t));
     data_examples.push_back(&ex);
   }
-  if (too_long) std::fprintf(stderr, "[sft] %lld examples longer than sft.max_length %lld filtered out\n",
+  if (too_long && console) std::fprintf(stderr, "[sft] %lld examples longer than sft.max_length %lld filtered out\n",
                              static_cast<long long>(too_long), static_cast<long long>(sc.max_length));
   GRPO_CHECK(!data.empty(), "[sft] ", cfg.data.train_files, ": no usable example");
 
@@ -63,19 +75,23 @@ SftSummary run_sft(const Config& cfg, bool quiet, bool overwrite) {
   adam.lr = static_cast<float>(sc.lr);
   adam.weight_decay = static_cast<float>(sc.weight_decay);
   adam.grad_clip = static_cast<float>(sc.grad_clip);
-  train::Actor actor(*s->weights, dopt, mb, adam, cfg.actor_rollout_ref.actor.freeze_vision_tower);
+  train::Actor actor(*s->weights, dopt, mb, adam, &comm, data_parallel_config(cfg),
+                     cfg.actor_rollout_ref.actor.freeze_vision_tower);
 
   const int64_t N = data.size(), bs = std::min<int64_t>(sc.batch_size, N);
   const int64_t per_epoch = (N + bs - 1) / bs, total = per_epoch * sc.epochs;
   const int64_t warmup = static_cast<int64_t>(sc.lr_warmup_steps_ratio * total);
-  StepLoggerOptions lo;
-  lo.loggers = cfg.trainer.logger;
-  lo.run_dir = run_dir;
-  lo.project_name = cfg.trainer.project_name;
-  lo.experiment_name = cfg.trainer.experiment_name;
-  lo.truncate_jsonl = true;
-  lo.quiet = quiet;
-  StepLogger metrics(lo);
+  std::unique_ptr<StepLogger> metrics;  // rank 0
+  if (console) {
+    StepLoggerOptions lo;
+    lo.loggers = cfg.trainer.logger;
+    lo.run_dir = run_dir;
+    lo.project_name = cfg.trainer.project_name;
+    lo.experiment_name = cfg.trainer.experiment_name;
+    lo.truncate_jsonl = true;
+    lo.quiet = quiet;
+    metrics = std::make_unique<StepLogger>(lo);
+  }
   std::vector<int64_t> order(N);
   std::vector<train::TrainSample> batch;
   SftSummary sum;
@@ -100,16 +116,16 @@ SftSummary run_sft(const Config& cfg, bool quiet, bool overwrite) {
       const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
       ++step;
       sum.final_loss = u.loss;
+      const double tokens_per_s = u.tokens / std::max(1e-9, secs * comm.size());
       const nlohmann::json m = {{"train/loss", u.loss}, {"train/lr", lr}, {"actor/grad_norm", u.grad_norm},
-                                {"actor/entropy", u.entropy}, {"perf/throughput", u.tokens / std::max(1e-9, secs)},
+                                {"actor/entropy", u.entropy}, {"perf/throughput", tokens_per_s},
                                 {"perf/packing_efficiency", u.packing_efficiency}, {"timing_s/step", secs},
                                 {"training/epoch", epoch}};
       char line[160] = "";
       if (step % 10 == 0 || step == total)
         std::snprintf(line, sizeof line, "[sft] step %lld/%lld | loss %.4f | lr %.2e | %.0f tokens/s",
-                      static_cast<long long>(step), static_cast<long long>(total), u.loss, lr,
-                      u.tokens / std::max(1e-9, secs));
-      metrics.log(step, m, line);
+                      static_cast<long long>(step), static_cast<long long>(total), u.loss, lr, tokens_per_s);
+      if (metrics) metrics->log(step, m, line);
     }
   }
   sum.steps = step;
@@ -119,7 +135,9 @@ SftSummary run_sft(const Config& cfg, bool quiet, bool overwrite) {
     std::string p = cfg.actor_rollout_ref.model.path + "/" + f;
     if (file_exists(p)) extra.push_back(p);
   }
-  save_checkpoint(sum.model_dir, s->weights->config(), s->weights->named_tensors(), DType::F32, 0, extra);
+  actor.gather_weights();
+  if (console) save_checkpoint(sum.model_dir, s->weights->config(), s->weights->named_tensors(), DType::F32, 0, extra);
+  comm.barrier();
   if (!s->val.examples.empty()) {
     s->engine->clear_prefix_cache();
     EvalOptions eo;
@@ -128,20 +146,21 @@ SftSummary run_sft(const Config& cfg, bool quiet, bool overwrite) {
     eo.stop_ids = s->stop_ids;
     eo.pictures = [&s](const Example& ex) { return s->pictures(ex, s->val); };
     ErrorContext validating("validation: ", s->val.examples.size(), " prompts");
-    EvalResult r = evaluate(*s->engine, s->val.examples, eo, nullptr);
+    EvalResult r = evaluate(comm, *s->engine, s->val.examples, eo, nullptr);
     sum.val_accuracy = r.accuracy;
     const nlohmann::json v = {{"val/accuracy", r.accuracy}, {"val/response_length/mean", r.response_length},
                               {"timing_s/testing", r.seconds}};
-    metrics.log(step, v,
-                cat("[sft] held-out ", console_fields(v, {{"accuracy", "val/accuracy", "%.3f"}}), " on ", r.examples,
-                    " prompts"));
+    if (metrics)
+      metrics->log(step, v,
+                   cat("[sft] held-out ", console_fields(v, {{"accuracy", "val/accuracy", "%.3f"}}), " on ",
+                       r.examples, " prompts"));
   }
   sum.seconds = std::chrono::duration<double>(Clock::now() - t_run).count();
-  if (metrics.jsonl()) {  // the report is drawn from metrics.jsonl
+  if (metrics && metrics->jsonl()) {  // the report is drawn from metrics.jsonl
     ReportInfo info;
     info.title = "grpo.cpp SFT: " + cfg.trainer.project_name + " / " + cfg.trainer.experiment_name;
     info.config_yaml = config_to_yaml(cfg);
-    write_report(metrics.jsonl_path(), run_dir + "/report.html", info);
+    write_report(metrics->jsonl_path(), run_dir + "/report.html", info);
   }
   return sum;
 }

@@ -11,6 +11,7 @@
 #include "core/files.h"
 #include "core/profiler.h"
 #include "core/rng.h"
+#include "grpo/distributed.h"
 #include "grpo/metrics.h"
 #include "grpo/report.h"
 #include "grpo/run_folder.h"
@@ -75,9 +76,19 @@ uint64_t rollout_request_id(int64_t step, int64_t gen_batch, int64_t request, in
          static_cast<uint64_t>(request);
 }
 
-GrpoTrainer::GrpoTrainer(const Config& config, const TrainOptions& opt) : cfg_(config), opt_(opt) {
+GrpoTrainer::GrpoTrainer(const Config& config, const TrainOptions& opt)
+    : cfg_(config),
+      opt_(opt),
+      comm_(comm::world()),
+      console_(comm_.rank() == 0),
+      expected_response_tokens_(config.data.max_response_length) {
   ErrorContext what("setting up the GRPO run");
+  comm_.set_timeout(cfg_.trainer.comm_timeout_s);
+  check_world(cfg_, comm_);
+  if (!console_) opt_.quiet = true;
+  // Every rank makes the same decision (the run folder is shared) before rank 0 changes anything in it.
   const RunFolderPlan plan = plan_grpo_run_folder(cfg_, opt.resume_dir, opt.overwrite);  // changes nothing yet
+  comm_.barrier();
   run_dir_ = plan.run_dir;
   s_ = Session::open(cfg_, /*require_response=*/false);
   const int64_t N = static_cast<int64_t>(s_->train.examples.size()), B = cfg_.data.train_batch_size;
@@ -103,7 +114,8 @@ GrpoTrainer::GrpoTrainer(const Config& config, const TrainOptions& opt) : cfg_(c
   adam.eps = static_cast<float>(ac.optim.eps);
   adam.weight_decay = static_cast<float>(ac.optim.weight_decay);
   adam.grad_clip = static_cast<float>(ac.grad_clip);
-  actor_ = std::make_unique<train::Actor>(*s_->weights, dopt, mb, adam, ac.freeze_vision_tower);
+  actor_ = std::make_unique<train::Actor>(*s_->weights, dopt, mb, adam, &comm_, data_parallel_config(cfg_),
+                                          ac.freeze_vision_tower);
   if (ac.use_kl_loss && ac.kl_loss_coef != 0) {
     ErrorContext loading("loading the reference model ", cfg_.actor_rollout_ref.model.path);
     ref_weights_ = ModelWeights::load(cfg_.actor_rollout_ref.model.path);
@@ -120,23 +132,37 @@ GrpoTrainer::GrpoTrainer(const Config& config, const TrainOptions& opt) : cfg_(c
   checked_mul(checked_mul(total_steps_, max_gen_batches_, "[config] generation batches of the run"), requests_per_batch,
               "[config] rollout requests of the run");  // so that request ids cannot wrap
 
-  prepare_run_folder(plan);  // --overwrite deletes the earlier run only now that the set-up succeeded
+  if (console_) prepare_run_folder(plan);  // --overwrite deletes the earlier run only now that the set-up succeeded
+  comm_.barrier();                         // the folder as rank 0 left it, before any rank reads a checkpoint
   if (!plan.resume_checkpoint.empty()) {
     ErrorContext loading("loading the checkpoint ", plan.resume_checkpoint);
-    state_ = load_run_checkpoint(plan.resume_checkpoint, *s_->weights, actor_->optimizer());
+    // Every rank reads the whole-layout moments and keeps its shard, whatever the ranks that saved them.
+    std::vector<float> m(actor_->trained_numel()), v(m.size());
+    int64_t optimizer_steps = 0;
+    state_ = load_run_checkpoint(plan.resume_checkpoint, *s_->weights, m.data(), v.data(), m.size(), &optimizer_steps);
+    actor_->load_moments(m.data(), v.data(), optimizer_steps);
     s_->engine->clear_prefix_cache();
-    truncate_metrics(run_dir_ + "/metrics.jsonl", state_.global_step);
-    std::fprintf(stderr, "[train] resumed %s at step %lld of %lld\n", plan.resume_checkpoint.c_str(),
-                 static_cast<long long>(state_.global_step), static_cast<long long>(total_steps_));
+    if (console_) {
+      truncate_metrics(run_dir_ + "/metrics.jsonl", state_.global_step);
+      std::fprintf(stderr, "[train] resumed %s at step %lld of %lld\n", plan.resume_checkpoint.c_str(),
+                   static_cast<long long>(state_.global_step), static_cast<long long>(total_steps_));
+    }
   }
+  if (!console_) return;
   write_file_atomic(run_dir_ + "/config.yaml", config_to_yaml(cfg_));
   StepLoggerOptions lo;
   lo.loggers = cfg_.trainer.logger;
   lo.run_dir = run_dir_;
   lo.project_name = cfg_.trainer.project_name;
   lo.experiment_name = cfg_.trainer.experiment_name;
-  lo.quiet = opt.quiet;
+  lo.quiet = opt_.quiet;
   logger_ = std::make_unique<StepLogger>(lo);
+  if (comm_.size() > 1 && !opt_.quiet)
+    std::fprintf(stderr, "[train] %d ranks on %s (%s reduce, %s%s)\n", comm_.size(), comm_.backend().c_str(),
+                 cfg_.actor_rollout_ref.actor.fsdp_config.mixed_precision.reduce_dtype.c_str(),
+                 cfg_.actor_rollout_ref.actor.fsdp_config.overlap_comm ? "overlapped with the backward"
+                                                                       : "after the backward",
+                 cfg_.actor_rollout_ref.actor.fsdp_config.reshard_after_forward ? ", ZeRO-3" : ", ZeRO-2");
 }
 
 GrpoTrainer::~GrpoTrainer() = default;
@@ -176,7 +202,7 @@ nlohmann::json GrpoTrainer::validate() {
   eo.n = static_cast<int32_t>(vk.n);
   ErrorContext what("validation: ", s_->val.examples.size(), " prompts x ", vk.n, " responses of at most ",
                     eo.max_new_tokens, " tokens");
-  const EvalResult r = evaluate(*s_->engine, s_->val.examples, eo, &rewards_);
+  const EvalResult r = evaluate(comm_, *s_->engine, s_->val.examples, eo, &rewards_);
   nlohmann::json m = {{"val/accuracy", r.accuracy}, {"val/reward/mean", r.reward_mean},
                       {"val/response_length/mean", r.response_length}, {"timing_s/testing", r.seconds}};
   if (r.n > 1) {  // verl's names for n responses per prompt
@@ -198,14 +224,15 @@ TrainSummary GrpoTrainer::run() {
   auto log_val = [&](int64_t step) {
     nlohmann::json v = validate();
     sum.val_accuracy.push_back(v["val/accuracy"].get<double>());
-    logger_->log(step, v,
-                 cat("[val] step ", step, ": ",
-                     console_fields(v, {{"accuracy", "val/accuracy", "%.3f"},
-                                        {"best@n", best_key.c_str(), "%.3f"},
-                                        {"reward", "val/reward/mean", "%.3f"},
-                                        {"len", "val/response_length/mean", "%.1f"},
-                                        {"time (s)", "timing_s/testing", "%.1f"}}),
-                     " | ", s_->val.examples.size(), " prompts"));
+    if (logger_)
+      logger_->log(step, v,
+                   cat("[val] step ", step, ": ",
+                       console_fields(v, {{"accuracy", "val/accuracy", "%.3f"},
+                                          {"best@n", best_key.c_str(), "%.3f"},
+                                          {"reward", "val/reward/mean", "%.3f"},
+                                          {"len", "val/response_length/mean", "%.1f"},
+                                          {"time (s)", "timing_s/testing", "%.1f"}}),
+                       " | ", s_->val.examples.size(), " prompts"));
   };
   if (has_val && cfg_.trainer.val_before_train && state_.global_step == 0) log_val(0);
   if (state_.global_step >= total_steps_ && !opt_.quiet)
@@ -231,20 +258,27 @@ TrainSummary GrpoTrainer::run() {
     if (m.value("training/groups_kept", int64_t{-1}) == 0)
       line += cat(" | no group with a reward signal in ", m["training/gen_batches"].get<int64_t>(),
                   " generation batches (every group's rewards equal): step skipped, no update");
-    logger_->log(step, m, line);
+    if (logger_) logger_->log(step, m, line);
     const bool last = step == total_steps_;
     if (has_val && (last || (cfg_.trainer.test_freq > 0 && step % cfg_.trainer.test_freq == 0))) log_val(step);
     if (last || (cfg_.trainer.save_freq > 0 && step % cfg_.trainer.save_freq == 0)) {
       auto t0 = Clock::now();
       ErrorContext saving("saving the checkpoint of step ", step, " in ", run_dir_, "/checkpoints");
-      sum.final_checkpoint = save_run_checkpoint(run_dir_, *s_->weights, actor_->optimizer(), state_, DType::F32,
-                                                 cfg_.actor_rollout_ref.model.path, cfg_.trainer.max_actor_ckpt_to_keep);
+      // Rank 0 gathers the f32 master weights and the moments of every shard and writes one checkpoint.
+      const train::Actor::FullMoments full = actor_->gather_for_checkpoint();
+      if (console_)
+        sum.final_checkpoint =
+            save_run_checkpoint(run_dir_, *s_->weights, OptimizerMoments{full.m, full.v, full.numel, actor_->optimizer().steps()},
+                                state_, DType::F32, cfg_.actor_rollout_ref.model.path,
+                                cfg_.trainer.max_actor_ckpt_to_keep);
+      comm_.barrier();
       if (!opt_.quiet)
         std::fprintf(stderr, "[train] saved %s (%.1fs)\n", sum.final_checkpoint.c_str(), since(t0));
     }
   }
   sum.steps = state_.global_step;
   sum.seconds = since(t_run);
+  if (!console_) return sum;  // rank 0 writes the report and the trace
   if (logger_->jsonl()) {  // the report is drawn from metrics.jsonl
     ReportInfo info;
     info.title = "grpo.cpp: " + cfg_.trainer.project_name + " / " + cfg_.trainer.experiment_name;

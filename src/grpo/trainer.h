@@ -5,6 +5,11 @@
 // Before the first step: the run folder rules (run_folder.h), and a training set of at least
 // data.train_batch_size prompts. A step whose DAPO filtering keeps no group within its generation batches is
 // logged and skipped (no update); a step whose reward functions fail too often stops the run.
+//
+// With several ranks (mpirun -np N; grpo/distributed.h) every rank takes the same prompts, generates and
+// scores its share of them, and receives every rank's groups, so the steps after generation see the whole
+// batch; the actor's updates are data parallel (ZeRO-2 or ZeRO-3, train/actor.h). Rank 0 alone prints and
+// writes the run folder; the metrics are those of the whole batch.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -12,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/communicator.h"
 #include "grpo/config.h"
 #include "grpo/evaluate.h"
 #include "grpo/rewards.h"
@@ -48,7 +54,10 @@ class GrpoTrainer {
   void next_prompts(std::vector<const Example*>* out);
   // One GRPO step as its phases (trainer_step.cpp; result structs in step_phases.h).
   nlohmann::json train_step(int64_t step);
-  GenerationResult generate(const std::vector<const Example*>& prompts, int64_t step, int64_t batch_index);
+  // `index[i]`: the position of prompts[i] in its generation batch (request ids; with several ranks a
+  // rank generates for a share of the batch's prompts).
+  GenerationResult generate(const std::vector<const Example*>& prompts, const std::vector<int64_t>& index, int64_t step,
+                            int64_t batch_index);
   ScoreResult score(const GenerationResult& gen);
   StepBatch collect_batch(int64_t step);  // generate + score (+ DAPO filtering over generation batches)
   AdvantageResult compute_advantages(StepBatch& batch);
@@ -65,6 +74,8 @@ class GrpoTrainer {
 
   Config cfg_;
   TrainOptions opt_;
+  comm::Communicator& comm_;  // the ranks of the run (comm::world())
+  bool console_ = true;       // this rank prints progress and writes the run folder's files (rank 0)
   std::string run_dir_;
   std::unique_ptr<Session> s_;
   std::unique_ptr<ModelWeights> ref_weights_;  // frozen reference copy, only when a KL term is used
@@ -76,7 +87,8 @@ class GrpoTrainer {
   int64_t total_steps_ = 0, steps_per_epoch_ = 0;
   int64_t max_gen_batches_ = 1;  // generation batches a step may use (max_num_gen_batches_per_step)
   std::vector<int64_t> order_;  // permutation of the current epoch
-  std::unique_ptr<StepLogger> logger_;
+  int64_t expected_response_tokens_;  // balances the ranks' prompt shares: the last step's mean response length
+  std::unique_ptr<StepLogger> logger_;  // rank 0 only
 };
 
 // Steps of a run: trainer.total_training_steps, or total_epochs x (train prompts / train_batch_size).

@@ -25,16 +25,21 @@ int64_t step_of(const std::string& name) {
   return std::stoll(digits);
 }
 
-void write_optimizer_state(const std::string& dir, const train::AdamW& adam, const TrainerState& st) {
+// trainer_state.json and optimizer.safetensors (the moments named after the parameters) into `dir`.
+void write_optimizer_state(const std::string& dir, const ModelWeights& w, const OptimizerMoments& opt,
+                           const TrainerState& st) {
   nlohmann::json j = {{"global_step", st.global_step}, {"epoch", st.epoch}, {"epoch_position", st.epoch_position},
                       {"skipped_steps", st.skipped_steps}, {"consecutive_skips", st.consecutive_skips},
-                      {"optimizer_steps", adam.steps()}};
+                      {"optimizer_steps", opt.steps}};
   write_file_atomic(dir + "/trainer_state.json", j.dump(2) + "\n");
   std::vector<StTensorOut> moments;
-  for (const auto& [prefix, arena] : {std::pair<const char*, const Arena*>{"m.", &adam.m()}, {"v.", &adam.v()}})
-    for (const auto& [name, view] : arena->entries())
-      moments.push_back({prefix + name, StDType::F32,
-                         {view.shape.dims.begin(), view.shape.dims.begin() + view.shape.ndim}, view.data});
+  const Arena& layout = w.params();
+  for (const auto& [prefix, base] : {std::pair<std::string, const float*>{"m.", opt.m}, {"v.", opt.v}})
+    for (const auto& [name, view] : layout.entries())
+      if (layout.offset(name) + view.numel() <= opt.numel)
+        moments.push_back({prefix + name, StDType::F32,
+                         {view.shape.dims.begin(), view.shape.dims.begin() + view.shape.ndim},
+                         base + layout.offset(name)});
   write_safetensors(dir + "/optimizer.safetensors", moments);
 }
 
@@ -55,7 +60,7 @@ std::vector<std::string> run_checkpoints(const std::string& run_dir) {
   return out;
 }
 
-std::string save_run_checkpoint(const std::string& run_dir, const ModelWeights& w, const train::AdamW& adam,
+std::string save_run_checkpoint(const std::string& run_dir, const ModelWeights& w, const OptimizerMoments& opt,
                                 const TrainerState& st, DType save_dtype, const std::string& tokenizer_dir,
                                 int64_t max_to_keep) {
   GRPO_CHECK(max_to_keep >= 0, "[checkpoint] trainer.max_actor_ckpt_to_keep must be >= 0 (0: keep all), got ",
@@ -68,7 +73,7 @@ std::string save_run_checkpoint(const std::string& run_dir, const ModelWeights& 
   for (const char* f : {"tokenizer.json", "tokenizer_config.json", "preprocessor_config.json"})
     if (file_exists(tokenizer_dir + "/" + f)) extra.push_back(tokenizer_dir + "/" + f);
   save_checkpoint(dir, w.config(), w.named_tensors(), save_dtype, 0, extra,
-                  [&](const std::string& partial) { write_optimizer_state(partial, adam, st); });
+                  [&](const std::string& partial) { write_optimizer_state(partial, w, opt, st); });
   write_file_atomic(ckdir + "/latest", name + "\n");
   if (max_to_keep > 0) {  // oldest first; `latest` (just written) is the newest and always kept
     std::vector<std::string> all = run_checkpoints(run_dir);
@@ -90,15 +95,18 @@ std::string latest_run_checkpoint(const std::string& run_dir) {
   return dir;
 }
 
-TrainerState load_run_checkpoint(const std::string& dir, ModelWeights& w, train::AdamW& adam) {
+TrainerState load_run_checkpoint(const std::string& dir, ModelWeights& w, float* m, float* v, int64_t moments_numel,
+                                 int64_t* optimizer_steps) {
   Checkpoint ck = Checkpoint::open(dir);
   w.load_from(ck);
   SafetensorsFile opt = SafetensorsFile::open(dir + "/optimizer.safetensors");
-  for (const auto& [prefix, arena] : {std::pair<std::string, Arena*>{"m.", &adam.m()}, {"v.", &adam.v()}})
-    for (const auto& [name, view] : arena->entries()) {
+  const Arena& layout = w.params();
+  for (const auto& [prefix, base] : {std::pair<std::string, float*>{"m.", m}, {"v.", v}})
+    for (const auto& [name, view] : layout.entries()) {
+      if (layout.offset(name) + view.numel() > moments_numel) continue;  // a frozen vision tower's
       const StTensor* t = opt.find(prefix + name);
       GRPO_CHECK(t, "[resume] ", dir, "/optimizer.safetensors: missing tensor \"", prefix, name, "\"");
-      tensor_to_f32(*t, view.f32(), view.numel(), opt.path());
+      tensor_to_f32(*t, base + layout.offset(name), view.numel(), opt.path());
     }
   nlohmann::json j;
   try {
@@ -113,10 +121,28 @@ TrainerState load_run_checkpoint(const std::string& dir, ModelWeights& w, train:
     st.epoch_position = j.at("epoch_position").get<int64_t>();
     st.skipped_steps = j.at("skipped_steps").get<int64_t>();
     st.consecutive_skips = j.value("consecutive_skips", int64_t{0});  // absent in older checkpoints
-    adam.set_steps(j.at("optimizer_steps").get<int64_t>());
+    *optimizer_steps = j.at("optimizer_steps").get<int64_t>();
   } catch (const nlohmann::json::exception& e) {
     fail("[resume] ", dir, "/trainer_state.json: ", e.what());
   }
+  return st;
+}
+
+std::string save_run_checkpoint(const std::string& run_dir, const ModelWeights& w, const train::AdamW& adam,
+                                const TrainerState& st, DType save_dtype, const std::string& tokenizer_dir,
+                                int64_t max_to_keep) {
+  GRPO_CHECK(adam.begin() == 0 && adam.end() == w.params().numel(), "[checkpoint] the optimizer holds a shard [",
+             adam.begin(), ", ", adam.end(), ") of the layout; gather the moments first");
+  return save_run_checkpoint(run_dir, w, OptimizerMoments{adam.m(), adam.v(), adam.end(), adam.steps()}, st, save_dtype,
+                             tokenizer_dir, max_to_keep);
+}
+
+TrainerState load_run_checkpoint(const std::string& dir, ModelWeights& w, train::AdamW& adam) {
+  GRPO_CHECK(adam.begin() == 0 && adam.end() == w.params().numel(), "[resume] the optimizer holds a shard [",
+             adam.begin(), ", ", adam.end(), ") of the layout; load the whole layout and take the shard");
+  int64_t steps = 0;
+  TrainerState st = load_run_checkpoint(dir, w, adam.m(), adam.v(), adam.end(), &steps);
+  adam.set_steps(steps);
   return st;
 }
 

@@ -21,18 +21,38 @@ struct TrainerState {
   int64_t consecutive_skips = 0;  // of them, in a row up to now (five stop the run)
 };
 
+// AdamW's state in the whole flat parameter layout (model/weights.h), whatever the number of ranks that
+// trained: optimizer.safetensors names the moments after the parameters (m.<name>, v.<name>), so a run
+// resumes with any number of ranks. With a frozen vision tower the moments cover the text part only, a
+// prefix of the layout (the tower's tensors come last), and the file has no tower moments.
+struct OptimizerMoments {
+  const float* m = nullptr;  // [numel]
+  const float* v = nullptr;
+  int64_t numel = 0;         // elements covered: the layout's, or its text prefix's
+  int64_t steps = 0;         // optimizer steps taken
+};
+
 // Writes <run_dir>/checkpoints/global_step_<N> (optimizer state and trainer state written straight into
 // the folder being assembled) and updates <run_dir>/checkpoints/latest; then, when max_to_keep > 0
 // (trainer.max_actor_ckpt_to_keep), removes the oldest global_step_* folders beyond that many. Returns the
 // folder.
-std::string save_run_checkpoint(const std::string& run_dir, const ModelWeights& w, const train::AdamW& adam,
+std::string save_run_checkpoint(const std::string& run_dir, const ModelWeights& w, const OptimizerMoments& opt,
                                 const TrainerState& st, DType save_dtype, const std::string& tokenizer_dir,
                                 int64_t max_to_keep = 0);
 // The global_step_<N> folders of <run_dir>/checkpoints, oldest (smallest N) first.
 std::vector<std::string> run_checkpoints(const std::string& run_dir);
 // The newest complete checkpoint folder of a run ("" when there is none).
 std::string latest_run_checkpoint(const std::string& run_dir);
-// Loads weights, optimizer moments and state from a checkpoint folder.
+// Loads weights, optimizer moments (into m and v, each [moments_numel], the layout or its text prefix as in
+// OptimizerMoments, zero padding) and state from a checkpoint folder; *optimizer_steps receives the
+// optimizer's step count.
+TrainerState load_run_checkpoint(const std::string& dir, ModelWeights& w, float* m, float* v, int64_t moments_numel,
+                                 int64_t* optimizer_steps);
+
+// The same for an optimizer that owns the whole layout (one process).
+std::string save_run_checkpoint(const std::string& run_dir, const ModelWeights& w, const train::AdamW& adam,
+                                const TrainerState& st, DType save_dtype, const std::string& tokenizer_dir,
+                                int64_t max_to_keep = 0);
 TrainerState load_run_checkpoint(const std::string& dir, ModelWeights& w, train::AdamW& adam);
 
 }  // namespace grpo

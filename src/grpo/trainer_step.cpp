@@ -12,6 +12,7 @@
 #include "core/checked.h"
 #include "core/error_context.h"
 #include "core/profiler.h"
+#include "grpo/distributed.h"
 #include "grpo/metrics.h"
 #include "grpo/trainer.h"
 #include "model/vision.h"
@@ -47,6 +48,14 @@ rollout::ProgressFn generation_progress(int64_t step, bool quiet) {
   };
 }
 
+// CPU time (user + system) of this process so far: what a step costs whatever else runs on the machine.
+double cpu_seconds() {
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
 double mean(const std::vector<double>& v) { return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / v.size(); }
 
 // Moves sample i of a generation batch (with its scores) to the end of the step's batch.
@@ -71,7 +80,8 @@ void add_vision_metrics(nlohmann::json& m, const VisionWork& gen, const VisionWo
 
 }  // namespace
 
-GenerationResult GrpoTrainer::generate(const std::vector<const Example*>& prompts, int64_t step, int64_t batch_index) {
+GenerationResult GrpoTrainer::generate(const std::vector<const Example*>& prompts, const std::vector<int64_t>& index,
+                                       int64_t step, int64_t batch_index) {
   GRPO_PROFILE("gen");
   const auto t0 = Clock::now();
   const RolloutConfig& rc = cfg_.actor_rollout_ref.rollout;
@@ -97,7 +107,9 @@ GenerationResult GrpoTrainer::generate(const std::vector<const Example*>& prompt
     if (!rc.ignore_eos) q.stop_token_ids = s_->stop_ids;
     q.max_new_tokens = static_cast<int32_t>(cfg_.data.max_response_length);
     q.seed = static_cast<uint64_t>(cfg_.trainer.seed);
-    q.id = rollout_request_id(step, batch_index, static_cast<int64_t>(r), max_gen_batches_, requests_per_batch);
+    // Request ids are global (the prompt's place in the batch), so samples do not depend on the rank.
+    const int64_t in_batch = index[i] * requests_per_prompt + static_cast<int64_t>(r) % requests_per_prompt;
+    q.id = rollout_request_id(step, batch_index, in_batch, max_gen_batches_, requests_per_batch);
     reqs.push_back(std::move(q));
   }
   const std::vector<rollout::RequestResult> out = s_->engine->generate(reqs, generation_progress(step, opt_.quiet));
@@ -163,8 +175,22 @@ StepBatch GrpoTrainer::collect_batch(int64_t step) {
   std::vector<const Example*> prompts;
   for (int64_t gb = 0;; ++gb) {
     next_prompts(&prompts);
-    GenerationResult gen = generate(prompts, step, gb);
-    const ScoreResult sc = score(gen);
+    std::vector<int64_t> index(prompts.size());
+    std::iota(index.begin(), index.end(), 0);
+    GenerationResult gen;
+    ScoreResult sc;
+    if (comm_.size() == 1) {
+      gen = generate(prompts, index, step, gb);
+      sc = score(gen);
+    } else {  // this rank's share of the prompts, then every rank's groups
+      const std::vector<std::vector<int64_t>> shares =
+          prompt_shares(prompts, cfg_.actor_rollout_ref.rollout.n, expected_response_tokens_, comm_.size());
+      std::vector<const Example*> mine;
+      for (int64_t i : shares[comm_.rank()]) mine.push_back(prompts[i]);
+      gen = generate(mine, shares[comm_.rank()], step, gb);
+      sc = score(gen);
+      gather_groups(comm_, shares, prompts, gen, sc);
+    }
     b.gen_s += gen.seconds;
     b.reward_s += sc.seconds;
     b.function_names = sc.function_names;
@@ -191,7 +217,7 @@ StepBatch GrpoTrainer::collect_batch(int64_t step) {
     }
     if (!fg.enable || static_cast<int64_t>(b.group_sizes.size()) >= B) break;
     if (gb + 1 >= max_gen_batches_) break;
-    if (logger_->console())
+    if (logger_ && logger_->console())
       std::fprintf(stderr, "[train] step %lld: %lld of %lld groups with a reward signal after %lld generation batches "
                    "(at most %lld); generating more\n", static_cast<long long>(step),
                    static_cast<long long>(b.group_sizes.size()), static_cast<long long>(B),
@@ -247,8 +273,8 @@ LogProbResult GrpoTrainer::compute_log_probs(std::vector<std::vector<train::Trai
     GRPO_PROFILE("old_log_prob");
     ErrorContext what("computing old log-probs of ", sequences, " sequences");
     const auto t0 = Clock::now();
-    for (auto& mb : minibatches) {
-      train::response_logprobs(actor_->decoder(), mb, actor_->micro_batching(), &lp, nullptr);
+    for (auto& mb : minibatches) {  // each rank: the samples its updates train on
+      actor_->share_logprobs(actor_->decoder(), mb, &lp);
       for (size_t i = 0; i < mb.size(); ++i) mb[i].old_logprobs = std::move(lp[i]);
     }
     r.old_s = since(t0);
@@ -258,7 +284,7 @@ LogProbResult GrpoTrainer::compute_log_probs(std::vector<std::vector<train::Trai
     ErrorContext what("computing reference log-probs of ", sequences, " sequences");
     const auto t0 = Clock::now();
     for (auto& mb : minibatches) {
-      train::response_logprobs(*ref_decoder_, mb, ref_micro_batching_, &lp, nullptr);
+      actor_->share_logprobs(*ref_decoder_, mb, &lp, &ref_micro_batching_);
       for (size_t i = 0; i < mb.size(); ++i) mb[i].ref_logprobs = std::move(lp[i]);
     }
     r.ref_s = since(t0);
@@ -307,10 +333,12 @@ UpdateResult GrpoTrainer::update(std::vector<std::vector<train::TrainSample>>& m
 }
 
 // The rollout engine reads the actor's own weights (the bf16 shadow is refreshed by each optimizer step),
-// so what is left to sync is the prefix cache: its k/v belong to the old weights.
+// so what is left to sync is the prefix cache: its k/v belong to the old weights. With ZeRO-3 the layers'
+// parameters were sharded during training: the rollout needs them whole again.
 SyncResult GrpoTrainer::sync_weights() {
   GRPO_PROFILE("update_weights");
   const auto t0 = Clock::now();
+  actor_->gather_for_rollout();
   s_->engine->clear_prefix_cache();
   return {since(t0)};
 }
@@ -320,6 +348,8 @@ nlohmann::json GrpoTrainer::train_step(int64_t step) {
   ErrorContext what("step ", step, " of ", total_steps_);
   const auto t_step = Clock::now();
   const VisionWork vision_start = vision_work();
+  const double cpu0 = cpu_seconds();
+  const comm::CommStats comm0 = comm_.stats();
   StepBatch batch = collect_batch(step);
   const VisionWork vision_gen = vision_work() - vision_start;
   if (batch.group_sizes.empty()) return skipped_step_metrics(batch, since(t_step));
@@ -338,8 +368,26 @@ nlohmann::json GrpoTrainer::train_step(int64_t step) {
   GRPO_CHECK(state_.consecutive_skips < 5, "[train] ", state_.consecutive_skips,
              " steps in a row had a non-finite loss or gradient and were skipped; stopping. Lower "
              "actor_rollout_ref.actor.optim.lr or check the data and rewards.");
-  nlohmann::json m = step_metrics(batch, adv, minibatches, lp, up, sync, since(t_step));
+  const double step_s = since(t_step);
+  nlohmann::json m = step_metrics(batch, adv, minibatches, lp, up, sync, step_s);
   if (s_->weights->config().has_vision()) add_vision_metrics(m, vision_gen, vision_train);
+  expected_response_tokens_ = std::max<int64_t>(1, static_cast<int64_t>(m.value("response_length/mean", 1.0)));
+  // [seconds blocked on communication, bytes sent, CPU seconds] of this rank during the step.
+  const comm::CommStats c = comm_.stats();
+  double v[] = {c.blocked_s - comm0.blocked_s, static_cast<double>(c.bytes_sent - comm0.bytes_sent),
+                cpu_seconds() - cpu0};
+  if (comm_.size() > 1) {
+    // Communication on the critical path: the rank that waited least (the slowest one) was held up by the
+    // communication itself; the others' longer waits are also the slowest rank's extra work.
+    double blocked = v[0];
+    for (const std::string& b : comm_.all_gather_bytes(std::string_view(reinterpret_cast<const char*>(v), sizeof v)))
+      blocked = std::min(blocked, reinterpret_cast<const double*>(b.data())[0]);
+    comm_.all_reduce_sum(&v[1], 2);
+    m["timing_s/comm"] = blocked;
+    m["perf/comm_share"] = blocked / std::max(1e-9, step_s);
+    m["perf/comm_bytes"] = v[1];
+  }
+  m["perf/cpu_time_s"] = v[2];  // all ranks
   return m;
 }
 
@@ -389,7 +437,7 @@ nlohmann::json GrpoTrainer::step_metrics(const StepBatch& batch, const Advantage
   m["timing_s/update_weights"] = up.update_weights_s + sync.seconds;
   m["timing_s/other"] = step_s - std::accumulate(std::begin(stages), std::end(stages), 0.0);
   m["timing_s/step"] = step_s;
-  m["perf/throughput"] = (batch.gen_tokens + batch.prompt_tokens) / std::max(1e-9, step_s);
+  m["perf/throughput"] = (batch.gen_tokens + batch.prompt_tokens) / std::max(1e-9, step_s * comm_.size());
   m["perf/rollout_tokens_per_s"] = batch.gen_tokens / std::max(1e-9, batch.gen_s);
   m["perf/train_tokens"] = up.train_tokens;
   m["perf/peak_rss_bytes"] = peak_rss_bytes();

@@ -264,6 +264,7 @@ void Decoder::forward(const PackedBatch& batch, float* logprob, float* entropy) 
                       rope_.positions, rope_.half);
   }
   for (int64_t l = 0; l < L; ++l) {
+    if (hooks_) hooks_->forward_layer(l);
     float* x_out = l + 1 < L ? acts_[l + 1].x_in : x_final_;
     layer_forward(l, acts_[l], x_out);
     if (l < deepstack)  // DeepStack: the features of merger l join the image rows after text layer l
@@ -294,6 +295,7 @@ void Decoder::backward(const float* dlogprob, const float* dentropy, const Model
                         s_.head_ws);
   k_->rmsnorm_backward(s_.dx, G(g.final_norm), s_.dtmp, x_final_, G(w_.f32().final_norm), s_.rstd_final, T, C,
                         s_.rms_ws);
+  if (hooks_) hooks_->head_done();
   // The tower's gradient: through the image rows' embeddings and the DeepStack additions (not for a frozen
   // tower, whose gradient arena has no vision tensors).
   const bool into_vision = pictures_ && g.vision.patch_w;
@@ -303,9 +305,12 @@ void Decoder::backward(const float* dlogprob, const float* dentropy, const Model
     if (l < deepstack) gather_rows(vision_->deepstack_grad(l), s_.dx, pad_rows_.data(), n_pads, C);
     if (opt_.checkpoint_activations) {
       GRPO_PROFILE("recompute_layer");
+      if (hooks_) hooks_->forward_layer(l);
       layer_forward(l, acts_[l], l + 1 < L ? acts_[l + 1].x_in : x_final_);
     }
+    if (hooks_) hooks_->backward_layer(l);
     layer_backward(l, acts_[l], g);
+    if (hooks_) hooks_->layer_done(l);
   }
   if (pictures_) {  // image rows replaced their embeddings: no gradient for the pad token's row
     if (into_vision) gather_rows(vision_->image_embeds_grad(), s_.dx, pad_rows_.data(), n_pads, C);
@@ -313,6 +318,7 @@ void Decoder::backward(const float* dlogprob, const float* dentropy, const Model
   }
   k_->embedding_backward(G(g.embed), s_.dx, batch_->ids.data(), T, C);
   if (into_vision) vision_->backward(g.vision);
+  if (hooks_) hooks_->embedding_done();
 }
 
 void Decoder::full_logits(float* out) {

@@ -35,6 +35,20 @@ struct DecoderOptions {
   const DecoderKernels* kernels = nullptr;
 };
 
+// Told by the decoder as it goes through the layers, so that a data-parallel trainer can gather a layer's
+// parameters just before they are read (ZeRO-3) and start reducing gradients as soon as they are final,
+// while the rest of the pass goes on. Gradient events come in reverse layout order: the output head
+// (final norm, and lm_head unless tied), layers L-1 .. 0, then the embedding (with a tied lm_head).
+class DecoderHooks {
+ public:
+  virtual ~DecoderHooks() = default;
+  virtual void forward_layer(int64_t layer) {}   // its forward (or recompute during backward) is next
+  virtual void backward_layer(int64_t layer) {}  // its backward is next
+  virtual void head_done() {}                    // gradients of the final norm (and untied lm_head) final
+  virtual void layer_done(int64_t layer) {}      // its gradients final
+  virtual void embedding_done() {}               // the embedding's gradient final: the backward is over
+};
+
 class Decoder {
  public:
   Decoder(ModelWeights& weights, DecoderOptions opt);
@@ -45,6 +59,8 @@ class Decoder {
   // Backpropagates dlogprob [T] and dentropy [T] (either may be null) of the last forward() and
   // accumulates (+=) parameter gradients into `grads` (an arena declared by declare_parameters).
   void backward(const float* dlogprob, const float* dentropy, const ModelTensors& grads);
+  // Hooks told by every later forward() and backward() (null: none).
+  void set_hooks(DecoderHooks* hooks) { hooks_ = hooks; }
   // Full logits [T, V] of the last forward() (debugging and the unfused baseline only).
   void full_logits(float* out);
 
@@ -133,6 +149,7 @@ class Decoder {
   std::vector<uint8_t> picture_pad_;  // [T] 1 for the <|image_pad|> tokens that show a picture
   std::vector<int32_t> pad_rows_;     // their rows, in order
   bool pictures_ = false;             // the last batch had pictures
+  DecoderHooks* hooks_ = nullptr;
 };
 
 }  // namespace grpo

@@ -79,6 +79,17 @@ void declare_parameters(const ModelConfig& c, Arena& a, bool with_vision) {
   if (with_vision && c.has_vision()) declare_vision(c, a);
 }
 
+bool is_gemm_weight(const std::string& name) {
+  for (const char* suffix : {"q_proj.weight", "k_proj.weight", "v_proj.weight", "o_proj.weight", "gate_proj.weight",
+                             "up_proj.weight", "down_proj.weight"})
+    if (name.ends_with(suffix)) return true;
+  return name == "lm_head.weight";
+}
+
+std::string first_layer_tensor(const ModelConfig& c, int64_t layer) {
+  return layer_prefix(c, layer) + "input_layernorm.weight";
+}
+
 ModelTensors resolve_tensors(const ModelConfig& c, const Arena& a) {
   ModelTensors m;
   auto v = [&](const std::string& n) { return a.view(n).data; };

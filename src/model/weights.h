@@ -65,6 +65,11 @@ void declare_parameters(const ModelConfig& c, Arena& arena, bool with_vision = t
 // Resolves the decoder pointers of an allocated arena declared by declare_parameters (vision pointers
 // null when the arena has no tower).
 ModelTensors resolve_tensors(const ModelConfig& c, const Arena& arena);
+// Whether a parameter is read only as a GEMM weight (so in bf16 mode only through the bf16 shadow): the
+// q/k/v/o, gate/up/down projections and an untied lm_head. Norms, biases and the embedding are read in f32.
+bool is_gemm_weight(const std::string& name);
+// Name of the first tensor of layer `layer` in declare_parameters' order (the layer's tensors follow it).
+std::string first_layer_tensor(const ModelConfig& c, int64_t layer);
 
 class ModelWeights {
  public:
@@ -87,6 +92,7 @@ class ModelWeights {
   // Re-converts the master weights into the bf16 shadow in place (after each optimizer step).
   void refresh_bf16();
   bool has_bf16() const { return bf16_arena_ != nullptr; }
+  Arena* bf16_arena() { return bf16_arena_.get(); }  // null until bf16() was called
 
  private:
   ModelConfig config_;

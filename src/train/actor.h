@@ -3,17 +3,31 @@
 // into micro-batches (token-budget FFD packing, or the fixed padded baseline), accumulates gradients so
 // that the result equals one big batch, and applies one optimizer step. Also computes response log-probs
 // for old/reference policies without gradients.
+//
+// Data parallel (ZeRO-2, over a comm::Communicator with N > 1 ranks): every rank is given the same whole
+// mini-batch; its sequences are split across ranks balanced by tokens (train/balance.h), each rank packs its
+// share into the same number of micro-batches, and the gradients are reduce-scattered in buckets during
+// the backward (train/grad_reducer.h) into per-rank shards of the flat layout. AdamW moments exist for the
+// shard only; after the step the updated shards are all-gathered in the rollout dtype (train/param_sync.h).
+// ZeRO-3 (DataParallel::zero3) also drops the other shards of the layers' parameters while training and
+// gathers each layer just in time (train/param_windows.h); gather_for_rollout() makes the model whole again.
+// Loss weights and every statistic are global, so the update is the one a single process would make with
+// the same mini-batch (up to the order of fp32 additions).
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "comm/communicator.h"
 #include "kernels/ops.h"
 #include "model/decoder.h"
 #include "model/picture.h"
 #include "train/aggregation.h"
+#include "train/grad_reducer.h"
 #include "train/optimizer.h"
 #include "train/packing.h"
+#include "train/param_sync.h"
+#include "train/param_windows.h"
 
 namespace grpo::train {
 
@@ -38,54 +52,134 @@ struct MicroBatching {
   bool pad = false;             // each micro-batch padded to its longest sequence (use_remove_padding false)
 };
 
+// How the gradients of several ranks are combined (fsdp_config in the run config). Unused by one process.
+struct DataParallel {
+  comm::Wire reduce_wire = comm::Wire::F32;  // fsdp_config.mixed_precision.reduce_dtype
+  int64_t bucket_elems = 1 << 20;            // fsdp_config.bucket_cap_mb, in fp32 elements
+  bool overlap = true;                       // start each bucket during the backward (else after it)
+  bool reduce_per_micro_batch = false;       // reduce every micro-batch (else once, after the last)
+  bool zero3 = false;                        // fsdp_config.reshard_after_forward: layers gathered just in time
+};
+
 struct UpdateStats {
   double loss = 0, pg_loss = 0, kl = 0, entropy = 0, pg_clipfrac = 0, ppo_kl = 0;
   double grad_norm = 0;
   bool skipped = false;        // non-finite loss or gradient: no update
   double packing_efficiency = 1;  // useful_tokens / tokens (see train/packing.h)
-  // tokens: computed (padding included where micro-batches are padded); useful_tokens: the sequences' own
+  // Of all ranks. tokens: computed (padding included where micro-batches are padded); useful_tokens: the
+  // sequences' own. micro_batches: per rank.
   int64_t micro_batches = 0, tokens = 0, useful_tokens = 0, response_tokens = 0;
-  double update_weights_s = 0;  // refreshing the bf16 shadow the rollout engine reads
+  double update_weights_s = 0;  // bringing every rank's rollout weights up to date (bf16 shadow, all-gather)
   float lr = 0;
 };
 
 // Plans the micro-batches of sequences of the given lengths.
 MicroBatchPlan plan_micro_batches(const std::vector<int64_t>& lengths, const MicroBatching& mb);
 
-// Per-response-token log-probs (and entropies if `entropy` is non-null) of every sample under `dec`'s
-// weights, forward only. Sequences are processed in micro-batches of `mb`.
-void response_logprobs(Decoder& dec, const std::vector<TrainSample>& samples, const MicroBatching& mb,
-                       std::vector<std::vector<float>>* logprobs, std::vector<std::vector<float>>* entropy);
+// This rank's part of a mini-batch: its micro-batches (indices into the mini-batch), as many as every
+// other rank's.
+struct RankPlan {
+  MicroBatchPlan plan;
+  std::vector<int64_t> sequences;  // this rank's share, ascending
+};
+RankPlan plan_rank(const std::vector<int64_t>& lengths, const MicroBatching& mb, int rank, int ranks);
 
 class Actor {
  public:
-  // freeze_vision_tower (Qwen3-VL): the tower gets no gradient and no optimizer state (its weights stay).
+  // `comm`: the ranks sharing the work (null: this process alone). freeze_vision_tower (Qwen3-VL): the
+  // tower gets no gradient and no optimizer state (its weights stay). A model with a vision tower trains
+  // in one process only (refused otherwise).
   Actor(ModelWeights& weights, const DecoderOptions& dopt, const MicroBatching& mb, const AdamWConfig& adam,
-        bool freeze_vision_tower = false);
+        comm::Communicator* comm = nullptr, const DataParallel& dp = {}, bool freeze_vision_tower = false);
 
-  // One optimizer step of the GRPO/PPO objective over `samples` (a mini-batch), loss aggregated over the
-  // whole mini-batch by `agg`. tis_cap > 0 enables truncated importance sampling.
+  // One optimizer step of the GRPO/PPO objective over `samples` (a mini-batch, the same on every rank),
+  // loss aggregated over the whole mini-batch by `agg`. tis_cap > 0 enables truncated importance sampling.
   UpdateStats update_policy(const std::vector<TrainSample>& samples, const ops::PolicyLossConfig& loss, LossAggMode agg,
                             float loss_scale_factor, float tis_cap, float lr);
   // One optimizer step of mean cross-entropy over the response tokens of `samples` (SFT).
   UpdateStats update_sft(const std::vector<TrainSample>& samples, float lr);
+  // Response log-probs under `dec` (this actor's decoder or a frozen reference) of the samples of this
+  // rank's share of the mini-batch (the share its updates train on); other entries are left empty.
+  // Micro-batches of `mb` (null: the actor's own).
+  void share_logprobs(Decoder& dec, const std::vector<TrainSample>& samples, std::vector<std::vector<float>>* logprobs,
+                      const MicroBatching* mb = nullptr);
+
+  // Checkpoints (collective: every rank calls them). gather_weights brings every rank's f32 master shard
+  // to rank 0 (needed in bf16 mode, where other ranks' GEMM weights travel as bf16 only);
+  // gather_for_checkpoint does that and returns, on rank 0, the AdamW moments in the whole flat layout
+  // (null elsewhere), valid until the next call.
+  void gather_weights();
+  struct FullMoments {
+    const float* m = nullptr;
+    const float* v = nullptr;
+    int64_t numel = 0;  // the layout's, or its text prefix's with a frozen vision tower
+  };
+  FullMoments gather_for_checkpoint();
+  // ZeRO-3: gathers every rank's parameters, as the rollout engine reads the whole model (no-op otherwise;
+  // training drops them again at its first forward).
+  void gather_for_rollout();
+  // Every rank takes its shard of moments given in the whole flat layout.
+  void load_moments(const float* m_full, const float* v_full, int64_t optimizer_steps);
+  // Elements of the flat layout the optimizer trains: all, or the text prefix with a frozen vision tower.
+  int64_t trained_numel() const { return grads_.numel(); }
 
   Decoder& decoder() { return dec_; }
   ModelWeights& weights() { return w_; }
   AdamW& optimizer() { return adam_; }
   const MicroBatching& micro_batching() const { return mb_; }
+  int rank() const { return comm_->rank(); }
+  int ranks() const { return comm_->size(); }
 
  private:
   template <typename LossFn>
   UpdateStats run_update(const std::vector<TrainSample>& samples, LossFn&& loss_fn, float lr);
+  void enter_training();  // ZeRO-3: drop the layers' other shards (once after each gather_for_rollout)
+  // ZeRO-3: a rank with nothing in a micro-batch still takes part in the other ranks' layer gathers (and
+  // bucket reductions, started from the same events): its hooks see the events of a forward (and backward)
+  // pass in Decoder's order.
+  void empty_pass(bool backward);
+
+  // The decoder's hooks: the gradient reducer and the ZeRO-3 layer windows, whichever exist.
+  struct Hooks final : DecoderHooks {
+    GradReducer* reducer = nullptr;
+    ParamWindows* windows = nullptr;
+    void forward_layer(int64_t l) override {
+      if (windows) windows->forward_layer(l);
+    }
+    void backward_layer(int64_t l) override {
+      if (windows) windows->backward_layer(l);
+    }
+    void head_done() override {
+      if (windows) windows->head_done();
+      if (reducer) reducer->head_done();
+    }
+    void layer_done(int64_t l) override {
+      if (reducer) reducer->layer_done(l);
+    }
+    void embedding_done() override {
+      if (windows) windows->embedding_done();
+      if (reducer) reducer->embedding_done();
+    }
+  };
 
   ModelWeights& w_;
   Decoder dec_;
   MicroBatching mb_;
   AdamWConfig adam_cfg_;
+  std::unique_ptr<comm::Communicator> own_comm_;  // a LocalCommunicator when none was given
+  comm::Communicator* comm_;
+  DataParallel dp_;
+  comm::Partition part_;
   AdamW adam_;
   Arena grads_;
   ModelTensors grad_tensors_;
+  Buffer shard_grads_;  // [part_.size(rank)] reduced gradients (N > 1)
+  std::unique_ptr<GradReducer> reducer_;
+  std::unique_ptr<ParamSync> sync_;
+  std::unique_ptr<ParamWindows> windows_;  // ZeRO-3 only
+  Hooks hooks_;
+  bool resharded_ = false;  // ZeRO-3: the layers' other shards are dropped
+  Buffer full_m_, full_v_;  // rank 0, checkpoints only
 };
 
 }  // namespace grpo::train

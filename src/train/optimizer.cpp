@@ -1,4 +1,4 @@
-// AdamW with global-norm clipping over flat arenas (see optimizer.h).
+// AdamW with global-norm clipping over the flat layout or a shard of it (see optimizer.h).
 #include "train/optimizer.h"
 
 #include <cmath>
@@ -8,22 +8,37 @@
 
 namespace grpo::train {
 
-AdamW::AdamW(const ModelConfig& c, bool with_vision) : m_(DType::F32), v_(DType::F32) {
-  declare_parameters(c, m_, with_vision);
-  declare_parameters(c, v_, with_vision);
-  m_.allocate();
-  v_.allocate();
+namespace {
+int64_t layout_numel(const ModelConfig& c, bool with_vision) {
+  Arena a(DType::F32);
+  declare_parameters(c, a, with_vision);
+  return a.numel();
+}
+}  // namespace
+
+AdamW::AdamW(const ModelConfig& c, int64_t begin, int64_t end, bool with_vision) : begin_(begin), end_(end) {
+  const int64_t n = layout_numel(c, with_vision);
+  if (end_ < 0) end_ = n;
+  GRPO_CHECK(0 <= begin_ && begin_ <= end_ && end_ <= n, "[adamw] shard [", begin_, ", ", end_,
+             ") outside the parameter layout [0, ", n, ")");
+  m_ = Buffer(static_cast<size_t>(end_ - begin_) * sizeof(float));
+  v_ = Buffer(static_cast<size_t>(end_ - begin_) * sizeof(float));
 }
 
 StepReport AdamW::step(Arena& params, const Arena& grads, const AdamWConfig& cfg, float lr) {
   GRPO_PROFILE("adamw_step");
-  GRPO_CHECK(grads.numel() == m_.numel() && params.numel() >= grads.numel(),
-             "[adamw] gradient and moment arenas differ in size, or exceed the parameters");
+  GRPO_CHECK(begin_ == 0 && end_ == grads.numel() && params.numel() >= grads.numel(),
+             "[adamw] gradient and moment layouts differ in size, or exceed the parameters");
+  // Padding between tensors is zero in every buffer, so whole-buffer loops are exact.
+  const double norm = std::sqrt(ops::sum_squares(grads.flat().f32(), grads.numel()));
+  return step_shard(params.flat().f32(), grads.flat().f32(), norm, cfg, lr);
+}
+
+StepReport AdamW::step_shard(float* params, const float* shard_grads, double grad_norm, const AdamWConfig& cfg,
+                             float lr) {
   StepReport r;
   r.lr = lr;
-  const int64_t n = grads.numel();  // all parameters, or the text prefix when the tower is frozen
-  // Padding between tensors is zero in every arena, so whole-buffer loops are exact.
-  r.grad_norm = std::sqrt(ops::sum_squares(grads.flat().f32(), n));
+  r.grad_norm = grad_norm;
   if (!std::isfinite(r.grad_norm)) {
     r.skipped = true;
     return r;
@@ -31,8 +46,8 @@ StepReport AdamW::step(Arena& params, const Arena& grads, const AdamWConfig& cfg
   float scale = 1.0f;
   if (cfg.grad_clip > 0 && r.grad_norm > cfg.grad_clip) scale = static_cast<float>(cfg.grad_clip / (r.grad_norm + 1e-6));
   ++step_;
-  ops::adamw_step(params.flat().f32(), grads.flat().f32(), m_.flat().f32(), v_.flat().f32(), n, lr, cfg.beta1,
-                  cfg.beta2, cfg.eps, cfg.weight_decay, step_, scale);
+  ops::adamw_step(params + begin_, shard_grads, m(), v(), end_ - begin_, lr, cfg.beta1, cfg.beta2, cfg.eps,
+                  cfg.weight_decay, step_, scale);
   return r;
 }
 

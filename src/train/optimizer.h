@@ -1,10 +1,14 @@
-// AdamW over the flat parameter arena: fp32 master weights, moments m and v in two more flat arenas of
-// the same layout, bias correction, decoupled weight decay, and global-norm gradient clipping. A step
-// whose gradient norm is not finite is skipped (weights and moments untouched) and reported. With a frozen
-// vision tower the gradient and moment arenas hold the text part only, a prefix of the parameter arena
-// (weights.h): the step updates that prefix and never touches the tower.
+// AdamW over the flat parameter layout (model/weights.h): fp32 master weights, moments m and v, bias
+// correction, decoupled weight decay, global-norm gradient clipping. A step whose gradient norm is not
+// finite is skipped (weights and moments untouched) and reported.
+//
+// The optimizer may own a shard [begin, end) of the layout only (ZeRO: each rank updates its 1/N of the
+// parameters); its moments then cover that shard, and the global gradient norm comes from the caller.
+// One process owns the whole layout. With a frozen vision tower the layout is the text part, a prefix of
+// the parameters' (weights.h): the tower gets no moments and is never touched.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "core/arena.h"
 #include "model/weights.h"
@@ -26,22 +30,29 @@ struct StepReport {
 
 class AdamW {
  public:
-  // Moments sized like the parameters (without the vision tower when with_vision is false), zeroed.
-  explicit AdamW(const ModelConfig& c, bool with_vision = true);
+  // Moments for elements [begin, end) of the flat layout of `c` (end < 0: the whole layout), zeroed; the
+  // layout without the vision tower when with_vision is false.
+  explicit AdamW(const ModelConfig& c, int64_t begin = 0, int64_t end = -1, bool with_vision = true);
 
-  // Applies one update with learning rate `lr` from grads (the layout of params, or of its text prefix) to
-  // the parameters grads covers. Does not zero grads.
+  // The whole layout: computes the gradient norm from grads (the layout of params, or its text prefix) and
+  // updates the parameters grads covers. Does not zero grads.
   StepReport step(Arena& params, const Arena& grads, const AdamWConfig& cfg, float lr);
+  // The shard: params points at the whole flat layout (elements [begin, end) are updated), shard_grads at
+  // the shard's gradients (shard_grads[0] is element begin); grad_norm is the global norm of all shards.
+  StepReport step_shard(float* params, const float* shard_grads, double grad_norm, const AdamWConfig& cfg, float lr);
 
   int64_t steps() const { return step_; }
   void set_steps(int64_t s) { step_ = s; }
-  Arena& m() { return m_; }
-  const Arena& m() const { return m_; }
-  Arena& v() { return v_; }
-  const Arena& v() const { return v_; }
+  int64_t begin() const { return begin_; }
+  int64_t end() const { return end_; }
+  float* m() { return static_cast<float*>(m_.data()); }  // [end - begin]
+  float* v() { return static_cast<float*>(v_.data()); }
+  const float* m() const { return static_cast<const float*>(m_.data()); }
+  const float* v() const { return static_cast<const float*>(v_.data()); }
 
  private:
-  Arena m_, v_;
+  int64_t begin_, end_;
+  Buffer m_, v_;
   int64_t step_ = 0;
 };
 

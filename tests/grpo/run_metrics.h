@@ -8,7 +8,7 @@ namespace grpo::test {
 
 inline bool machine_dependent(const std::string& key) {
   return key.rfind("timing_s/", 0) == 0 || key == "perf/throughput" || key == "perf/rollout_tokens_per_s" ||
-         key == "perf/peak_rss_bytes";
+         key == "perf/peak_rss_bytes" || key == "perf/cpu_time_s" || key == "perf/comm_share";
 }
 
 inline nlohmann::json without_machine_dependent(nlohmann::json line) {

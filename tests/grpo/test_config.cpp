@@ -9,6 +9,7 @@
 #include "grpo/config.h"
 #include "grpo/session.h"
 #include "temp_dir.h"
+#include "error_of.h"
 
 using namespace grpo;
 
@@ -21,16 +22,7 @@ const char* kMinimal =
     "  model:\n"
     "    path: models/tiny\n";
 
-// The message of the Error that `fn` throws ("" when it does not throw).
-template <typename Fn>
-std::string error_of(Fn fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 

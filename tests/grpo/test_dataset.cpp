@@ -12,20 +12,13 @@
 #include "grpo/arith.h"
 #include "grpo/dataset.h"
 #include "temp_dir.h"
+#include "error_of.h"
 
 using namespace grpo;
 
 namespace {
 
-template <typename Fn>
-std::string error_of(Fn fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 // Byte-level "tokenizer": one token per byte of the prompt.
 std::vector<int32_t> bytes_of(const Example& ex) {

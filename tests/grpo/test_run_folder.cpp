@@ -10,21 +10,14 @@
 #include "grpo/config.h"
 #include "grpo/run_folder.h"
 #include "temp_dir.h"
+#include "error_of.h"
 
 using namespace grpo;
 namespace fs = std::filesystem;
 
 namespace {
 
-template <typename Fn>
-std::string error_of(Fn fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 

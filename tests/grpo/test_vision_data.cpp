@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "error_of.h"
 #include "core/files.h"
 #include "grpo/dataset.h"
 #include "grpo/prompting.h"
@@ -16,20 +17,11 @@
 #include "tokenizer/byte_tokenizer.h"
 
 using namespace grpo;
+using test::error_of;
 
 namespace {
 
 const std::string kRef = std::string(GRPO_SHARED_DIR) + "/reference/models/qwen3-vl/";
-
-template <typename Fn>
-std::string error_of(Fn fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // A data folder with the reference pictures in pics/ (image_a 64x96, image_b 32x32, image_c 34x52).
 struct VisionFixture : ::testing::Test {

@@ -27,6 +27,7 @@
 #include "grpo/temp_dir.h"
 #include "grpo/trainer.h"
 #include "model/checkpoint.h"
+#include "error_of.h"
 
 using namespace grpo;
 using Json = nlohmann::json;
@@ -314,15 +315,7 @@ TEST_F(GrpoLoop, NonFiniteStepsAreSkippedCountedAndStopTheRun) {
 // first step, never a crash or an endless loop.
 namespace {
 
-template <typename Fn>
-std::string error_of(Fn fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 }  // namespace
 

@@ -17,6 +17,7 @@
 #include "grpo/sft.h"
 #include "grpo/shapes.h"
 #include "grpo/temp_dir.h"
+#include "error_of.h"
 #include "grpo/trainer.h"
 #include "image/image.h"
 #include "model/weights.h"
@@ -27,12 +28,9 @@ using namespace grpo;
 namespace {
 
 std::string open_error(const std::string& model, const std::string& data) {
-  try {
+  return test::error_of([&] {
     Session::open(load_config("", {"data.train_files=" + data, "actor_rollout_ref.model.path=" + model}), false);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  });
 }
 
 TEST(VisionRows, RefusedWhenTheModelCannotSeeThem) {

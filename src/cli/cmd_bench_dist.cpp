@@ -1,0 +1,102 @@
+// `grpo bench dist --np N`: the communication table (grpo/dist_bench.h). Writes a random preset model and
+// arithmetic prompts into a work folder, runs `grpo train` on them with one rank and, through mpirun (one
+// thread per rank, --oversubscribe), with N ranks in the baseline and optimised ways; prints each command,
+// the table and, as the last stdout line, a JSON object.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/child_process.h"
+#include "cli/command.h"
+#include "core/error.h"
+#include "core/files.h"
+#include "grpo/arith.h"
+#include "grpo/byte_model.h"
+#include "grpo/dist_bench.h"
+#include "grpo/example_configs.h"
+
+namespace grpo::cli {
+namespace {
+
+struct BenchDistArgs {
+  GrpoBenchOptions o;
+  int ranks = 2;
+  std::string out, mpirun = "mpirun";
+};
+
+void run(const BenchDistArgs& a) {
+  namespace fs = std::filesystem;
+  const GrpoBenchOptions& o = a.o;
+  GRPO_CHECK(o.steps >= 1 && o.prompts >= 1 && o.n >= 1 && o.max_prompt_length >= 1 && o.max_response_length >= 1 &&
+                 o.micro_batch >= 1,
+             "[bench dist] --steps, --prompts, --n, --max-prompt-length, --max-response-length and --micro-batch must "
+             "be >= 1");
+  std::vector<DistBenchRun> runs = dist_bench_runs(a.ranks);
+  std::string out = a.out;
+  if (out.empty()) {
+    std::string tmpl = (fs::temp_directory_path() / "grpo-bench-dist-XXXXXX").string();
+    GRPO_CHECK(mkdtemp(tmpl.data()) != nullptr, "[bench dist] cannot create a folder in ", fs::temp_directory_path());
+    out = tmpl;
+  }
+  make_dirs(out);
+  std::fprintf(stderr, "[bench dist] work folder %s: random %s:%s model, arithmetic prompts, %s compute\n",
+               out.c_str(), o.arch.c_str(), o.preset.c_str(), o.dtype.c_str());
+  write_byte_model(out + "/model", o.arch, o.preset, 1234 + o.seed);
+  const ArithSplit data = write_arith_dataset(out + "/data", std::max<int64_t>(1000, o.prompts * o.steps), 0, o.seed,
+                                              "mixed");
+  write_file_atomic(out + "/arith-grpo.yaml", kArithGrpoYaml);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    DistBenchRun& r = runs[i];
+    const std::string run_dir = out + "/run" + std::to_string(i);
+    std::vector<std::string> argv;
+    if (r.ranks > 1) {
+      argv = {a.mpirun, "-np", std::to_string(r.ranks), "--oversubscribe", "-x", "OMP_NUM_THREADS=1"};
+      if (geteuid() == 0) argv.push_back("--allow-run-as-root");  // Open MPI refuses root otherwise
+    }
+    argv.insert(argv.end(), {self_executable(), "train", out + "/arith-grpo.yaml", "--threads", "1"});
+    for (const std::string& s : grpo_bench_overrides(o, out + "/model", data.train_path, run_dir, {}))
+      argv.insert(argv.end(), {"--set", s});
+    for (const std::string& s : r.overrides) argv.insert(argv.end(), {"--set", s});
+    std::string line;
+    for (const std::string& s : argv) line += " " + s;
+    std::fprintf(stderr, "[bench dist] %s:%s\n", r.name.c_str(), line.c_str());
+    run_child(argv, r.name);
+    r.result = summarise_grpo_bench_run(run_dir + "/metrics.jsonl");
+  }
+  std::printf("%s", dist_bench_table(runs).c_str());
+  std::printf("%s\n", dist_bench_json(o, runs).dump().c_str());
+  if (a.out.empty()) fs::remove_all(out);
+}
+
+void setup(CLI::App& app) {
+  CLI::App* bench = group_command(app, "bench", "Benchmarks (print JSON)");
+  auto a = std::make_shared<BenchDistArgs>();
+  CLI::App* c = bench->add_subcommand(
+      "dist", "The communication table: GRPO steps on 1 rank and on N ranks (mpirun), comm overlap + bf16 on/off");
+  c->add_option("--np", a->ranks, "Ranks of the distributed runs (>= 2)")->capture_default_str();
+  c->add_option("--preset", a->o.preset, "Model preset (random init)")->capture_default_str();
+  c->add_option("--arch", a->o.arch, "Architecture of the preset")->capture_default_str();
+  c->add_option("--steps", a->o.steps, "Training steps per run; the first is a warm-up")->capture_default_str();
+  c->add_option("--prompts", a->o.prompts, "Prompts per step (data.train_batch_size)")->capture_default_str();
+  c->add_option("--n", a->o.n, "Samples per prompt (rollout.n)")->capture_default_str();
+  c->add_option("--max-prompt-length", a->o.max_prompt_length, "Prompt tokens at most")->capture_default_str();
+  c->add_option("--max-response-length", a->o.max_response_length,
+                "Response tokens (every response is this long: stop tokens are ignored)")
+      ->capture_default_str();
+  c->add_option("--micro-batch", a->o.micro_batch,
+                "Sets the micro-batch token budget per rank: this many full-length sequences")
+      ->capture_default_str();
+  c->add_option("--dtype", a->o.dtype, "bf16 (mixed precision) or f32, the same in every run")
+      ->check(CLI::IsMember({"bf16", "f32"}))
+      ->capture_default_str();
+  c->add_option("--seed", a->o.seed, "Seed")->capture_default_str();
+  c->add_option("--mpirun", a->mpirun, "The MPI launcher")->capture_default_str();
+  c->add_option("--out", a->out, "Work folder, kept (default: a temporary folder, removed)");
+  c->callback([a] { run(*a); });
+}
+
+GRPO_REGISTER_COMMAND(setup);
+
+}  // namespace
+}  // namespace grpo::cli

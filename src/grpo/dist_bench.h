@@ -1,0 +1,37 @@
+// The communication table behind `grpo bench dist`: the same GRPO steps as `grpo bench grpo`'s optimised
+// run (a random preset model on the arithmetic prompts) with one rank, then with N ranks started by
+// mpirun, one thread per rank, in three ways:
+//   baseline        fp32 gradients, reduced once after the last backward (no overlap)
+//   overlap + bf16  bf16 gradients, each bucket reduced as soon as the backward finished it (the default)
+//   per micro-batch overlap + bf16, reducing after every micro-batch instead of once per mini-batch
+// Columns: step time, communication on the critical path (timing_s/comm and its share of the step),
+// bytes sent per step (all ranks), throughput per rank and scaling efficiency = N-rank tokens/s /
+// (N x 1-rank tokens/s), i.e. the ratio of perf/throughput, and the CPU seconds per step of all ranks with
+// their ratio to one rank's (on a machine shared with other work, wall-clock scaling measures the
+// neighbours too; CPU time measures what distributing costs). The first step of each run is a warm-up.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "grpo/grpo_bench.h"
+
+namespace grpo {
+
+struct DistBenchRun {
+  std::string name;
+  int ranks = 1;
+  std::vector<std::string> overrides;  // on top of grpo_bench_overrides(optimised)
+  GrpoBenchRun result;
+};
+
+// The runs above for N ranks, results empty.
+std::vector<DistBenchRun> dist_bench_runs(int ranks);
+
+// The human table and the JSON object (per run: step_time_s, comm_s, comm_share, comm_bytes, throughput,
+// scaling_efficiency; and the two targets: comm share of overlap + bf16 at most half the baseline's,
+// scaling efficiency of overlap + bf16 at least 0.9).
+std::string dist_bench_table(const std::vector<DistBenchRun>& runs);
+nlohmann::json dist_bench_json(const GrpoBenchOptions& o, const std::vector<DistBenchRun>& runs);
+
+}  // namespace grpo

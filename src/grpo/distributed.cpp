@@ -1,0 +1,123 @@
+// The GRPO loop's exchanges between ranks (see distributed.h).
+#include "grpo/distributed.h"
+
+#include <algorithm>
+#include <map>
+
+#include "comm/bytes.h"
+#include "train/balance.h"
+
+namespace grpo {
+
+void check_world(const Config& config, comm::Communicator& comm) {
+  const std::vector<std::string> hosts = comm.all_gather_bytes(comm.host());
+  std::map<std::string, int64_t> per_host;
+  for (const std::string& h : hosts) per_host[h]++;
+  const int64_t nodes = static_cast<int64_t>(per_host.size());
+  const TrainerConfig& t = config.trainer;
+  std::string machines;
+  for (const auto& [h, n] : per_host) machines += (machines.empty() ? "" : ", ") + h + ": " + std::to_string(n);
+  GRPO_CHECK(t.nnodes == 0 || t.nnodes == nodes, "[config] trainer.nnodes = ", t.nnodes, " but the launcher started ",
+             comm.size(), " ranks on ", nodes, " machine(s) (", machines, "); set it to ", nodes,
+             " or 0, or launch on ", t.nnodes, " machines (mpirun --hostfile)");
+  if (t.n_gpus_per_node != 0)
+    for (const auto& [h, n] : per_host)
+      GRPO_CHECK(n == t.n_gpus_per_node, "[config] trainer.n_gpus_per_node = ", t.n_gpus_per_node, " but ", h,
+                 " runs ", n, " ranks (", machines, "); set it to the ranks per machine or 0, or launch with mpirun -np ",
+                 t.n_gpus_per_node * nodes);
+}
+
+std::vector<std::vector<int64_t>> prompt_shares(const std::vector<const Example*>& prompts, int64_t n,
+                                                int64_t expected_response_tokens, int ranks) {
+  std::vector<int64_t> weight;
+  for (const Example* p : prompts) weight.push_back(n * (static_cast<int64_t>(p->prompt_ids.size()) + expected_response_tokens));
+  return train::balanced_partitions(weight, ranks);
+}
+
+void gather_groups(comm::Communicator& comm, const std::vector<std::vector<int64_t>>& shares,
+                   const std::vector<const Example*>& prompts, GenerationResult& gen, ScoreResult& sc) {
+  const size_t functions = sc.function_names.size();
+  comm::ByteWriter w;
+  w.put(gen.gen_tokens);
+  w.put(gen.prompt_tokens);
+  w.put(gen.seconds);
+  w.put(sc.seconds);
+  w.put_vector(gen.group_sizes);
+  w.put_vector(sc.failures);
+  for (size_t i = 0; i < gen.samples.size(); ++i) {
+    const train::TrainSample& s = gen.samples[i];
+    w.put_vector(s.tokens);
+    w.put(s.prompt_len);
+    w.put(s.loss_masked);
+    w.put_vector(s.rollout_logprobs);
+    w.put_string(gen.texts[i]);
+    w.put(gen.truncated[i]);
+    w.put(sc.scores[i]);
+    w.put(sc.rewards[i]);
+    for (size_t f = 0; f < functions; ++f) w.put(sc.per_function[f][i]);
+  }
+  const std::vector<std::string> all = comm.all_gather_bytes(w.bytes());
+
+  // Each prompt's group, then the batch in prompt order.
+  struct Group {
+    std::vector<train::TrainSample> samples;
+    std::vector<std::string> texts;
+    std::vector<uint8_t> truncated;
+    std::vector<float> scores, rewards;
+    std::vector<std::vector<float>> per_function;
+  };
+  std::vector<Group> groups(prompts.size());
+  GenerationResult g;
+  ScoreResult s;
+  s.function_names = sc.function_names;
+  s.failures.assign(functions, 0);
+  for (int r = 0; r < comm.size(); ++r) {
+    comm::ByteReader in(all[r], "generated groups");
+    g.gen_tokens += in.get<int64_t>();
+    g.prompt_tokens += in.get<int64_t>();
+    g.seconds = std::max(g.seconds, in.get<double>());
+    s.seconds = std::max(s.seconds, in.get<double>());
+    const std::vector<int64_t> sizes = in.get_vector<int64_t>();
+    const std::vector<int64_t> failures = in.get_vector<int64_t>();
+    GRPO_CHECK(failures.size() == functions, "[train] rank ", r, " counted failures of ", failures.size(),
+               " reward functions, expected ", functions);
+    for (size_t f = 0; f < functions; ++f) s.failures[f] += failures[f];
+    GRPO_CHECK(sizes.size() == shares[r].size(), "[train] rank ", r, " generated ", sizes.size(), " groups, expected ",
+               shares[r].size());
+    for (size_t j = 0; j < sizes.size(); ++j) {
+      Group& gr = groups[shares[r][j]];
+      gr.per_function.resize(functions);
+      for (int64_t k = 0; k < sizes[j]; ++k) {
+        train::TrainSample t;
+        t.tokens = in.get_vector<int32_t>();
+        t.prompt_len = in.get<int64_t>();
+        t.loss_masked = in.get<bool>();
+        t.rollout_logprobs = in.get_vector<float>();
+        gr.samples.push_back(std::move(t));
+        gr.texts.push_back(in.get_string());
+        gr.truncated.push_back(in.get<uint8_t>());
+        gr.scores.push_back(in.get<float>());
+        gr.rewards.push_back(in.get<float>());
+        for (size_t f = 0; f < functions; ++f) gr.per_function[f].push_back(in.get<float>());
+      }
+    }
+    GRPO_CHECK(in.done(), "[train] rank ", r, " sent more than its groups");
+  }
+  g.prompts = prompts;
+  s.per_function.resize(functions);
+  for (Group& gr : groups) {
+    g.group_sizes.push_back(static_cast<int64_t>(gr.samples.size()));
+    for (size_t k = 0; k < gr.samples.size(); ++k) {
+      g.samples.push_back(std::move(gr.samples[k]));
+      g.texts.push_back(std::move(gr.texts[k]));
+      g.truncated.push_back(gr.truncated[k]);
+      s.scores.push_back(gr.scores[k]);
+      s.rewards.push_back(gr.rewards[k]);
+      for (size_t f = 0; f < functions; ++f) s.per_function[f].push_back(gr.per_function[f][k]);
+    }
+  }
+  gen = std::move(g);
+  sc = std::move(s);
+}
+
+}  // namespace grpo

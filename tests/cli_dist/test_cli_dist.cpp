@@ -1,0 +1,380 @@
+// `grpo train` / `grpo sft` with several ranks, end to end: the built binary started by mpirun (2 ranks,
+// --oversubscribe, one thread each) on a `tiny` model, against the same runs in one process.
+//
+// - Same metrics as one process. The rollout is batch-invariant and every sample's RNG stream is keyed by
+//   its request id, which does not depend on the rank generating it, so the samples, rewards and
+//   advantages of the first step are identical; the update's gradient differs only by the order of its fp32
+//   additions (two per-rank partial sums added in rank order), ~1e-7 relative. Later steps start from
+//   weights that differ in the last bits: a sampled token flips only if a logit moves across a sampling
+//   threshold, which at such differences does not happen in these runs. So: every discrete metric (rewards,
+//   lengths, advantages, clip ratio, validation) is equal, and the continuous ones of the update (losses,
+//   entropy, KL, clip fraction, gradient norm) agree to 1e-5 relative. With bf16 on the wire every gradient
+//   element is rounded to 2^-8 before the sum: the first step's gradient norm agrees to 2^-8, and at this
+//   learning rate (1e-2, so that the tiny model learns in a few steps) the runs decorrelate after a few
+//   updates, so the second step is compared loosely (entropy 1e-3, gradient norm 10%).
+//   Clock- and machine-dependent values (timing_s/*, perf/* but the training tokens and the packing
+//   efficiency, useful / computed tokens over all ranks) are left out. ZeRO-3 (with recomputed activations)
+//   computes the same as ZeRO-2.
+// - A run with one rank SIGKILLed resumes (2 ranks) to the metrics of the uninterrupted run, exactly (the
+//   reductions are in rank order, so 2-rank runs are deterministic), and resumes with 1 rank to metrics
+//   within the tolerance above (optimizer state is saved in the whole layout, whatever the ranks).
+// - A rank killed mid-step stops the job (mpirun ends it, non-zero, naming the rank); a rank that hangs
+//   (SIGSTOP) makes the other fail with a clear error once trainer.comm_timeout_s is over.
+// - trainer.nnodes / n_gpus_per_node that disagree with the launch are errors naming the key.
+#include <dirent.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli_run.h"
+#include "core/files.h"
+#include "grpo/metrics.h"
+#include "grpo/trainer_state.h"
+
+using namespace grpo;
+using Json = nlohmann::json;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+#ifdef GRPO_MPIEXEC
+constexpr const char* kMpiexec = GRPO_MPIEXEC;
+#else
+constexpr const char* kMpiexec = "";
+#endif
+
+constexpr int64_t kSteps = 6;
+
+std::string prompt_line(int i) {
+  const int a = i % 7 + 1, b = i * 3 % 5 + 2;
+  const std::string sum = std::to_string(a) + "+" + std::to_string(b);
+  return Json{{"prompt", "Compute " + sum + "."},
+              {"answer", std::to_string(a + b)},
+              {"response", sum + "=" + std::to_string(a + b) + ". \\boxed{" + std::to_string(a + b) + "}"}}
+             .dump() +
+         "\n";
+}
+
+// 4 prompts x 8 samples of at most 8 tokens a step, rewarded when the response starts with a lowercase
+// letter; every step saved; validation before training, at step 3 and at the end.
+std::string config_yaml(const std::string& dir) {
+  return "data:\n"
+         "  train_files: " + dir + "/train.jsonl\n"
+         "  val_files: " + dir + "/val.jsonl\n"
+         "  train_batch_size: 4\n"
+         "  max_prompt_length: 32\n"
+         "  max_response_length: 8\n"
+         "  apply_chat_template: false\n"
+         "actor_rollout_ref:\n"
+         "  model:\n"
+         "    path: " + dir + "/model\n"
+         "  rollout:\n"
+         "    n: 8\n"
+         "    max_num_seqs: 32\n"
+         "  actor:\n"
+         "    ppo_mini_batch_size: 4\n"
+         "    use_dynamic_bsz: true\n"
+         "    ppo_max_token_len_per_gpu: 128\n"
+         "    optim:\n"
+         "      lr: 1.0e-2\n"
+         "reward:\n"
+         "  functions:\n"
+         "    - name: format\n"
+         "      pattern: \"^[a-z]\"\n"
+         "trainer:\n"
+         "  total_training_steps: " + std::to_string(kSteps) + "\n"
+         "  save_freq: 1\n"
+         "  test_freq: 3\n"
+         "  seed: 0\n"
+         "sft:\n"
+         "  batch_size: 6\n"
+         "  epochs: 2\n"
+         "  lr: 5.0e-3\n"
+         "  max_length: 64\n";
+}
+
+// The command line of `grpo ARGS` on `ranks` ranks (1: no launcher).
+std::vector<std::string> command(int ranks, const std::vector<std::string>& args) {
+  std::vector<std::string> c;
+  if (ranks > 1) c = {kMpiexec, "-np", std::to_string(ranks), "--oversubscribe", "-x", "OMP_NUM_THREADS=1"};
+  c.push_back(GRPO_BINARY);
+  c.insert(c.end(), args.begin(), args.end());
+  return c;
+}
+
+// Starts `argv` with stdout and stderr going to `log`.
+pid_t spawn(const std::vector<std::string>& argv, const std::string& log) {
+  std::vector<char*> a;
+  for (const std::string& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+  a.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execvp(a[0], a.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+struct Outcome {
+  int status;  // exit status, -1 when killed by a signal
+  std::string output;
+  double seconds;
+};
+
+Outcome wait_for(pid_t pid, const std::string& log, Clock::time_point t0) {
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, read_file(log),
+          std::chrono::duration<double>(Clock::now() - t0).count()};
+}
+
+Outcome run_to_end(const std::vector<std::string>& argv, const std::string& log) {
+  const auto t0 = Clock::now();
+  return wait_for(spawn(argv, log), log, t0);
+}
+
+// The process of rank `rank` among the children of the launcher `mpirun` (0 when not found).
+pid_t rank_pid(pid_t mpirun, int rank) {
+  const std::string want = "OMPI_COMM_WORLD_RANK=" + std::to_string(rank);
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    int ppid = 0;
+    char state = 0;
+    if (std::sscanf(line.c_str() + close + 1, " %c %d", &state, &ppid) != 2 || ppid != mpirun) continue;
+    std::ifstream env(e.path() / "environ", std::ios::binary);
+    for (std::string var; std::getline(env, var, '\0');)
+      if (var == want) return std::stoi(name);
+  }
+  return 0;
+}
+
+int64_t latest_step(const std::string& run) {
+  const std::string ck = latest_run_checkpoint(run);
+  return ck.empty() ? 0 : std::stoll(ck.substr(ck.rfind('_') + 1));
+}
+
+bool clock_or_machine(const std::string& key) {
+  return key.rfind("timing_s/", 0) == 0 ||
+         (key.rfind("perf/", 0) == 0 && key != "perf/train_tokens" && key != "perf/packing_efficiency");
+}
+
+// Metrics of the update that sum fp32 values in an order that depends on the ranks.
+bool continuous(const std::string& key) {
+  static const std::set<std::string> keys = {"actor/pg_loss",     "actor/kl_loss", "actor/entropy",
+                                             "actor/pg_clipfrac", "actor/ppo_kl",  "actor/grad_norm",
+                                             "train/loss"};
+  return keys.count(key) != 0;
+}
+
+// Compares two runs' metrics line by line: equal, continuous metrics within `rel` (relative, or absolute
+// below 1). Lines from `from_line` on.
+void expect_same_metrics(const std::vector<Json>& a, const std::vector<Json>& b, double rel, size_t from_line = 0) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = from_line; i < a.size(); ++i) {
+    SCOPED_TRACE(testing::Message() << "line " << i + 1 << ": " << a[i].dump() << "\nvs " << b[i].dump());
+    for (const auto& [key, va] : a[i].items()) {
+      if (clock_or_machine(key)) continue;
+      ASSERT_TRUE(b[i].contains(key)) << key;
+      const Json& vb = b[i][key];
+      if (continuous(key) && va.is_number() && vb.is_number()) {
+        const double x = va.get<double>(), y = vb.get<double>();
+        EXPECT_LE(std::fabs(x - y), rel * std::max(1.0, std::fabs(x))) << key;
+      } else {
+        EXPECT_EQ(va, vb) << key;
+      }
+    }
+  }
+}
+
+class CliDist : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    // Under ASan: Open MPI's own allocations at exit are not the binary's leaks (the file says why).
+    const std::string asan = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";
+    setenv("ASAN_OPTIONS", (asan + (asan.empty() ? "" : ":") + "fast_unwind_on_malloc=0").c_str(), 1);
+    setenv("LSAN_OPTIONS", "suppressions=" GRPO_SOURCE_DIR "/tests/lsan_openmpi.supp", 1);
+    dir_ = (fs::temp_directory_path() / ("grpo_cli_dist_" + std::to_string(getpid()))).string();
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    const test::CommandResult init = test::run_grpo("init --arch qwen3 --preset tiny --seed 1 --out " + dir_ + "/model");
+    ASSERT_EQ(init.status, 0) << init.output;
+    std::string train_data, val_data;
+    for (int i = 0; i < 16; ++i) (i < 4 ? val_data : train_data) += prompt_line(i);
+    write_file_atomic(dir_ + "/train.jsonl", train_data);
+    write_file_atomic(dir_ + "/val.jsonl", val_data);
+    write_file_atomic(dir_ + "/config.yaml", config_yaml(dir_));
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+
+  void SetUp() override {
+    if (std::string(kMpiexec).empty()) GTEST_SKIP() << "built without MPI";
+  }
+
+  static std::vector<std::string> train_args(const std::string& run, const std::vector<std::string>& more = {}) {
+    std::vector<std::string> a = {"train", dir_ + "/config.yaml", "--threads", "1", "--set",
+                                  "trainer.default_local_dir=" + run};
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  }
+  // Runs GRPO with `ranks` ranks into dir_/name (once per suite and arguments) and returns its metrics.
+  static std::vector<Json> train(int ranks, const std::string& name, const std::vector<std::string>& more = {}) {
+    const std::string run_dir = dir_ + "/" + name;
+    if (!fs::exists(run_dir + "/report.html")) {
+      const Outcome o = run_to_end(command(ranks, train_args(run_dir, more)), run_dir + ".log");
+      EXPECT_EQ(o.status, 0) << o.output;
+    }
+    return read_metrics(run_dir + "/metrics.jsonl");
+  }
+
+  static Outcome run_resumed(int ranks, const std::string& run_dir) {
+    return run_to_end(command(ranks, train_args(run_dir, {"--resume", run_dir})), run_dir + ".resumed.log");
+  }
+
+  static std::string dir_;
+};
+std::string CliDist::dir_;
+
+TEST_F(CliDist, TwoRanksGiveTheMetricsOfOneProcess) {
+  const std::vector<Json> one = train(1, "one"), two = train(2, "two");
+  ASSERT_EQ(one.size(), static_cast<size_t>(kSteps + 3));  // steps and validations at 0, 3, 6
+  expect_same_metrics(one, two, 1e-5);
+  for (const Json& line : two) {
+    if (!line.contains("timing_s/step")) continue;  // a validation line
+    EXPECT_GT(line.at("perf/comm_bytes").get<double>(), 0) << line;
+    EXPECT_GE(line.at("timing_s/comm").get<double>(), 0) << line;
+    EXPECT_GE(line.at("perf/comm_share").get<double>(), 0) << line;
+    EXPECT_LT(line.at("perf/comm_share").get<double>(), 1) << line;
+  }
+  EXPECT_FALSE(one[1].contains("perf/comm_share")) << "one process has no communication";
+  EXPECT_TRUE(fs::exists(dir_ + "/two/report.html"));
+  EXPECT_TRUE(fs::exists(dir_ + "/two/config.yaml"));
+
+  // ZeRO-3 (layers gathered just in time, activations recomputed): the same numbers as ZeRO-2.
+  const std::vector<Json> zero3 =
+      train(2, "two_zero3", {"--set", "actor_rollout_ref.actor.fsdp_config.reshard_after_forward=true", "--set",
+                             "actor_rollout_ref.model.enable_gradient_checkpointing=true"});
+  expect_same_metrics(one, zero3, 1e-5);
+
+  // bf16 on the wire: the first step's update within bf16 rounding, the second loosely.
+  const std::vector<Json> bf16 =
+      train(2, "two_bf16", {"--set", "actor_rollout_ref.actor.fsdp_config.mixed_precision.reduce_dtype=bf16"});
+  ASSERT_EQ(bf16.size(), one.size());
+  expect_same_metrics({one[0], one[1]}, {bf16[0], bf16[1]}, 0x1.0p-8);
+  EXPECT_NEAR(bf16[2].at("actor/entropy").get<double>(), one[2].at("actor/entropy").get<double>(), 1e-3 * 6);
+  EXPECT_NEAR(bf16[2].at("actor/grad_norm").get<double>(), one[2].at("actor/grad_norm").get<double>(),
+              0.1 * one[2].at("actor/grad_norm").get<double>());
+}
+
+TEST_F(CliDist, SftOnTwoRanksLowersTheLossLikeOneProcess) {
+  auto sft = [](int ranks, const std::string& name) {
+    const std::string run_dir = dir_ + "/" + name;
+    const Outcome o = run_to_end(command(ranks, {"sft", dir_ + "/config.yaml", "--threads", "1", "--set",
+                                          "trainer.default_local_dir=" + run_dir, "--set", "data.val_files="}),
+                          run_dir + ".log");
+    EXPECT_EQ(o.status, 0) << o.output;
+    EXPECT_TRUE(fs::exists(run_dir + "/model/model.safetensors")) << o.output;
+    return read_metrics(run_dir + "/metrics.jsonl");
+  };
+  const std::vector<Json> one = sft(1, "sft_one"), two = sft(2, "sft_two");
+  ASSERT_EQ(one.size(), 4u);  // 12 examples, batches of 6, two epochs
+  expect_same_metrics(one, two, 1e-5);
+  EXPECT_LT(two.back().at("train/loss").get<double>(), two.front().at("train/loss").get<double>());
+}
+
+TEST_F(CliDist, ResumesAfterARankIsKilledWithTwoRanksExactlyAndWithOne) {
+  const std::vector<Json> reference = train(2, "two"), one = train(1, "one");
+  const std::string run = dir_ + "/killed", log = dir_ + "/killed.log";
+  const auto t0 = Clock::now();
+  const pid_t mpirun = spawn(command(2, train_args(run)), log);
+  ASSERT_GT(mpirun, 0);
+  int status = 0;
+  while (latest_step(run) < 2) {
+    ASSERT_EQ(waitpid(mpirun, &status, WNOHANG), 0) << "the run ended before it was killed:\n" << read_file(log);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const pid_t victim = rank_pid(mpirun, 1);
+  ASSERT_GT(victim, 0) << "rank 1 not found among mpirun's children";
+  kill(victim, SIGKILL);
+  const Outcome killed = wait_for(mpirun, log, t0);
+  EXPECT_NE(killed.status, 0) << killed.output;
+  const int64_t saved = latest_step(run);
+  ASSERT_GE(saved, 2);
+  ASSERT_LT(saved, kSteps) << "the run finished before the kill took effect";
+
+  fs::copy(run, run + "_on_one", fs::copy_options::recursive);
+  const Outcome two = run_resumed(2, run);
+  ASSERT_EQ(two.status, 0) << two.output;
+  EXPECT_NE(two.output.find("resumed"), std::string::npos) << two.output;
+  expect_same_metrics(reference, read_metrics(run + "/metrics.jsonl"), 0.0);
+
+  const Outcome single = run_resumed(1, run + "_on_one");
+  ASSERT_EQ(single.status, 0) << single.output;
+  expect_same_metrics(reference, read_metrics(run + "_on_one/metrics.jsonl"), 1e-5);
+  expect_same_metrics(one, read_metrics(run + "_on_one/metrics.jsonl"), 1e-5);
+}
+
+TEST_F(CliDist, AKilledRankStopsTheJobAndAHungRankTimesOut) {
+  for (const int sig : {SIGKILL, SIGSTOP}) {
+    SCOPED_TRACE(sig == SIGKILL ? "SIGKILL" : "SIGSTOP");
+    const std::string run = dir_ + (sig == SIGKILL ? "/sigkill" : "/sigstop"), log = run + ".log";
+    const double timeout_s = 3;
+    const pid_t mpirun = spawn(command(2, train_args(run, {"--set", "trainer.comm_timeout_s=3"})), log);
+    int status = 0;
+    while (!file_exists(run + "/metrics.jsonl") || read_metrics(run + "/metrics.jsonl").size() < 2) {  // in step 2
+      ASSERT_EQ(waitpid(mpirun, &status, WNOHANG), 0) << read_file(log);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    const pid_t victim = rank_pid(mpirun, 1);
+    ASSERT_GT(victim, 0);
+    const auto t0 = Clock::now();
+    kill(victim, sig);
+    const Outcome o = wait_for(mpirun, log, t0);
+    if (sig == SIGSTOP) kill(victim, SIGKILL);  // in case the launcher left it stopped
+    EXPECT_NE(o.status, 0) << o.output;
+    EXPECT_LT(o.seconds, timeout_s + 30) << o.output;
+    if (sig == SIGKILL) {
+      EXPECT_NE(o.output.find("rank 1"), std::string::npos) << o.output;
+    } else {
+      EXPECT_NE(o.output.find("error: [rank 0] [comm] rank 0/2:"), std::string::npos) << o.output;
+      EXPECT_NE(o.output.find("did not complete within 3 s"), std::string::npos) << o.output;
+    }
+  }
+}
+
+TEST_F(CliDist, LaunchThatDisagreesWithTheConfigIsAnError) {
+  const Outcome per_node = run_to_end(command(2, train_args(dir_ + "/bad", {"--set", "trainer.n_gpus_per_node=4"})),
+                               dir_ + "/bad.log");
+  EXPECT_NE(per_node.status, 0);
+  EXPECT_NE(per_node.output.find("trainer.n_gpus_per_node = 4 but"), std::string::npos) << per_node.output;
+  const Outcome nodes = run_to_end(command(1, train_args(dir_ + "/bad", {"--set", "trainer.nnodes=2"})), dir_ + "/bad.log");
+  EXPECT_NE(nodes.status, 0);
+  EXPECT_NE(nodes.output.find("trainer.nnodes = 2 but the launcher started 1 ranks on 1 machine"), std::string::npos)
+      << nodes.output;
+}
+
+}  // namespace
