@@ -1,6 +1,6 @@
 // Entry point of the `grpo` command-line tool: builds the CLI11 app from the command registry, makes the
 // CPU instruction-set decision once the command line has parsed (before the command runs: it prints the
-// "[cpu] ..." line, or refuses a CPU without AVX2+FMA or a bad GRPO_ISA), and turns any exception into
+// "[cpu] ..." line, on rank 0 only in a distributed run, or refuses a CPU without AVX2+FMA or a bad GRPO_ISA), and turns any exception into
 // "error: <message>" plus the scopes it left (what was being done, with what sizes: core/error_context.h)
 // and exit status 1 (in a distributed run the line names the rank). Library exceptions (std::bad_alloc, oneDNN's, the standard library's) say what kind of
 // failure they are, since their own text is terse.
@@ -69,7 +69,11 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Show help for every command");
   for (auto& setup : grpo::cli::command_registry()) setup(app);
-  app.parse_complete_callback([] { grpo::isa_decision(); });
+  app.parse_complete_callback([] {
+    const grpo::IsaDecision& isa = grpo::isa_decision();
+    if (grpo::comm::launch_rank() == 0)  // once per job: rank 0 speaks for the ranks of a distributed run
+      std::fprintf(stderr, "%s\n", grpo::isa_report(isa).c_str());
+  });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -101,7 +101,6 @@ const ProcessDecision& process_decision() {
     if (st != dnnl::status::success)
       std::fprintf(stderr, "[cpu] warning: oneDNN's instruction set could not be capped at %s (status %d)\n",
                    isa_name(p.decision.isa), static_cast<int>(st));
-    std::fprintf(stderr, "%s\n", isa_report(p.decision).c_str());
     return p;
   }();
   return d;

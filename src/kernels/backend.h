@@ -47,8 +47,9 @@ IsaDecision decide_isa(const CpuInfo& cpu, const char* grpo_isa);
 // The start-up line: the level, the CPU model, what each kernel family uses and why (cap, missing features).
 std::string isa_report(const IsaDecision& d);
 
-// This process's decision, made on the first call (detect_cpu + GRPO_ISA), which also caps oneDNN and
-// prints isa_report on stderr. Throws as decide_isa (again on every call, so no kernel runs on such a CPU).
+// This process's decision, made on the first call (detect_cpu + GRPO_ISA), which also caps oneDNN (the
+// command-line tool prints isa_report once per job). Throws as decide_isa (again on every call, so no
+// kernel runs on such a CPU).
 const IsaDecision& isa_decision();
 // The level the kernels use now: isa_decision().isa, or lower while set_isa_for_tests is in effect.
 Isa isa();

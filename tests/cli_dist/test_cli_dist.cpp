@@ -298,6 +298,9 @@ TEST_F(CliDist, SftOnTwoRanksLowersTheLossLikeOneProcess) {
                           run_dir + ".log");
     EXPECT_EQ(o.status, 0) << o.output;
     EXPECT_TRUE(fs::exists(run_dir + "/model/model.safetensors")) << o.output;
+    const size_t cpu_line = o.output.find("[cpu] ");
+    EXPECT_NE(cpu_line, std::string::npos) << o.output;
+    EXPECT_EQ(o.output.find("[cpu] ", cpu_line + 1), std::string::npos) << "one [cpu] line per job: " << o.output;
     return read_metrics(run_dir + "/metrics.jsonl");
   };
   const std::vector<Json> one = sft(1, "sft_one"), two = sft(2, "sft_two");

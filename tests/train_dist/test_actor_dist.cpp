@@ -201,7 +201,9 @@ TEST_P(ActorDist, UpdatesLikeOneProcess) {
                                     : weight_diff(*wd, *w1, 0, wd->params().numel());
     EXPECT_LE(d.max, (loose ? 2.0 : 0.1) * adam.lr * (step + 1)) << "fraction over 1e-7: " << d.fraction_over_1e7;
     EXPECT_LE(d.mean, (loose ? 1e-2 : 1e-4) * adam.lr);
-    if (shard_only && step == 0) EXPECT_LE(read_values_differing(*wd, *w1), 0.01);  // from equal weights
+    if (shard_only && step == 0) {
+      EXPECT_LE(read_values_differing(*wd, *w1), 0.01);  // from equal weights
+    }
   }
   // Checkpoint state: rank 0 gets the whole layout's moments, equal to the single process's.
   const Actor::FullMoments fm = dist.gather_for_checkpoint();
