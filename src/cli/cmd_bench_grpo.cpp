@@ -1,6 +1,9 @@
-// `grpo bench grpo`: the mission's table. Writes a random preset model and arithmetic prompts into a work
-// folder, runs `grpo train` on them in child processes (every optimisation on, each one off alone, all
-// off; see grpo/grpo_bench.h), prints the tables and, as the last stdout line, a JSON object.
+// `grpo bench grpo [--vl]`: the mission's table. Writes a random preset model and arithmetic prompts (--vl: a
+// Qwen3-VL model and the shapes task's pictures and questions) into a work folder, runs `grpo train` on
+// them in child processes (every optimisation on, each one off alone, all off; see grpo/grpo_bench.h),
+// prints the tables (--vl: also the vision tower's time in rollout and training, its patches/s and the
+// fraction of the GEMM peak, measured afterwards in this process on a 2048^3 GEMM with the runs' threads)
+// and, as the last stdout line, a JSON object.
 #include <unistd.h>
 
 #include <cstdio>
@@ -15,6 +18,9 @@
 #include "grpo/byte_model.h"
 #include "grpo/example_configs.h"
 #include "grpo/grpo_bench.h"
+#include "grpo/shapes.h"
+#include "kernels/measure.h"
+#include "core/threads.h"
 
 namespace grpo::cli {
 namespace {
@@ -27,7 +33,7 @@ struct BenchGrpoArgs {
 
 void run(const BenchGrpoArgs& a) {
   namespace fs = std::filesystem;
-  const GrpoBenchOptions& o = a.o;
+  const GrpoBenchOptions o = grpo_bench_defaults(a.o);
   GRPO_CHECK(o.steps >= 1 && o.prompts >= 1 && o.n >= 1 && o.max_response_length >= 1 && o.max_prompt_length >= 1 &&
                  o.micro_batch >= 1,
              "[bench grpo] --steps, --prompts, --n, --max-prompt-length, --max-response-length and --micro-batch must "
@@ -39,12 +45,15 @@ void run(const BenchGrpoArgs& a) {
     out = tmpl;
   }
   make_dirs(out);
-  std::fprintf(stderr, "[bench grpo] work folder %s: random %s:%s model, arithmetic prompts, %s\n", out.c_str(),
-               o.arch.c_str(), o.preset.c_str(), o.dtype.c_str());
+  std::fprintf(stderr, "[bench grpo] work folder %s: random %s:%s model, %s, %s\n", out.c_str(), o.arch.c_str(),
+               o.preset.c_str(), o.vl ? "shapes pictures and questions" : "arithmetic prompts", o.dtype.c_str());
   write_byte_model(out + "/model", o.arch, o.preset, 1234 + o.seed);
-  const ArithSplit data = write_arith_dataset(out + "/data", std::max<int64_t>(1000, o.prompts * o.steps), 0, o.seed,
-                                              "mixed");
-  write_file_atomic(out + "/arith-grpo.yaml", kArithGrpoYaml);
+  const int64_t problems = std::max<int64_t>(o.vl ? 200 : 1000, o.prompts * o.steps);
+  const std::string train_path =
+      o.vl ? write_shapes_dataset(out + "/data", problems, 1, o.seed, "mixed").train_path
+           : write_arith_dataset(out + "/data", problems, 0, o.seed, "mixed").train_path;
+  const std::string yaml = out + (o.vl ? "/shapes-grpo.yaml" : "/arith-grpo.yaml");
+  write_file_atomic(yaml, o.vl ? kShapesGrpoYaml : kArithGrpoYaml);
   // (label, switches off): all on first, each switch off alone, all off last.
   std::vector<std::pair<std::string, std::vector<std::string>>> plan = {{"all on", {}}};
   std::vector<std::string> all;
@@ -60,17 +69,24 @@ void run(const BenchGrpoArgs& a) {
                  label.c_str(), static_cast<long long>(o.steps), static_cast<long long>(o.prompts),
                  static_cast<long long>(o.n));
     const std::string run_dir = out + "/run" + std::to_string(i);
-    std::vector<std::string> args = {self_executable(), "train", out + "/arith-grpo.yaml"};
+    std::vector<std::string> args = {self_executable(), "train", yaml};
     if (a.threads > 0) args.insert(args.end(), {"--threads", std::to_string(a.threads)});
-    for (const std::string& s : grpo_bench_overrides(o, out + "/model", data.train_path, run_dir, off))
+    for (const std::string& s : grpo_bench_overrides(o, out + "/model", train_path, run_dir, off))
       args.insert(args.end(), {"--set", s});
     run_child(args, label);
     runs.push_back(summarise_grpo_bench_run(run_dir + "/metrics.jsonl"));
     runs.back().label = label;
   }
+  double peak = 0;
+  if (o.vl) {  // after every child (OpenMP starts in this process only now), with the children's threads
+    if (a.threads > 0) set_num_threads(a.threads);
+    std::fprintf(stderr, "[bench grpo] GEMM peak (2048^3, %s)\n", o.dtype.c_str());
+    peak = measure_gemm_gflops(o.dtype == "bf16" ? DType::BF16 : DType::F32, 2048, 2048, 2048);
+  }
   std::printf("%s\n", grpo_bench_ablation_table(runs).c_str());
   std::printf("%s", grpo_bench_table(runs.front(), runs.back()).c_str());
-  std::printf("%s\n", grpo_bench_json(o, runs.front(), runs.back(), runs).dump().c_str());
+  if (o.vl) std::printf("\n%s", grpo_bench_vision_table(runs.front(), peak).c_str());
+  std::printf("%s\n", grpo_bench_json(o, runs.front(), runs.back(), runs, peak).dump().c_str());
   if (a.out.empty()) fs::remove_all(out);
 }
 
@@ -78,12 +94,16 @@ void setup(CLI::App& app) {
   CLI::App* bench = group_command(app, "bench", "Benchmarks (print JSON)");
   auto a = std::make_shared<BenchGrpoArgs>();
   CLI::App* c = bench->add_subcommand("grpo", "The mission's table: GRPO steps with every optimisation on vs off");
+  c->add_flag("--vl", a->o.vl,
+              "Qwen3-VL (--arch qwen3-vl) on the shapes task's pictures: adds the vision tower's time in rollout and "
+              "training, patches/s and the fraction of the GEMM peak");
   c->add_option("--preset", a->o.preset, "Model preset (random init)")->capture_default_str();
   c->add_option("--arch", a->o.arch, "Architecture of the preset")->capture_default_str();
   c->add_option("--steps", a->o.steps, "Training steps per run; the first is a warm-up")->capture_default_str();
   c->add_option("--prompts", a->o.prompts, "Prompts per step (data.train_batch_size)")->capture_default_str();
   c->add_option("--n", a->o.n, "Samples per prompt (rollout.n)")->capture_default_str();
-  c->add_option("--max-prompt-length", a->o.max_prompt_length, "Prompt tokens at most")->capture_default_str();
+  c->add_option("--max-prompt-length", a->o.max_prompt_length,
+                "Prompt tokens at most (default: 48 for arithmetic, 128 with --vl)");
   c->add_option("--max-response-length", a->o.max_response_length,
                 "Response tokens (every response is this long: stop tokens are ignored)")
       ->capture_default_str();

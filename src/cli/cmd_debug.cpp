@@ -1,5 +1,7 @@
 // `grpo debug forward-backward`: evaluates a reference case (../shared/reference format) and writes
-// what the engine computes under the same tensor names, for comparison with PyTorch.
+// what the engine computes under the same tensor names, for comparison with PyTorch. Cases with
+// pixel_values and image_grid_thw (Qwen3-VL's vl_case / grpo_case) run the vision tower too and also write
+// position_ids, rope_deltas, vision_pos_embeds, vision_block_input, image_embeds and deepstack_embeds.k.
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
@@ -45,7 +47,7 @@ void setup(CLI::App& app) {
   CLI::App* c = debug->add_subcommand("forward-backward",
                                       "Compute logits, log-probs, entropy, losses and gradients of a reference case");
   c->add_option("--model", a->model, "Hugging Face model folder")->required();
-  c->add_option("--case", a->case_path, "Case file (lm_case / grpo_case .safetensors)")->required();
+  c->add_option("--case", a->case_path, "Case file (lm_case / vl_case / grpo_case .safetensors)")->required();
   c->add_option("--grpo", a->grpo, "GRPO coefficients (grpo_case.json); without it: cross-entropy loss");
   c->add_option("--out", a->out, "Output .safetensors")->required();
   c->add_option("--dtype", a->dtype, "Compute mode: f32 or bf16")->check(CLI::IsMember({"f32", "bf16"}));

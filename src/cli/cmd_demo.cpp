@@ -1,5 +1,5 @@
-// `grpo demo`: the whole pipeline on the built-in arithmetic task (data, init, SFT, GRPO) with held-out
-// accuracy after SFT and after GRPO; the last stdout line is a JSON summary.
+// `grpo demo [--task arith|shapes]`: the whole pipeline on a built-in task (data, init, SFT, GRPO) with
+// held-out accuracy after SFT and after GRPO; the last stdout line is a JSON summary.
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -13,13 +13,19 @@ namespace {
 void setup(CLI::App& app) {
   auto o = std::make_shared<DemoOptions>();
   auto threads = std::make_shared<int>(0);
-  CLI::App* c = app.add_subcommand("demo", "Arithmetic demo: SFT a small model from scratch, then GRPO");
+  CLI::App* c = app.add_subcommand("demo", "Demo: SFT a small model from scratch on a built-in task, then GRPO");
+  c->add_option("--task", o->task, "arith (two-digit arithmetic, text model) or shapes (pictures, Qwen3-VL model)");
   c->add_option("--out", o->out, "Output folder (data, models, runs, reports)");
-  c->add_option("--train", o->train_examples, "Training problems");
-  c->add_option("--test", o->test_examples, "Held-out problems");
+  c->add_option("--train", o->train_examples, "Training problems (default: arith 16000, shapes 3000)");
+  c->add_option("--test", o->test_examples, "Held-out problems (default: arith 500, shapes 300)");
   c->add_option("--seed", o->seed, "Seed");
-  c->add_option("--difficulty", o->difficulty, "Arithmetic levels: easy, medium, hard, mixed or 1..5");
-  c->add_option("--columns-fraction", o->columns_fraction, "Fraction of SFT responses worked digit by digit");
+  c->add_option("--difficulty", o->difficulty,
+                "Levels: arith easy, medium, hard, mixed or 1..5 (default 2); shapes easy, medium, hard, mixed or "
+                "1..3 (default easy)");
+  c->add_option("--columns-fraction,--worked-fraction", o->worked_fraction,
+                "Fraction of SFT responses worked out (arith: digit by digit; shapes: listing the shapes); "
+                "default 0.25");
+  c->add_option("--preset", o->preset, "Model preset (default: arith small, shapes tiny)");
   c->add_option("--sft-set", o->sft_overrides, "Override an SFT config key (repeatable)");
   c->add_option("--grpo-set", o->grpo_overrides, "Override a GRPO config key (repeatable)");
   c->add_option("--threads", *threads, "Threads (default: all cores)");

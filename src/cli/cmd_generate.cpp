@@ -9,7 +9,11 @@
 // generated and written, and the exit status is non-zero. Progress on stderr. A model folder without
 // tokenizer.json works when every line is {"input_ids"}: ids in, ids out (texts empty; text prompts, --chat
 // and stop strings are refused, naming the missing file). Stop tokens then come from config.json's
-// eos_token_id.
+// eos_token_id. Vision-language models (a folder with preprocessor_config.json): a line's "images" lists
+// picture paths (relative to the prompts file), one per "<image>" in "prompt" / string contents or image
+// item in "messages", in order, as in datasets; each <|image_pad|> becomes its picture's tokens. With
+// "input_ids", the ids hold one <|image_pad|> per picture or the pads already expanded (`grpo tokenize`).
+// A line's pictures are decoded when the file is read and held until the run ends.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -24,6 +28,8 @@
 #include "cli/command.h"
 #include "core/files.h"
 #include "core/threads.h"
+#include "grpo/vision_data.h"
+#include "image/preprocess.h"
 #include "rollout/decoder_model.h"
 #include "rollout/engine.h"
 #include "rollout/tokenizer_text.h"
@@ -167,6 +173,9 @@ struct LineContext {
   const std::string& no_tokenizer;  // why tok is null: "no tokenizer.json in MODEL"
   bool chat;
   int64_t vocab, context;
+  const ImageProcessorConfig* images;  // the model's preprocessor_config.json; null for a text model
+  const std::string& prompts_path;     // picture paths are relative to it
+  int32_t image_pad;                   // config.json's image_token_id (-1: none)
 };
 
 std::vector<int32_t> input_ids_of(const Json& j, int64_t V) {
@@ -185,7 +194,7 @@ std::vector<int32_t> chat_prompt(const Tokenizer& tok, const Json& messages, con
 }
 
 // The prompt's tokens from "input_ids", "messages" (needs --chat) or "prompt"; `source` gets the field used.
-std::vector<int32_t> prompt_of(const Json& j, const LineContext& c, const char*& source) {
+std::vector<int32_t> prompt_of(const Json& j, const LineContext& c, bool has_pictures, const char*& source) {
   if (j.contains("input_ids")) {
     source = "input_ids";
     return input_ids_of(j, c.vocab);
@@ -194,15 +203,58 @@ std::vector<int32_t> prompt_of(const Json& j, const LineContext& c, const char*&
     source = "messages";
     GRPO_CHECK(c.chat, "field \"messages\" needs --chat (the model's chat template)");
     GRPO_CHECK(j["messages"].is_array(), "field \"messages\" must be an array");
-    return chat_prompt(*c.tok, j["messages"], j.value("tools", Json()));
+    const Json& messages = j["messages"];
+    return chat_prompt(*c.tok, has_pictures ? template_messages(messages, true) : messages, j.value("tools", Json()));
   }
   GRPO_CHECK(j.contains("prompt"), "expected a field \"prompt\", \"messages\" or \"input_ids\"");
   source = "prompt";
   GRPO_CHECK(c.tok, "field \"prompt\" needs the model's tokenizer (", c.no_tokenizer, "): give \"input_ids\"");
   GRPO_CHECK(j["prompt"].is_string(), "field \"prompt\" must be a string");
   const std::string p = j["prompt"].get<std::string>();
-  if (!c.chat) return c.tok->encode(p);
-  return chat_prompt(*c.tok, Json::array({{{"role", "user"}, {"content", p}}}), nullptr);
+  if (!c.chat) return c.tok->encode(has_pictures ? plain_vision_prompt(p) : p);
+  const Json messages = Json::array({{{"role", "user"}, {"content", p}}});
+  return chat_prompt(*c.tok, has_pictures ? template_messages(messages, true) : messages, nullptr);
+}
+
+// The line's picture paths ("images"), resolved against the prompts file; none without the field.
+std::vector<std::string> picture_paths(const Json& j, const LineContext& c) {
+  std::vector<std::string> paths;
+  if (!j.contains("images") || j["images"].is_null()) return paths;
+  GRPO_CHECK(j["images"].is_array(), field("images"), " must be a list of picture paths, got ", j["images"].dump());
+  for (const Json& v : j["images"]) {
+    GRPO_CHECK(v.is_string() && !v.get<std::string>().empty(), field("images"),
+               " must hold picture paths (non-empty strings), got ", v.dump());
+    paths.push_back(resolve_picture_path(c.prompts_path, v.get<std::string>()));
+  }
+  GRPO_CHECK(paths.empty() || c.images, field("images"), ": the model has no preprocessor_config.json (not a "
+             "vision-language model)");
+  return paths;
+}
+
+// "<image>" placeholders in "prompt" or "messages" (image items included); input_ids lines have none.
+int64_t placeholders_of(const Json& j) {
+  if (j.contains("input_ids")) return -1;
+  if (j.contains("messages") && j["messages"].is_array())
+    return count_image_placeholders(nlohmann::json::parse(j["messages"].dump()));
+  if (j.contains("prompt") && j["prompt"].is_string())
+    return count_image_placeholders(nlohmann::json::array({{{"role", "user"}, {"content", j["prompt"]}}}));
+  return 0;
+}
+
+// Decodes the line's pictures into r.pictures and expands r.prompt's pads to their token counts.
+void add_pictures(rollout::Request& r, const std::vector<std::string>& paths, const char* source,
+                  const LineContext& c) {
+  GRPO_CHECK(c.image_pad >= 0, field("images"), ": config.json has no image_token_id");
+  const std::vector<ImageGrid> grids = probe_pictures(paths, *c.images, field("images"));
+  int64_t pads = 0, tokens = 0;
+  for (int32_t id : r.prompt) pads += id == c.image_pad;
+  for (const ImageGrid& g : grids) tokens += g.tokens(c.images->merge_size);
+  if (pads == static_cast<int64_t>(grids.size()))
+    r.prompt = expand_image_pads(r.prompt, c.image_pad, grids, c.images->merge_size);
+  else
+    GRPO_CHECK(pads == tokens, "field \"", source, "\": ", pads, " <|image_pad|> tokens for ", grids.size(),
+               " picture(s) (expected one per picture, or ", tokens, " when already expanded)");
+  r.pictures = model_pictures(load_pictures(paths, grids, *c.images, field("images")));
 }
 
 // The model's limits, checked per line so that a line too long for them is skipped instead of failing all.
@@ -219,8 +271,13 @@ rollout::Request request_of(const Json& j, const LineContext& c, int64_t line) {
   apply_overrides(j, r);
   GRPO_CHECK(c.tok || !j.contains("stop"), field("stop"), ": stop strings need the model's tokenizer (", c.no_tokenizer,
              ")");
+  const std::vector<std::string> paths = picture_paths(j, c);
+  const int64_t placeholders = placeholders_of(j);
+  GRPO_CHECK(placeholders < 0 || placeholders == static_cast<int64_t>(paths.size()), placeholders,
+             " image placeholders (\"<image>\" or image items) but ", paths.size(), " pictures in \"images\"");
   const char* source = "";
-  r.prompt = prompt_of(j, c, source);
+  r.prompt = prompt_of(j, c, j.contains("images") && !j["images"].is_null(), source);
+  if (!paths.empty()) add_pictures(r, paths, source, c);
   check_fits(r, source, c);
   r.id = static_cast<uint64_t>(line);  // the RNG key: a line's samples do not depend on the other lines
   return r;
@@ -345,12 +402,17 @@ void run_generate(const GenerateArgs& a) {
   ec.kv_memory_bytes = a.kv_bytes;
   ec.kv_memory_fraction = a.kv_fraction;
   rollout::DecoderRolloutModel model(*weights, parse_compute_mode(a.dtype), ec.block_size);
+  std::optional<ImageProcessorConfig> images;
+  if (has_image_processor_config(a.model)) images = load_image_processor_config(a.model);
   const LineContext context{.defaults = defaults,
                             .tok = tok ? &*tok : nullptr,
                             .no_tokenizer = no_tokenizer,
                             .chat = a.chat,
                             .vocab = model.vocab_size(),
-                            .context = model.max_positions()};
+                            .context = model.max_positions(),
+                            .images = images ? &*images : nullptr,
+                            .prompts_path = a.prompts,
+                            .image_pad = static_cast<int32_t>(weights->config().image_token_id)};
   Lines lines = read_lines(a.prompts, context);
   // The KV budget never exceeds what these requests can hold at once.
   ec.kv_max_blocks = std::max<int64_t>(
@@ -377,7 +439,8 @@ void setup(CLI::App& app) {
   c->add_option("--prompts", a->prompts,
                 "JSONL: {\"prompt\"}, {\"messages\"} or {\"input_ids\"} per line; optional \"n\", \"max_new_tokens\", "
                 "\"temperature\", \"top_p\", \"top_k\", \"min_p\", \"seed\", \"stop\" override the options for that "
-                "line; a bad line is reported and skipped")
+                "line; \"images\": picture paths (relative to this file) for the line's \"<image>\" placeholders or "
+                "image items; a bad line is reported and skipped")
       ->required();
   c->add_option("--out", a->out, "JSONL output: each input line plus \"completions\" (- for stdout)")->required();
   c->add_option("--n", a->n, "Samples per prompt (>= 1)");

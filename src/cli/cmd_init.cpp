@@ -1,6 +1,7 @@
 // `grpo init`: creates a randomly initialised Hugging Face checkpoint from a preset or a config.json,
 // initialised like transformers (normal(0, initializer_range) for linear and embedding weights, ones for
-// norm weights, zeros for biases), plus tokenizer files (the byte tokenizer or a copy of existing ones).
+// norm weights, zeros for biases), plus tokenizer files (the byte tokenizer or a copy of existing ones) and,
+// for Qwen3-VL, preprocessor_config.json; the tokenizer's vision tokens must have config.json's ids.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -8,6 +9,7 @@
 
 #include "cli/command.h"
 #include "core/error.h"
+#include "core/files.h"
 #include "model/checkpoint.h"
 #include "model/init.h"
 #include "model/presets.h"
@@ -26,19 +28,35 @@ struct InitOptions {
   bool force = false;
 };
 
+// The vision tokens of a Qwen3-VL tokenizer must carry the ids config.json gives them.
+void check_vision_ids(const Tokenizer& tok, const ModelConfig& c, const std::string& what) {
+  const std::pair<const char*, int64_t> ids[] = {{"<|vision_start|>", c.vision_start_token_id},
+                                                 {"<|vision_end|>", c.vision_end_token_id},
+                                                 {"<|image_pad|>", c.image_token_id},
+                                                 {"<|video_pad|>", c.video_token_id}};
+  for (const auto& [token, id] : ids)
+    if (tok.token_to_id(token) != id)
+      fail("[init] tokenizer ", what, ": ", token, " has id ", tok.token_to_id(token), " but config.json says ", id,
+           c.vocab_size > 100000 ? " (use --tokenizer with a Qwen3-VL tokenizer.json, e.g. ../shared/models/qwen3-tokenizer)"
+                                 : "");
+}
+
 // Tokenizer files to copy into the checkpoint; `scratch` receives generated ones.
 std::vector<std::string> tokenizer_files(const InitOptions& o, const ModelConfig& c, const std::string& scratch) {
   if (o.tokenizer == "bytes") {
-    if (c.vocab_size < kByteTokenizerVocab)
-      fail("[init] vocab_size ", c.vocab_size, " is smaller than the byte tokenizer's ", kByteTokenizerVocab,
+    const int64_t need = c.has_vision() ? kByteTokenizerVisionVocab : kByteTokenizerVocab;
+    if (c.vocab_size < need)
+      fail("[init] vocab_size ", c.vocab_size, " is smaller than the byte tokenizer's ", need,
            " ids (use a larger vocab_size or --tokenizer PATH)");
-    write_byte_tokenizer(scratch);
+    write_byte_tokenizer(scratch, c.has_vision());
+    if (c.has_vision()) check_vision_ids(Tokenizer::load(scratch), c, "bytes");
     return {scratch + "/tokenizer.json", scratch + "/tokenizer_config.json"};
   }
   Tokenizer tok = Tokenizer::load(o.tokenizer);  // validates the files before they are copied
   if (tok.vocab_size() > c.vocab_size)
     fail("[init] tokenizer ", o.tokenizer, " has ", tok.vocab_size(), " ids but the model's vocab_size is ",
          c.vocab_size);
+  if (c.has_vision()) check_vision_ids(tok, c, o.tokenizer);
   std::vector<std::string> files{o.tokenizer + "/tokenizer.json"};
   if (fs::exists(o.tokenizer + "/tokenizer_config.json")) files.push_back(o.tokenizer + "/tokenizer_config.json");
   return files;
@@ -59,6 +77,9 @@ void run_init(const InitOptions& o) {
     what = o.config_file;
   } else {
     if (o.arch.empty() || o.preset.empty()) fail("[init] --arch and --preset are required (or --config FILE)");
+    if (!preset_exists(o.arch, o.preset))
+      fail("[init] --preset ", o.preset, " is not a shape of --arch ", o.arch,
+           o.arch == "qwen3-vl" ? " (tiny, small or qwen3-vl-2b)" : " (tiny, small or qwen3-0.6b)");
     c = preset_config(o.arch, o.preset);
     what = "preset " + o.preset;
   }
@@ -73,12 +94,17 @@ void run_init(const InitOptions& o) {
   std::vector<std::string> extra;
   try {
     extra = tokenizer_files(o, c, scratch);
+    if (c.has_vision()) {
+      make_dirs(scratch);
+      write_preprocessor_config(scratch + "/preprocessor_config.json", c);
+      extra.push_back(scratch + "/preprocessor_config.json");
+    }
     std::vector<TensorSpec> specs = expected_tensors(c);
     std::vector<std::vector<float>> data(specs.size());
     std::vector<NamedF32> named;
     for (size_t i = 0; i < specs.size(); ++i) {
       data[i].resize(static_cast<size_t>(st_numel(specs[i].shape)));
-      init_parameter(specs[i].name, i, data[i].size(), o.seed, c.initializer_range, data[i].data());
+      init_parameter(specs[i].name, i, data[i].size(), o.seed, parameter_init_std(c, specs[i].name), data[i].data());
       named.push_back({specs[i].name, specs[i].shape, data[i].data()});
     }
     save_checkpoint(o.out, c, named, c.dtype, 0, extra);
@@ -99,7 +125,8 @@ void setup_init(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("init", "Create a randomly initialised Hugging Face checkpoint");
   auto* arch = cmd->add_option("--arch", o->arch, "Architecture")->check(CLI::IsMember(preset_archs()));
   auto* preset = cmd->add_option("--preset", o->preset,
-                                 "Model size: tiny (~1M parameters), small (~25M), qwen3-0.6b (the real shape)")
+                                 "Model size: tiny (~1M parameters), small (~25M), qwen3-0.6b (the real shape; text archs), "
+                                 "qwen3-vl-2b (the real Qwen3-VL-2B shape; --arch qwen3-vl)")
                      ->check(CLI::IsMember(preset_names()));
   auto* config = cmd->add_option("--config", o->config_file, "A config.json to initialise instead of a preset")
                      ->check(CLI::ExistingFile);

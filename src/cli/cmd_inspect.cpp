@@ -1,5 +1,6 @@
 // `grpo inspect DIR`: validates a Hugging Face checkpoint folder and prints its architecture, key config
-// values, parameter count, dtypes and tensor list; exits non-zero with the error when it is invalid.
+// values (and a Qwen3-VL model's vision tower, DeepStack, M-RoPE and vision token ids), parameter count,
+// dtypes and tensor list; exits non-zero with the error when it is invalid.
 #include <cstdio>
 #include <map>
 
@@ -35,6 +36,32 @@ void run_inspect(const InspectOptions& o) {
               std::string(dtype_name(c.dtype)).c_str());
   const int64_t params = parameter_count(c);
   std::printf("parameters:   %lld (%.2f M)\n", (long long)params, params / 1e6);
+  if (c.has_vision()) {
+    const VisionConfig& v = c.vision;
+    int64_t vparams = 0;
+    for (const TensorSpec& t : vision_tensors(c)) vparams += st_numel(t.shape);
+    std::string ds;
+    for (int64_t i : v.deepstack_visual_indexes) ds += (ds.empty() ? "" : ", ") + std::to_string(i);
+    std::printf("vision:       depth %lld, hidden %lld, heads %lld (head_dim %lld), ffn %lld, patch %lldx%lld x %lld "
+                "frames x %lld channels, merge %lldx%lld, position table %lldx%lld, out %lld\n",
+                (long long)v.depth, (long long)v.hidden_size, (long long)v.num_heads, (long long)v.head_dim(),
+                (long long)v.intermediate_size, (long long)v.patch_size, (long long)v.patch_size,
+                (long long)v.temporal_patch_size, (long long)v.in_channels, (long long)v.spatial_merge_size,
+                (long long)v.spatial_merge_size, (long long)v.grid_side(), (long long)v.grid_side(),
+                (long long)v.out_hidden_size);
+    if (v.deepstack_visual_indexes.empty())
+      std::printf("deepstack:    none\n");
+    else
+      std::printf("deepstack:    vision blocks [%s] -> added after text layers 0..%zu\n", ds.c_str(),
+                  v.deepstack_visual_indexes.size() - 1);
+    std::printf("m-rope:       interleaved, sections [%lld, %lld, %lld] (t, h, w)\n", (long long)c.mrope_section[0],
+                (long long)c.mrope_section[1], (long long)c.mrope_section[2]);
+    std::printf("vision ids:   image_pad %lld, video_pad %lld, vision_start %lld, vision_end %lld\n",
+                (long long)c.image_token_id, (long long)c.video_token_id, (long long)c.vision_start_token_id,
+                (long long)c.vision_end_token_id);
+    std::printf("split:        language model %lld (%.2f M), vision tower %lld (%.2f M)\n", (long long)(params - vparams),
+                (params - vparams) / 1e6, (long long)vparams, vparams / 1e6);
+  }
   std::map<std::string, int> dtypes;
   size_t name_width = 0;
   for (const std::string& n : ck.names()) {

@@ -1,13 +1,18 @@
 // `grpo tokenize`, `grpo detokenize` and `grpo bench tokenize`: JSONL in, JSONL out, in input order.
 //   tokenize:   {"text": ...} lines (or, with --chat, {"messages", "tools", "add_generation_prompt",
-//               "enable_thinking"} rendered with the model's chat template) -> {"ids": [...]} lines
+//               "enable_thinking", "images"} rendered with the model's chat template) -> {"ids": [...]}
+//               lines; with pictures (paths relative to the input file, one per "<image>" or image item, as
+//               in datasets) each <|image_pad|> is expanded to its picture's tokens and the line also gets
+//               "image_grid_thw" (the model folder's preprocessor_config.json sizes the pictures)
 //   detokenize: {"ids": [...]} lines -> {"text": ...} lines
 //   bench tokenize: MB/s and tokens/s of encoding a text file (one document a line), 1 thread and all cores
 // Lines are processed in blocks, encoded in parallel; errors name the input and its line.
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -16,6 +21,8 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/threads.h"
+#include "grpo/vision_data.h"
+#include "image/preprocess.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
 
@@ -74,13 +81,19 @@ bool bool_field(const Json& j, const char* key, bool default_value, const std::s
   return j[key].template get<bool>();
 }
 
-// The text of one input line: its "text", or its conversation rendered with the chat template (JSON
-// objects keep their key order, as in Python, so tool schemas print as given).
-std::string line_text(const Tokenizer& tok, const TokenizeOptions& o, const std::string& line, const std::string& where) {
+// One input line, rendered: its "text", or its conversation rendered with the chat template (JSON objects
+// keep their key order, as in Python, so tool schemas print as given), and its pictures' grids.
+struct LineText {
+  std::string text;
+  std::vector<ImageGrid> grids;
+};
+
+LineText line_text(const Tokenizer& tok, const TokenizeOptions& o, const ImageProcessorConfig* images,
+                   const std::string& line, const std::string& where) {
   if (!o.chat) {
     const json j = parse_line<json>(line, where);
     if (!j.contains("text") || !j["text"].is_string()) fail(where, ": expected {\"text\": string}");
-    return j["text"].get<std::string>();
+    return {j["text"].get<std::string>(), {}};
   }
   const auto j = parse_line<nlohmann::ordered_json>(line, where);
   if (!j.contains("messages") || !j["messages"].is_array())
@@ -93,41 +106,73 @@ std::string line_text(const Tokenizer& tok, const TokenizeOptions& o, const std:
   nlohmann::ordered_json extra = nlohmann::ordered_json::object();
   if (j.contains("enable_thinking") && !j["enable_thinking"].is_null())
     extra["enable_thinking"] = bool_field(j, "enable_thinking", true, where);
+  LineText out;
+  const bool has_images = j.contains("images") && !j["images"].is_null();
+  if (has_images) {
+    if (!j["images"].is_array()) fail(where, ": images: expected a list of picture paths");
+    std::vector<std::string> paths;
+    for (const auto& p : j["images"]) {
+      if (!p.is_string()) fail(where, ": images: expected picture paths (strings), got ", p.dump());
+      paths.push_back(resolve_picture_path(o.input, p.get<std::string>()));
+    }
+    const int64_t placeholders = count_image_placeholders(nlohmann::json::parse(j["messages"].dump()));
+    if (placeholders != static_cast<int64_t>(paths.size()))
+      fail(where, ": ", placeholders, " image placeholders (\"<image>\" or image items) but ", paths.size(),
+           " pictures in \"images\"");
+    if (!paths.empty() && !images)
+      fail(where, ": the line has pictures but ", o.tokenizer, " has no preprocessor_config.json (a vision-language model folder)");
+    if (!paths.empty()) out.grids = probe_pictures(paths, *images, where);
+  }
   try {
-    return tok.apply_chat_template(j["messages"], tools,
-                                   bool_field(j, "add_generation_prompt", o.add_generation_prompt, where), extra);
+    out.text = tok.apply_chat_template(template_messages(j["messages"], has_images), tools,
+                                       bool_field(j, "add_generation_prompt", o.add_generation_prompt, where), extra);
   } catch (const Error& e) {
     fail(where, ": ", e.what());
   }
+  return out;
 }
 
-void write_ids(std::string& out, const std::vector<int32_t>& ids) {
+void write_ids(std::string& out, const std::vector<int32_t>& ids, const std::vector<ImageGrid>& grids) {
   out += "{\"ids\":[";
   for (size_t k = 0; k < ids.size(); ++k) {
     if (k) out += ',';
     out += std::to_string(ids[k]);
   }
-  out += "]}\n";
+  out += ']';
+  if (!grids.empty()) {
+    out += ",\"image_grid_thw\":[";
+    for (size_t k = 0; k < grids.size(); ++k)
+      out += cat(k ? "," : "", "[", grids[k].t, ",", grids[k].h, ",", grids[k].w, "]");
+    out += ']';
+  }
+  out += "}\n";
 }
 
 void run_tokenize(const TokenizeOptions& o) {
   const Tokenizer tok = Tokenizer::load(o.tokenizer);
+  std::optional<ImageProcessorConfig> images;
+  if (o.chat && std::filesystem::is_directory(o.tokenizer) && has_image_processor_config(o.tokenizer))
+    images = load_image_processor_config(o.tokenizer);
   const std::string source = source_name(o.input);
   for_each_block(o.input, [&](const std::vector<int64_t>& numbers, const std::vector<std::string>& lines) {
     // Parse, render (the template engine is thread-safe) and encode in parallel; report the first error.
     std::vector<std::vector<int32_t>> ids(lines.size());
+    std::vector<std::vector<ImageGrid>> grids(lines.size());
     std::vector<std::string> errors(lines.size());
     const auto n = static_cast<int64_t>(lines.size());
 #pragma omp parallel for schedule(dynamic, 16) num_threads(num_threads())
     for (int64_t k = 0; k < n; ++k) {
       const std::string where = cat(source, ":", numbers[k]);
       try {
-        const std::string text = line_text(tok, o, lines[k], where);  // its errors name the line already
+        LineText in = line_text(tok, o, images ? &*images : nullptr, lines[k], where);  // errors name the line
         try {
-          ids[k] = tok.encode(text, o.add_special_tokens);
+          ids[k] = tok.encode(in.text, o.add_special_tokens);
         } catch (const std::exception& e) {
           errors[k] = cat(where, ": ", e.what());
+          continue;
         }
+        if (!in.grids.empty()) ids[k] = expand_picture_pads(tok, ids[k], in.grids, images->merge_size, where);
+        grids[k] = std::move(in.grids);
       } catch (const std::exception& e) {
         errors[k] = e.what();
       }
@@ -135,7 +180,7 @@ void run_tokenize(const TokenizeOptions& o) {
     std::string out;
     for (size_t k = 0; k < lines.size(); ++k) {
       if (!errors[k].empty()) fail(errors[k]);
-      write_ids(out, ids[k]);
+      write_ids(out, ids[k], grids[k]);
     }
     std::fwrite(out.data(), 1, out.size(), stdout);
   });
@@ -245,7 +290,9 @@ void setup(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("tokenize", "Encode JSONL {\"text\"} (or --chat conversations) into {\"ids\"}");
     cmd->add_option("--tokenizer", o->tokenizer, "Tokenizer folder or tokenizer.json")->required();
     cmd->add_option("--input", o->input, "JSONL input (- = stdin)");
-    cmd->add_flag("--chat", o->chat, "Lines are {\"messages\", \"tools\", ...}, rendered with the chat template");
+    cmd->add_flag("--chat", o->chat,
+                  "Lines are {\"messages\", \"tools\", \"images\", ...}, rendered with the chat template (image "
+                  "pads expanded)");
     cmd->add_flag("--add-generation-prompt", o->add_generation_prompt,
                   "With --chat: end with the assistant prompt (a line's own field wins)");
     cmd->add_flag("--add-special-tokens", o->add_special_tokens, "Add bos/eos as the tokenizer's config asks");

@@ -11,7 +11,7 @@
 
 namespace grpo {
 
-constexpr int kMaxDims = 4;
+constexpr int kMaxDims = 5;  // 5: the Conv3d patch embedding [out, channels, frames, height, width]
 
 struct Shape {
   int ndim = 0;

@@ -17,9 +17,14 @@ void write_byte_model(const std::string& dir, const std::string& arch, const std
   init_parameters(w, seed);
   const std::string tok = dir + ".byte_tokenizer";
   make_dirs(tok);
-  write_byte_tokenizer(tok);
-  save_checkpoint(dir, w.config(), w.named_tensors(), DType::F32, 0,
-                  {tok + "/tokenizer.json", tok + "/tokenizer_config.json"});
+  const bool vision = w.config().has_vision();
+  write_byte_tokenizer(tok, vision);
+  std::vector<std::string> extra{tok + "/tokenizer.json", tok + "/tokenizer_config.json"};
+  if (vision) {
+    write_preprocessor_config(tok + "/preprocessor_config.json", w.config());
+    extra.push_back(tok + "/preprocessor_config.json");
+  }
+  save_checkpoint(dir, w.config(), w.named_tensors(), DType::F32, 0, extra);
   std::filesystem::remove_all(tok);
 }
 

@@ -6,7 +6,8 @@
 
 namespace grpo {
 
-// Writes DIR/config.json, model.safetensors (f32), tokenizer.json and tokenizer_config.json.
+// Writes DIR/config.json, model.safetensors (f32), tokenizer.json and tokenizer_config.json; for qwen3-vl
+// also preprocessor_config.json, with the vision tokens in the tokenizer.
 void write_byte_model(const std::string& dir, const std::string& arch, const std::string& preset, uint64_t seed);
 
 }  // namespace grpo

@@ -35,6 +35,7 @@ struct DataConfig {
   std::string truncation = "error";     // when not filtering: error | left | right
   bool shuffle = true;
   bool apply_chat_template = true;  // false: the prompt text is tokenized as is
+  std::string image_key = "images";  // pictures of a row (verl's data.image_key)
 };
 
 struct ModelSection {
@@ -86,6 +87,7 @@ struct ActorConfig {
   double entropy_coeff = 0.0;
   double grad_clip = 1.0;
   double tis_imp_ratio_cap = -1;  // truncated importance sampling cap C; -1: off
+  bool freeze_vision_tower = false;  // Qwen3-VL: no gradients and no optimizer state for the vision tower
   OptimConfig optim;
   FsdpConfig fsdp_config;
 };

@@ -134,8 +134,8 @@ Allowed temperature() { return between(0.01, 100).or_value(0); }
 
 std::vector<KeySpec> build_table() {
   return {
-      KEY(data.train_files, any(), "training prompts (JSONL: prompt or messages, answer, optional id; verl rows)",
-          true),
+      KEY(data.train_files, any(),
+          "training prompts (JSONL: prompt or messages, answer, optional id, images; verl rows)", true),
       KEY(data.val_files, any(), "held-out prompts (JSONL); empty: no validation"),
       KEY(data.train_batch_size, count(), "prompts per training step"),
       KEY(data.max_prompt_length, count(), "prompt tokens at most"),
@@ -145,6 +145,7 @@ std::vector<KeySpec> build_table() {
           "when not filtering, overlong prompts: error, or keep the last (left) / first (right) tokens"),
       KEY(data.shuffle, any(), "shuffle the training prompts each epoch"),
       KEY(data.apply_chat_template, any(), "render prompts with the tokenizer's chat template"),
+      KEY(data.image_key, any(), "the field listing a row's pictures (paths relative to the data file)"),
 
       KEY(actor_rollout_ref.model.path, any(), "Hugging Face model folder to train", true),
       KEY(actor_rollout_ref.model.enable_gradient_checkpointing, any(),
@@ -179,6 +180,8 @@ std::vector<KeySpec> build_table() {
           "clip the global gradient norm to this; -1: no clipping"),
       KEY(actor_rollout_ref.actor.tis_imp_ratio_cap, open_closed(0, kFloat).or_value(-1),
           "truncated importance sampling cap C: weight min(exp(old - rollout logp), C); -1: off"),
+      KEY(actor_rollout_ref.actor.freeze_vision_tower, any(),
+          "Qwen3-VL: train the language model only (the vision tower gets no gradients and no optimizer state)"),
       KEY(actor_rollout_ref.actor.optim.lr, positive_float(), "AdamW learning rate"),
       KEY(actor_rollout_ref.actor.optim.weight_decay, nonnegative_float(), "AdamW decoupled weight decay"),
       KEY(actor_rollout_ref.actor.optim.betas, closed_open(0, 1).with_length(2), "AdamW betas"),

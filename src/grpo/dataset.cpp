@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "grpo/vision_data.h"
 
 namespace grpo {
 
@@ -25,16 +26,42 @@ std::string text_field(const nlohmann::json& j, const char* key, const std::stri
   return v.get<std::string>();
 }
 
-void check_messages(const nlohmann::json& messages, const std::string& where, const char* field) {
-  GRPO_CHECK(messages.is_array() && !messages.empty(), where, ": \"", field,
-             "\" must be a non-empty array of {role, content}, got ", messages.is_array() ? "[]" : messages.type_name());
+void check_content_items(const nlohmann::json& items, const char* key, size_t m, const std::string& where) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    const auto& it = items[i];
+    GRPO_CHECK(it.is_object(), where, ": ", key, "[", m, "].content[", i, "] must be an object ({\"type\": \"text\", ",
+               "\"text\": ...} or {\"type\": \"image\"})");
+    const bool image = is_image_item(it);
+    GRPO_CHECK(!(it.contains("type") && it["type"] == "video") && !it.contains("video"), where, ": ", key, "[", m,
+               "].content[", i, "]: video items are not supported");
+    GRPO_CHECK(image || (it.contains("text") && it["text"].is_string()), where, ": ", key, "[", m, "].content[", i,
+               "] must be {\"type\": \"text\", \"text\": string} or {\"type\": \"image\"}, got ", it.dump());
+  }
+}
+
+// `key`: "messages", or "prompt" for verl's rows.
+void check_messages(const nlohmann::json& messages, const char* key, const std::string& where) {
+  GRPO_CHECK(messages.is_array() && !messages.empty(), where, ": \"", key,
+             "\" must be a non-empty array of {role, content}, got ", messages.type_name());
   for (size_t i = 0; i < messages.size(); ++i) {
     const auto& m = messages[i];
-    GRPO_CHECK(m.is_object(), where, ": ", field, "[", i, "] must be an object {role, content}");
-    GRPO_CHECK(m.contains("role") && m["role"].is_string(), where, ": ", field, "[", i, "] needs a string \"role\"");
-    GRPO_CHECK(m.contains("content") && m["content"].is_string(), where, ": ", field, "[", i,
-               "] needs a string \"content\"");
+    GRPO_CHECK(m.is_object(), where, ": ", key, "[", i, "] must be an object {role, content}");
+    GRPO_CHECK(m.contains("role") && m["role"].is_string(), where, ": ", key, "[", i, "] needs a string \"role\"");
+    GRPO_CHECK(m.contains("content") && (m["content"].is_string() || m["content"].is_array()), where, ": ", key, "[", i,
+               "] needs a string \"content\" (or a list of content items)");
+    if (m["content"].is_array()) check_content_items(m["content"], key, i, where);
   }
+}
+
+std::vector<std::string> image_paths(const nlohmann::json& v, const std::string& key, const std::string& where) {
+  GRPO_CHECK(v.is_array(), where, ": \"", key, "\" must be a list of picture paths, got ", v.type_name());
+  std::vector<std::string> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    GRPO_CHECK(v[i].is_string() && !v[i].get<std::string>().empty(), where, ": \"", key, "\"[", i,
+               "] must be a picture path (a non-empty string), got ", v[i].dump());
+    out.push_back(v[i].get<std::string>());
+  }
+  return out;
 }
 
 bool ends_with_icase(const std::string& s, const std::string& suffix) {
@@ -102,7 +129,8 @@ std::string id_of(const nlohmann::json& j, const std::string& where) {
 
 }  // namespace
 
-Example parse_example(const std::string& line, const std::string& where, bool require_response) {
+Example parse_example(const std::string& line, const std::string& where, bool require_response,
+                      const std::string& image_key) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(line);
@@ -115,13 +143,13 @@ Example parse_example(const std::string& line, const std::string& where, bool re
   GRPO_CHECK(has_prompt != has_messages, where,
              has_prompt ? ": has both \"prompt\" and \"messages\"; expected one" : ": needs \"prompt\" or \"messages\"");
   if (has_prompt && j["prompt"].is_array()) {  // verl: the prompt is the chat turns
-    check_messages(j["prompt"], where, "prompt");
+    check_messages(j["prompt"], "prompt", where);
     ex.messages = j["prompt"];
   } else if (has_prompt) {
     ex.prompt = text_field(j, "prompt", where);
     GRPO_CHECK(!ex.prompt.empty(), where, ": \"prompt\" is empty");
   } else {
-    check_messages(j["messages"], where, "messages");
+    check_messages(j["messages"], "messages", where);
     ex.messages = j["messages"];
   }
   ex.answer = answer_of(j, where);
@@ -130,10 +158,19 @@ Example parse_example(const std::string& line, const std::string& where, bool re
   if (j.contains("response")) ex.response = text_field(j, "response", where);
   GRPO_CHECK(!require_response || !ex.response.empty(), where,
              ": needs a non-empty \"response\" (the target text for supervised fine-tuning)");
+  if (j.contains(image_key) && !j[image_key].is_null()) {
+    ex.has_image_key = true;
+    ex.images = image_paths(j[image_key], image_key, where);
+    const int64_t placeholders = count_image_placeholders(ex);
+    GRPO_CHECK(placeholders == static_cast<int64_t>(ex.images.size()), where, ": ", placeholders,
+               " image placeholder", placeholders == 1 ? "" : "s", " (\"", kImagePlaceholder,
+               "\" in the text or {\"type\": \"image\"} items) but ", ex.images.size(), " picture",
+               ex.images.size() == 1 ? "" : "s", " in \"", image_key, "\"");
+  }
   ex.extra = nlohmann::json::object();
   for (const auto& [k, v] : j.items())
     if (k != "prompt" && k != "messages" && k != "answer" && k != "reward_model" && k != "id" &&
-        k != "data_source" && k != "response")
+        k != "data_source" && k != "response" && k != image_key)
       ex.extra[k] = v;
   return ex;
 }
@@ -148,9 +185,15 @@ Dataset load_dataset(const std::string& path, const DatasetOptions& options) {
     if (line.find_first_not_of(" \t") == std::string::npos) return;  // blank lines separate nothing
     ++ds.lines;
     const std::string where = cat("[dataset] ", path, ":", line_no);
-    Example ex = parse_example(line, where, options.require_response);
+    Example ex = parse_example(line, where, options.require_response, options.image_key);
     ex.line = line_no;
     if (ex.id.empty()) ex.id = std::to_string(line_no);
+    if (!ex.images.empty()) {
+      GRPO_CHECK(options.image_processor, where, ": the row has pictures but the model has no preprocessor_config.json",
+                 " (not a vision-language model)");
+      for (std::string& p : ex.images) p = resolve_picture_path(path, p);
+      ex.image_grids = probe_pictures(ex.images, *options.image_processor, where);
+    }
     if (options.encode_prompt) {
       try {
         ex.prompt_ids = options.encode_prompt(ex);
@@ -162,11 +205,16 @@ Dataset load_dataset(const std::string& path, const DatasetOptions& options) {
         switch (options.overflow) {
           case PromptOverflow::Filter: ++ds.filtered; return;
           case PromptOverflow::TruncateLeft:
-            ex.prompt_ids.erase(ex.prompt_ids.begin(), ex.prompt_ids.end() - static_cast<ptrdiff_t>(limit));
-            ++ds.truncated;
-            break;
           case PromptOverflow::TruncateRight:
-            ex.prompt_ids.resize(limit);
+            GRPO_CHECK(ex.images.empty(), where, ": the prompt has ", ex.prompt_ids.size(),
+                       " tokens, more than data.max_prompt_length = ", limit,
+                       ", and a prompt with pictures cannot be truncated (set data.filter_overlong_prompts)");
+            if (options.overflow == PromptOverflow::TruncateRight) {
+              ex.prompt_ids.resize(limit);
+              ++ds.truncated;
+              break;
+            }
+            ex.prompt_ids.erase(ex.prompt_ids.begin(), ex.prompt_ids.end() - static_cast<ptrdiff_t>(limit));
             ++ds.truncated;
             break;
           case PromptOverflow::Error:

@@ -1,6 +1,9 @@
 // Prompt datasets: JSONL files, one example a line, with `prompt` (text) or `messages` (chat turns
-// [{role, content}]), `answer` (text or number), optional `id`, optional `response` (the target text of
-// supervised fine-tuning); any other fields are kept in `extra` (e.g. the arithmetic task's `level`).
+// [{role, content}], content a string or a list of {"type": "text"} / {"type": "image"} items), `answer`
+// (text or number), optional `id`, optional `response` (the target text of supervised fine-tuning),
+// optional pictures (`images`, or the key named by data.image_key: paths relative to the data file, one
+// per "<image>" placeholder in the text or image item in the messages, in order; see grpo/vision_data.h);
+// any other fields are kept in `extra` (e.g. the arithmetic task's `level`).
 // verl's rows load unchanged: `prompt` as a list of chat turns, the answer in
 // `reward_model.ground_truth`, `data_source` (kept, and passed to external rewards) and `extra_info`
 // (kept in `extra`; its `index` is the id when there is no `id`).
@@ -14,6 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "image/picture.h"
+#include "image/preprocess.h"
+
 namespace grpo {
 
 struct Example {
@@ -26,6 +32,12 @@ struct Example {
   nlohmann::json extra;           // other fields of the line (an object)
   std::vector<int32_t> prompt_ids;  // filled when DatasetOptions::encode_prompt is given
   int64_t line = 0;               // 1-based line in the file
+  // Pictures in order of appearance: paths (resolved against the data file's folder by load_dataset) and
+  // their grids (from the files' headers and the model's preprocessor). Pixels are loaded when the
+  // example is used (load_example_pictures), never held by the dataset.
+  bool has_image_key = false;     // the row has the image key (placeholders are then counted)
+  std::vector<std::string> images;
+  std::vector<ImageGrid> image_grids;
 };
 
 enum class PromptOverflow {
@@ -45,6 +57,9 @@ struct DatasetOptions {
   int64_t max_prompt_length = 0;  // tokens; 0: no limit
   PromptOverflow overflow = PromptOverflow::Filter;
   bool require_response = false;  // SFT data: every line needs `response`
+  std::string image_key = "images";  // data.image_key: the field listing a row's pictures
+  // The model's preprocessor_config.json; rows with pictures need one (their grids are computed at load).
+  const ImageProcessorConfig* image_processor = nullptr;
 };
 
 struct Dataset {
@@ -59,7 +74,9 @@ struct Dataset {
 // example at all (empty, or every prompt filtered out).
 Dataset load_dataset(const std::string& path, const DatasetOptions& options = {});
 
-// Parses one line (exposed for tests and fuzzing); `where` prefixes error messages.
-Example parse_example(const std::string& line, const std::string& where, bool require_response);
+// Parses one line (exposed for tests and fuzzing); `where` prefixes error messages. Picture paths are
+// kept as written.
+Example parse_example(const std::string& line, const std::string& where, bool require_response,
+                      const std::string& image_key = "images");
 
 }  // namespace grpo

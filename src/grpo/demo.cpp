@@ -1,55 +1,87 @@
-// The demo pipeline (see demo.h).
+// The demo pipelines (see demo.h).
 #include "grpo/demo.h"
 
 #include <chrono>
 #include <cstdio>
 
+#include "core/error.h"
 #include "core/files.h"
 #include "grpo/arith.h"
 #include "grpo/byte_model.h"
 #include "grpo/config.h"
 #include "grpo/example_configs.h"
 #include "grpo/sft.h"
+#include "grpo/shapes.h"
 #include "grpo/trainer.h"
 
 namespace grpo {
 
-DemoResult run_demo(const DemoOptions& opt) {
+DemoOptions demo_defaults(DemoOptions o) {
+  GRPO_CHECK(o.task == "arith" || o.task == "shapes", "[demo] --task: expected arith or shapes, got \"", o.task, "\"");
+  const bool arith = o.task == "arith";
+  if (o.train_examples <= 0) o.train_examples = arith ? 16000 : 3000;
+  if (o.test_examples <= 0) o.test_examples = arith ? 500 : 300;
+  if (o.difficulty.empty()) o.difficulty = arith ? "2" : "easy";
+  if (o.worked_fraction < 0) o.worked_fraction = 0.25;
+  // shapes: `tiny` (a 2-block tower of width 64, a 4-layer decoder of width 128): the `small` decoder's
+  // training step is ~30x slower on the 2-core AVX2 machine, too slow for a ~15-minute demo.
+  if (o.preset.empty()) o.preset = arith ? "small" : "tiny";
+  return o;
+}
+
+DemoResult run_demo(const DemoOptions& options) {
+  const DemoOptions opt = demo_defaults(options);
+  const bool arith = opt.task == "arith";
   const std::string out = opt.out, data = out + "/data", init = out + "/init";
   make_dirs(out);
   DemoResult r;
 
-  std::fprintf(stderr, "[demo] 1/4 arithmetic task: %lld train / %lld held-out problems -> %s\n",
-               static_cast<long long>(opt.train_examples), static_cast<long long>(opt.test_examples), data.c_str());
-  ArithSplit split = write_arith_dataset(data, opt.train_examples, opt.test_examples, opt.seed, opt.difficulty, opt.columns_fraction);
+  std::string train_path, test_path;
+  if (arith) {
+    std::fprintf(stderr, "[demo] 1/4 arithmetic task: %lld train / %lld held-out problems -> %s\n",
+                 static_cast<long long>(opt.train_examples), static_cast<long long>(opt.test_examples), data.c_str());
+    const ArithSplit split = write_arith_dataset(data, opt.train_examples, opt.test_examples, opt.seed,
+                                                 opt.difficulty, opt.worked_fraction);
+    train_path = split.train_path;
+    test_path = split.test_path;
+  } else {
+    std::fprintf(stderr, "[demo] 1/4 shapes task: %lld train / %lld held-out pictures and questions -> %s\n",
+                 static_cast<long long>(opt.train_examples), static_cast<long long>(opt.test_examples), data.c_str());
+    const ShapesSplit split = write_shapes_dataset(data, opt.train_examples, opt.test_examples, opt.seed,
+                                                   opt.difficulty, opt.worked_fraction);
+    train_path = split.train_path;
+    test_path = split.test_path;
+  }
 
-  std::fprintf(stderr, "[demo] 2/4 random-initialised qwen3 `small` model with a byte-level tokenizer -> %s\n",
-               init.c_str());
-  write_byte_model(init, "qwen3", "small", opt.seed);
+  const std::string arch = arith ? "qwen3" : "qwen3-vl";
+  std::fprintf(stderr, "[demo] 2/4 random-initialised %s `%s` model with a byte-level tokenizer -> %s\n", arch.c_str(),
+               opt.preset.c_str(), init.c_str());
+  write_byte_model(init, arch, opt.preset, opt.seed);
 
-  write_file_atomic(out + "/arith-sft.yaml", kArithSftYaml);
-  write_file_atomic(out + "/arith-grpo.yaml", kArithGrpoYaml);
-  std::vector<std::string> common = {"data.train_files=" + split.train_path, "data.val_files=" + split.test_path};
+  const std::string sft_yaml = out + "/" + opt.task + "-sft.yaml", grpo_yaml = out + "/" + opt.task + "-grpo.yaml";
+  write_file_atomic(sft_yaml, arith ? kArithSftYaml : kShapesSftYaml);
+  write_file_atomic(grpo_yaml, arith ? kArithGrpoYaml : kShapesGrpoYaml);
+  std::vector<std::string> common = {"data.train_files=" + train_path, "data.val_files=" + test_path};
 
-  std::fprintf(stderr, "[demo] 3/4 supervised warm start (%s/arith-sft.yaml)\n", out.c_str());
+  std::fprintf(stderr, "[demo] 3/4 supervised warm start (%s)\n", sft_yaml.c_str());
   std::vector<std::string> sft_sets = common;
   sft_sets.push_back("actor_rollout_ref.model.path=" + init);
   sft_sets.push_back("trainer.default_local_dir=" + out + "/sft");
   sft_sets.insert(sft_sets.end(), opt.sft_overrides.begin(), opt.sft_overrides.end());
   // The demo owns its folder: a rerun replaces its earlier SFT and GRPO runs (run_folder.h says so on stderr).
-  SftSummary sft = run_sft(load_config(out + "/arith-sft.yaml", sft_sets), /*quiet=*/false, /*overwrite=*/true);
+  SftSummary sft = run_sft(load_config(sft_yaml, sft_sets), /*quiet=*/false, /*overwrite=*/true);
   r.sft_accuracy = sft.val_accuracy;
   r.sft_seconds = sft.seconds;
   r.sft_report = out + "/sft/report.html";
 
-  std::fprintf(stderr, "[demo] 4/4 GRPO (%s/arith-grpo.yaml) from the SFT model\n", out.c_str());
+  std::fprintf(stderr, "[demo] 4/4 GRPO (%s) from the SFT model\n", grpo_yaml.c_str());
   std::vector<std::string> grpo_sets = common;
   grpo_sets.push_back("actor_rollout_ref.model.path=" + sft.model_dir);
   grpo_sets.push_back("trainer.default_local_dir=" + out + "/grpo");
   grpo_sets.insert(grpo_sets.end(), opt.grpo_overrides.begin(), opt.grpo_overrides.end());
   TrainOptions grpo_options;
   grpo_options.overwrite = true;
-  GrpoTrainer trainer(load_config(out + "/arith-grpo.yaml", grpo_sets), grpo_options);
+  GrpoTrainer trainer(load_config(grpo_yaml, grpo_sets), grpo_options);
   TrainSummary g = trainer.run();
   r.grpo_accuracy = g.val_accuracy.empty() ? 0.0 : g.val_accuracy.back();
   r.grpo_seconds = g.seconds;

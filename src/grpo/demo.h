@@ -1,8 +1,13 @@
-// The demo (`grpo demo`, README quick-start command 1): generates the arithmetic task (two-digit + and -,
-// a quarter of the worked responses column by column), initialises a `small` byte-level Qwen3 model from
-// scratch, warm-starts it with SFT (examples/arith-sft.yaml), then trains it with GRPO
-// (examples/arith-grpo.yaml) and reports held-out accuracy after each phase. A rerun into the same folder
-// replaces the earlier demo runs.
+// The demos (`grpo demo`, README quick-start command 1), each from scratch to a GRPO-trained model with
+// held-out accuracy after each phase:
+//  - arith (default): the arithmetic task (two-digit + and -, a quarter of the worked responses column by
+//    column), a `small` byte-level Qwen3 model, SFT (examples/arith-sft.yaml) then GRPO
+//    (examples/arith-grpo.yaml).
+//  - shapes: the visual task (pictures of coloured shapes, questions answered by a number or a colour; a
+//    quarter of the responses list the shapes before answering), a Qwen3-VL-shaped model (vision tower,
+//    DeepStack, M-RoPE) with the byte-level tokenizer, SFT (examples/shapes-sft.yaml) then GRPO
+//    (examples/shapes-grpo.yaml).
+// A rerun into the same folder replaces the earlier demo runs.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -11,13 +16,19 @@
 namespace grpo {
 
 struct DemoOptions {
+  std::string task = "arith";  // arith | shapes
   std::string out = "runs/demo";
-  int64_t train_examples = 16000, test_examples = 500;
+  // 0 / "" / negative: the task's default (demo_defaults).
+  int64_t train_examples = 0, test_examples = 0;
   uint64_t seed = 0;
-  std::string difficulty = "2";     // arith levels (see grpo/arith.h): two-digit + and -
-  double columns_fraction = 0.25;   // SFT responses worked digit by digit (ArithStyle::Columns)
+  std::string difficulty;      // arith levels (grpo/arith.h) or shapes levels (grpo/shapes.h)
+  double worked_fraction = -1;  // SFT responses worked out: arith column by column, shapes listing the shapes
+  std::string preset;          // model preset (model/presets.h)
   std::vector<std::string> sft_overrides, grpo_overrides;  // extra --set values
 };
+
+// The task's defaults filled into the fields left at 0 / "" / negative; an unknown task is an error.
+DemoOptions demo_defaults(DemoOptions o);
 
 struct DemoResult {
   double sft_accuracy = 0, grpo_accuracy = 0;

@@ -30,6 +30,7 @@ Outcomes run_examples(rollout::Engine& engine, const std::vector<Example>& examp
   for (int64_t i : which) {
     rollout::Request q;
     q.prompt = examples[i].prompt_ids;
+    if (opt.pictures) q.pictures = opt.pictures(examples[i]);  // each rank's share decodes its own
     q.n = opt.n;
     q.sampling = opt.sampling;
     q.stop_token_ids = opt.stop_ids;

@@ -7,6 +7,7 @@
 // that every rank gets the numbers one process would.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "comm/communicator.h"
 #include "grpo/dataset.h"
 #include "grpo/rewards.h"
+#include "model/picture.h"
 #include "rollout/engine.h"
 
 namespace grpo {
@@ -36,6 +38,8 @@ struct EvalOptions {
   int32_t max_new_tokens = 64;
   std::vector<int32_t> stop_ids;
   uint64_t seed = 0;
+  // Vision-language models: an example's pictures (Session::pictures); unset for text.
+  std::function<std::vector<PicturePtr>(const Example&)> pictures;
 };
 
 // Examples need prompt_ids (DatasetOptions::encode_prompt). rewards may be empty.

@@ -23,13 +23,21 @@ const std::vector<GrpoBenchSwitch>& grpo_bench_switches() {
   return switches;
 }
 
-int64_t memory_matched_token_budget(const GrpoBenchOptions& o) {
+GrpoBenchOptions grpo_bench_defaults(GrpoBenchOptions o) {
+  if (o.vl) o.arch = "qwen3-vl";
+  if (o.max_prompt_length <= 0) o.max_prompt_length = o.vl ? 128 : 48;
+  return o;
+}
+
+int64_t memory_matched_token_budget(const GrpoBenchOptions& options) {
+  const GrpoBenchOptions o = grpo_bench_defaults(options);
   return o.micro_batch * (o.max_prompt_length + o.max_response_length);
 }
 
-std::vector<std::string> grpo_bench_overrides(const GrpoBenchOptions& o, const std::string& model_dir,
+std::vector<std::string> grpo_bench_overrides(const GrpoBenchOptions& options, const std::string& model_dir,
                                               const std::string& train_file, const std::string& run_dir,
                                               const std::vector<std::string>& off) {
+  const GrpoBenchOptions o = grpo_bench_defaults(options);
   GRPO_CHECK(o.dtype == "bf16" || o.dtype == "f32", "[bench grpo] --dtype must be bf16 or f32, got \"", o.dtype, "\"");
   std::vector<std::string> s = {
       "actor_rollout_ref.model.path=" + model_dir,
@@ -82,6 +90,12 @@ GrpoBenchRun summarise_grpo_bench_run(const std::string& metrics_path) {
     r.packing_efficiency += m.value("perf/packing_efficiency", 0.0);
     r.rollout_share += m.value("timing_s/gen", 0.0) / std::max(1e-9, step);
     r.train_tokens_per_step += m.value("perf/train_tokens", 0.0);
+    r.vision = r.vision || m.contains("timing_s/vision_gen");
+    r.vision_gen_s += m.value("timing_s/vision_gen", 0.0);
+    r.vision_train_s += m.value("timing_s/vision_train", 0.0);
+    r.vision_gen_patches += m.value("perf/vision_gen_patches", 0.0);
+    r.vision_train_patches += m.value("perf/vision_train_patches", 0.0);
+    r.vision_train_flops += m.value("perf/vision_train_flops", 0.0);
     r.throughput += m.value("perf/throughput", 0.0);
     r.cpu_time_s += m.value("perf/cpu_time_s", 0.0);
     r.distributed = m.contains("perf/comm_share");
@@ -96,6 +110,9 @@ GrpoBenchRun summarise_grpo_bench_run(const std::string& metrics_path) {
   r.packing_efficiency /= n;
   r.rollout_share /= n;
   r.train_tokens_per_step /= n;
+  for (double* v : {&r.vision_gen_s, &r.vision_train_s, &r.vision_gen_patches, &r.vision_train_patches,
+                    &r.vision_train_flops})
+    *v /= n;
   r.throughput /= n;
   r.cpu_time_s /= n;
   r.comm_s /= n;
@@ -161,8 +178,25 @@ std::string grpo_bench_table(const GrpoBenchRun& o, const GrpoBenchRun& b) {
   return t;
 }
 
+std::string grpo_bench_vision_table(const GrpoBenchRun& o, double peak) {
+  const double gflops = o.vision_train_flops * 1e-9 / std::max(1e-9, o.vision_train_s);
+  std::string t = row("vision tower (all on)", "per step", "share", "", "");
+  t += "|------------------------------|--------------|--------------|------------|------------------------|\n";
+  t += row("in rollout (s)", fmt("%.3f", o.vision_gen_s), fmt("%.1f%%", 100 * o.vision_gen_s / o.step_time_s), "",
+           "once per prompt");
+  t += row("in training (s)", fmt("%.3f", o.vision_train_s), fmt("%.1f%%", 100 * o.vision_train_s / o.step_time_s),
+           "", "forward + backward");
+  t += row("patch rows (rollout/train)", fmt("%.0f", o.vision_gen_patches), fmt("%.0f", o.vision_train_patches), "",
+           "");
+  t += row("training patches/s", fmt("%.0f", o.vision_train_patches / std::max(1e-9, o.vision_train_s)), "", "",
+           "forward + backward");
+  t += row("training GFLOP/s", fmt("%.1f", gflops), fmt("%.0f%%", 100 * gflops / std::max(1e-9, peak)), "",
+           "of the GEMM peak");
+  return t;
+}
+
 nlohmann::json grpo_bench_json(const GrpoBenchOptions& opt, const GrpoBenchRun& o, const GrpoBenchRun& b,
-                               const std::vector<GrpoBenchRun>& runs) {
+                               const std::vector<GrpoBenchRun>& runs, double peak) {
   nlohmann::json all = nlohmann::json::array();
   for (const GrpoBenchRun& r : runs)
     all.push_back({{"run", r.label},
@@ -171,6 +205,20 @@ nlohmann::json grpo_bench_json(const GrpoBenchOptions& opt, const GrpoBenchRun& 
                    {"packing_efficiency", r.packing_efficiency},
                    {"peak_rss_bytes", r.peak_rss_bytes},
                    {"train_tokens_per_step", r.train_tokens_per_step}});
+  nlohmann::json vision = nullptr;
+  if (o.vision) {
+    const double gflops = o.vision_train_flops * 1e-9 / std::max(1e-9, o.vision_train_s);
+    vision = {{"vision_gen_s", o.vision_gen_s},
+              {"vision_train_s", o.vision_train_s},
+              {"vision_gen_share", o.vision_gen_s / o.step_time_s},
+              {"vision_train_share", o.vision_train_s / o.step_time_s},
+              {"gen_patches", o.vision_gen_patches},
+              {"train_patches", o.vision_train_patches},
+              {"train_patches_per_s", o.vision_train_patches / std::max(1e-9, o.vision_train_s)},
+              {"train_gflops", gflops},
+              {"gemm_peak_gflops", peak},
+              {"gemm_peak_fraction", peak > 0 ? gflops / peak : 0.0}};
+  }
   return {{"model", opt.arch + ":" + opt.preset},
           {"dtype", opt.dtype},
           {"steps_measured", o.steps_measured},
@@ -194,6 +242,7 @@ nlohmann::json grpo_bench_json(const GrpoBenchOptions& opt, const GrpoBenchRun& 
           {"train_tokens_per_step", o.train_tokens_per_step},
           {"baseline_train_tokens_per_step", b.train_tokens_per_step},
           {"comm_share", nullptr},
+          {"vision", vision},
           {"runs", all}};
 }
 

@@ -1,5 +1,6 @@
 // The mission's table behind `grpo bench grpo`: the same GRPO steps (a preset model, random init, on the
-// built-in arithmetic prompts) run with every optimisation on, with each one turned off alone (what it
+// built-in arithmetic prompts; with --vl a Qwen3-VL model on the shapes task's pictures) run with every
+// optimisation on, with each one turned off alone (what it
 // adds on its own), and with all of them off (the baseline), summarised from each run's metrics.jsonl.
 // The optimisations (switches) and their baseline values:
 //   training micro-batches  packed padding-free by token budget (FFD)  | fixed size, memory-matched
@@ -24,11 +25,12 @@
 namespace grpo {
 
 struct GrpoBenchOptions {
+  bool vl = false;                    // Qwen3-VL (arch qwen3-vl) on the shapes task's pictures and questions
   std::string arch = "qwen3", preset = "small";
   std::string dtype = "bf16";         // mixed_precision.enabled (bf16) or f32, the same in every run
   int64_t steps = 3;                  // training steps per run (the first is a warm-up)
   int64_t prompts = 8, n = 8;         // data.train_batch_size, rollout.n
-  int64_t max_prompt_length = 48;     // the arithmetic prompts' bound (examples/arith-grpo.yaml)
+  int64_t max_prompt_length = 0;      // 0: the task's bound (arith 48, shapes 128: chat turn + picture tokens)
   int64_t max_response_length = 256;  // every response is this long (stop tokens ignored)
   int64_t micro_batch = 8;            // the baseline's fixed micro-batch (sequences; divides prompts x n)
   bool ablation = true;               // also one run per optimisation turned off alone
@@ -40,6 +42,9 @@ struct GrpoBenchSwitch {
   std::string name, key, on, off;
 };
 const std::vector<GrpoBenchSwitch>& grpo_bench_switches();
+
+// The options with the task's defaults filled in (--vl: arch qwen3-vl; max_prompt_length).
+GrpoBenchOptions grpo_bench_defaults(GrpoBenchOptions o);
 
 // The optimised run's micro-batch token budget (ppo_max_token_len_per_gpu): what the baseline's fixed
 // micro-batch of full-length sequences holds, micro_batch x (max_prompt_length + max_response_length), so
@@ -59,6 +64,11 @@ struct GrpoBenchRun {
   double rollout_share = 0;          // timing_s/gen / timing_s/step
   double train_tokens_per_step = 0;  // the work done: the same in every run
   int64_t peak_rss_bytes = 0;
+  // Qwen3-VL: the vision tower's time in the rollout (forward, once per prompt and picture) and in training
+  // (forward and backward), patch rows and training FLOPs, per step.
+  bool vision = false;
+  double vision_gen_s = 0, vision_train_s = 0, vision_gen_patches = 0, vision_train_patches = 0,
+         vision_train_flops = 0;
   double throughput = 0;             // perf/throughput: tokens / (step time x ranks)
   double cpu_time_s = 0;             // perf/cpu_time_s: CPU seconds of all ranks per step
   bool distributed = false;          // the run had several ranks: the communication values below exist
@@ -72,10 +82,16 @@ GrpoBenchRun summarise_grpo_bench_run(const std::string& metrics_path);
 // mission's table (baseline = all off, optimised = all on, change, the mission's result).
 std::string grpo_bench_ablation_table(const std::vector<GrpoBenchRun>& runs);
 std::string grpo_bench_table(const GrpoBenchRun& optimised, const GrpoBenchRun& baseline);
+// The vision tower rows (--vl): its time in rollout and in training, each as a share of the step, and its
+// training throughput (patches/s, GFLOP/s, the fraction of `gemm_peak_gflops`, a 2048^3 GEMM measured in
+// the same run).
+std::string grpo_bench_vision_table(const GrpoBenchRun& optimised, double gemm_peak_gflops);
 // The JSON object: step_time_s, baseline_step_time_s, rollout_tokens_per_s, baseline_rollout_tokens_per_s,
 // packing_efficiency, baseline_packing_efficiency, peak_rss_bytes, baseline_peak_rss_bytes, comm_share
-// (null: single process) and `runs` (every run's summary, ablations included).
+// (null: single process), `runs` (every run's summary, ablations included) and, for --vl, `vision` (the
+// optimised run's tower: vision_gen_s, vision_train_s, shares of the step, patches/s, GFLOP/s, the GEMM peak
+// and the fraction of it).
 nlohmann::json grpo_bench_json(const GrpoBenchOptions& o, const GrpoBenchRun& optimised, const GrpoBenchRun& baseline,
-                               const std::vector<GrpoBenchRun>& runs = {});
+                               const std::vector<GrpoBenchRun>& runs = {}, double gemm_peak_gflops = 0);
 
 }  // namespace grpo

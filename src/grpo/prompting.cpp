@@ -2,6 +2,7 @@
 #include "grpo/prompting.h"
 
 #include "core/error.h"
+#include "grpo/vision_data.h"
 
 namespace grpo {
 
@@ -10,19 +11,18 @@ std::string prompt_text(const Tokenizer& tok, const Example& ex, bool apply_chat
     GRPO_CHECK(ex.messages.is_null(),
                "chat turns (`messages`, or verl's `prompt` list) need data.apply_chat_template: true (the model's "
                "chat template)");
-    return ex.prompt;
+    return ex.has_image_key ? plain_vision_prompt(ex.prompt) : ex.prompt;
   }
-  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-  if (!ex.messages.is_null())
-    messages = nlohmann::ordered_json::parse(ex.messages.dump());
-  else
-    messages.push_back({{"role", "user"}, {"content", ex.prompt}});
-  return tok.apply_chat_template(messages, nullptr, /*add_generation_prompt=*/true,
+  return tok.apply_chat_template(template_messages(ex), nullptr, /*add_generation_prompt=*/true,
                                  nlohmann::ordered_json::object({{"enable_thinking", false}}));
 }
 
-std::vector<int32_t> encode_prompt(const Tokenizer& tok, const Example& ex, bool apply_chat_template) {
-  return tok.encode(prompt_text(tok, ex, apply_chat_template));
+std::vector<int32_t> encode_prompt(const Tokenizer& tok, const Example& ex, bool apply_chat_template,
+                                   const ImageProcessorConfig* images) {
+  std::vector<int32_t> ids = tok.encode(prompt_text(tok, ex, apply_chat_template));
+  if (ex.images.empty()) return ids;
+  GRPO_CHECK(images, "[data] the row has pictures but the model has no preprocessor_config.json");
+  return expand_picture_pads(tok, ids, ex.image_grids, images->merge_size, "[data] prompt");
 }
 
 int32_t response_end_id(const Tokenizer& tok, bool apply_chat_template) {

@@ -9,6 +9,7 @@
 #include "core/error_context.h"
 #include "core/files.h"
 #include "grpo/prompting.h"
+#include "grpo/vision_data.h"
 #include "rollout/tokenizer_text.h"
 
 namespace grpo {
@@ -61,9 +62,13 @@ std::unique_ptr<Session> Session::open(const Config& config, bool require_respon
   const int32_t end = response_end_id(*s->tokenizer, chat);
   if (std::find(s->stop_ids.begin(), s->stop_ids.end(), end) == s->stop_ids.end()) s->stop_ids.push_back(end);
 
+  if (has_image_processor_config(model)) s->image_processor = load_image_processor_config(model);
   DatasetOptions dopt;
   const Tokenizer& tok = *s->tokenizer;
-  dopt.encode_prompt = [&tok, chat](const Example& ex) { return encode_prompt(tok, ex, chat); };
+  const ImageProcessorConfig* images = s->image_processor ? &*s->image_processor : nullptr;
+  dopt.encode_prompt = [&tok, chat, images](const Example& ex) { return encode_prompt(tok, ex, chat, images); };
+  dopt.image_key = config.data.image_key;
+  dopt.image_processor = images;
   dopt.max_prompt_length = config.data.max_prompt_length;
   dopt.overflow = prompt_overflow_from_config(config.data.filter_overlong_prompts, config.data.truncation);
   dopt.require_response = require_response;
@@ -79,6 +84,12 @@ std::unique_ptr<Session> Session::open(const Config& config, bool require_respon
     ErrorContext what("reading the validation prompts ", config.data.val_files, " (data.val_files)");
     s->val = load_dataset(config.data.val_files, dopt);
   }
+  for (const Dataset* d : {&s->train, &s->val})
+    for (const Example& ex : d->examples)
+      if (!ex.images.empty()) {
+        s->check_pictures_fit_model(*d, ex);
+        break;
+      }
   const RolloutConfig& rc = config.actor_rollout_ref.rollout;
   const int64_t val_samples = checked_mul(static_cast<int64_t>(s->val.examples.size()), rc.val_kwargs.n,
                                           "[config] validation prompts x actor_rollout_ref.rollout.val_kwargs.n");
@@ -98,6 +109,26 @@ std::unique_ptr<Session> Session::open(const Config& config, bool require_respon
     if (comm::launch_rank() == 0) std::fprintf(stderr, "[rollout] %s\n", s->engine->kv_budget().describe().c_str());
   }
   return s;
+}
+
+void Session::check_pictures_fit_model(const Dataset& data, const Example& ex) const {
+  const std::string where = cat("[data] ", data.path, ":", ex.line, ": the row has pictures but ");
+  const ModelConfig& m = weights->config();
+  const std::string& model = config.actor_rollout_ref.model.path;
+  GRPO_CHECK(m.has_vision(), where, model, " is a text model (no vision_config in config.json), which cannot see them");
+  const ImageProcessorConfig& p = *image_processor;  // load_dataset refused pictures without it
+  GRPO_CHECK(p.row_width() == m.vision.patch_dim() && p.merge_size == m.vision.spatial_merge_size, where, model,
+             "/preprocessor_config.json makes patch rows of ", p.row_width(), " values merged ", p.merge_size, "x",
+             p.merge_size, ", the vision tower takes ", m.vision.patch_dim(), " merged ", m.vision.spatial_merge_size,
+             "x", m.vision.spatial_merge_size);
+  const int32_t pad = tokenizer->token_to_id(kImagePadToken);
+  GRPO_CHECK(pad == m.image_token_id, where, "the tokenizer's ", kImagePadToken, " is id ", pad,
+             ", config.json's image_token_id is ", m.image_token_id);
+}
+
+std::vector<PicturePtr> Session::pictures(const Example& ex, const Dataset& data) const {
+  if (ex.images.empty()) return {};
+  return model_pictures(load_example_pictures(ex, *image_processor, data.path));
 }
 
 void Session::load_weights(const std::string& dir) {

@@ -2,11 +2,14 @@
 // engine), its tokenizer, the datasets with encoded prompts, and the rollout engine over the weights.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "grpo/config.h"
 #include "grpo/dataset.h"
+#include "image/preprocess.h"
 #include "model/decoder.h"
+#include "model/picture.h"
 #include "rollout/decoder_model.h"
 #include "rollout/engine.h"
 #include "tokenizer/tokenizer.h"
@@ -26,11 +29,22 @@ struct Session {
   std::unique_ptr<rollout::DecoderRolloutModel> rollout_model;
   std::unique_ptr<rollout::Engine> engine;  // null for SFT without validation data
   std::vector<int32_t> stop_ids;  // ends of responses
+  // The model's preprocessor_config.json (vision-language models): how the datasets' pictures are sized
+  // and preprocessed (grpo/vision_data.h loads an example's pixels when it is used).
+  std::optional<ImageProcessorConfig> image_processor;
 
   // Loads everything `config` names and builds the rollout engine when `rollout` needs one (its KV budget
   // is printed). `require_response`: SFT data.
   static std::unique_ptr<Session> open(const Config& config, bool require_response,
                                        SessionRollout rollout = SessionRollout::TrainAndValidate);
+  // An example's pictures, decoded and preprocessed now for the model (empty without pictures); `data`
+  // holds the example (named in errors). Datasets keep only paths and grids, so pixels live as long as
+  // the step, validation or batch that uses them.
+  std::vector<PicturePtr> pictures(const Example& ex, const Dataset& data) const;
+  // Refuses (naming the row) pictures the model cannot see: a text model, a preprocessor whose patch rows
+  // or merge differ from the vision tower's, a tokenizer whose <|image_pad|> is not config.json's
+  // image_token_id.
+  void check_pictures_fit_model(const Dataset& data, const Example& ex) const;
   // Re-reads weights from a Hugging Face folder (resume) and refreshes what depends on them.
   void load_weights(const std::string& dir);
 };

@@ -44,7 +44,8 @@ SftSummary run_sft(const Config& cfg, bool quiet, bool overwrite) {
   const SftConfig& sc = cfg.sft;
   const bool chat = cfg.data.apply_chat_template;
 
-  std::vector<train::TrainSample> data;
+  std::vector<train::TrainSample> data;  // pictures loaded per batch (below), not held for the whole set
+  std::vector<const Example*> data_examples;
   int64_t too_long = 0;
   for (const Example& ex : s->train.examples) {
     train::TrainSample t;
@@ -57,6 +58,7 @@ SftSummary run_sft(const Config& cfg, bool quiet, bool overwrite) {
       continue;
     }
     data.push_back(std::move(t));
+    data_examples.push_back(&ex);
   }
   if (too_long && console) std::fprintf(stderr, "[sft] %lld examples longer than sft.max_length %lld filtered out\n",
                              static_cast<long long>(too_long), static_cast<long long>(sc.max_length));
@@ -73,7 +75,8 @@ SftSummary run_sft(const Config& cfg, bool quiet, bool overwrite) {
   adam.lr = static_cast<float>(sc.lr);
   adam.weight_decay = static_cast<float>(sc.weight_decay);
   adam.grad_clip = static_cast<float>(sc.grad_clip);
-  train::Actor actor(*s->weights, dopt, mb, adam, &comm, data_parallel_config(cfg));
+  train::Actor actor(*s->weights, dopt, mb, adam, &comm, data_parallel_config(cfg),
+                     cfg.actor_rollout_ref.actor.freeze_vision_tower);
 
   const int64_t N = data.size(), bs = std::min<int64_t>(sc.batch_size, N);
   const int64_t per_epoch = (N + bs - 1) / bs, total = per_epoch * sc.epochs;
@@ -99,7 +102,10 @@ SftSummary run_sft(const Config& cfg, bool quiet, bool overwrite) {
     for (int64_t i = N - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
     for (int64_t b = 0; b < per_epoch; ++b) {
       batch.clear();
-      for (int64_t i = b * bs; i < std::min(N, (b + 1) * bs); ++i) batch.push_back(data[order[i]]);
+      for (int64_t i = b * bs; i < std::min(N, (b + 1) * bs); ++i) {
+        batch.push_back(data[order[i]]);
+        batch.back().pictures = s->pictures(*data_examples[order[i]], s->train);
+      }
       const float lr = train::scheduled_lr(static_cast<float>(sc.lr), step, total, warmup, "cosine", 0.1f);
       auto t0 = Clock::now();
       train::UpdateStats u;
@@ -125,7 +131,7 @@ SftSummary run_sft(const Config& cfg, bool quiet, bool overwrite) {
   sum.steps = step;
   sum.model_dir = run_dir + "/model";
   std::vector<std::string> extra;
-  for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) {
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json", "preprocessor_config.json"}) {
     std::string p = cfg.actor_rollout_ref.model.path + "/" + f;
     if (file_exists(p)) extra.push_back(p);
   }
@@ -138,6 +144,7 @@ SftSummary run_sft(const Config& cfg, bool quiet, bool overwrite) {
     eo.sampling.temperature = 0;
     eo.max_new_tokens = static_cast<int32_t>(cfg.data.max_response_length);
     eo.stop_ids = s->stop_ids;
+    eo.pictures = [&s](const Example& ex) { return s->pictures(ex, s->val); };
     ErrorContext validating("validation: ", s->val.examples.size(), " prompts");
     EvalResult r = evaluate(comm, *s->engine, s->val.examples, eo, nullptr);
     sum.val_accuracy = r.accuracy;

@@ -114,7 +114,8 @@ GrpoTrainer::GrpoTrainer(const Config& config, const TrainOptions& opt)
   adam.eps = static_cast<float>(ac.optim.eps);
   adam.weight_decay = static_cast<float>(ac.optim.weight_decay);
   adam.grad_clip = static_cast<float>(ac.grad_clip);
-  actor_ = std::make_unique<train::Actor>(*s_->weights, dopt, mb, adam, &comm_, data_parallel_config(cfg_));
+  actor_ = std::make_unique<train::Actor>(*s_->weights, dopt, mb, adam, &comm_, data_parallel_config(cfg_),
+                                          ac.freeze_vision_tower);
   if (ac.use_kl_loss && ac.kl_loss_coef != 0) {
     ErrorContext loading("loading the reference model ", cfg_.actor_rollout_ref.model.path);
     ref_weights_ = ModelWeights::load(cfg_.actor_rollout_ref.model.path);
@@ -136,9 +137,9 @@ GrpoTrainer::GrpoTrainer(const Config& config, const TrainOptions& opt)
   if (!plan.resume_checkpoint.empty()) {
     ErrorContext loading("loading the checkpoint ", plan.resume_checkpoint);
     // Every rank reads the whole-layout moments and keeps its shard, whatever the ranks that saved them.
-    std::vector<float> m(s_->weights->params().numel()), v(m.size());
+    std::vector<float> m(actor_->trained_numel()), v(m.size());
     int64_t optimizer_steps = 0;
-    state_ = load_run_checkpoint(plan.resume_checkpoint, *s_->weights, m.data(), v.data(), &optimizer_steps);
+    state_ = load_run_checkpoint(plan.resume_checkpoint, *s_->weights, m.data(), v.data(), m.size(), &optimizer_steps);
     actor_->load_moments(m.data(), v.data(), optimizer_steps);
     s_->engine->clear_prefix_cache();
     if (console_) {
@@ -197,6 +198,7 @@ nlohmann::json GrpoTrainer::validate() {
   eo.max_new_tokens = static_cast<int32_t>(cfg_.data.max_response_length);
   eo.stop_ids = s_->stop_ids;
   eo.seed = static_cast<uint64_t>(cfg_.trainer.seed);
+  eo.pictures = [this](const Example& ex) { return s_->pictures(ex, s_->val); };
   eo.n = static_cast<int32_t>(vk.n);
   ErrorContext what("validation: ", s_->val.examples.size(), " prompts x ", vk.n, " responses of at most ",
                     eo.max_new_tokens, " tokens");
@@ -266,7 +268,7 @@ TrainSummary GrpoTrainer::run() {
       const train::Actor::FullMoments full = actor_->gather_for_checkpoint();
       if (console_)
         sum.final_checkpoint =
-            save_run_checkpoint(run_dir_, *s_->weights, OptimizerMoments{full.m, full.v, actor_->optimizer().steps()},
+            save_run_checkpoint(run_dir_, *s_->weights, OptimizerMoments{full.m, full.v, full.numel, actor_->optimizer().steps()},
                                 state_, DType::F32, cfg_.actor_rollout_ref.model.path,
                                 cfg_.trainer.max_actor_ckpt_to_keep);
       comm_.barrier();

@@ -36,7 +36,8 @@ void write_optimizer_state(const std::string& dir, const ModelWeights& w, const 
   const Arena& layout = w.params();
   for (const auto& [prefix, base] : {std::pair<std::string, const float*>{"m.", opt.m}, {"v.", opt.v}})
     for (const auto& [name, view] : layout.entries())
-      moments.push_back({prefix + name, StDType::F32,
+      if (layout.offset(name) + view.numel() <= opt.numel)
+        moments.push_back({prefix + name, StDType::F32,
                          {view.shape.dims.begin(), view.shape.dims.begin() + view.shape.ndim},
                          base + layout.offset(name)});
   write_safetensors(dir + "/optimizer.safetensors", moments);
@@ -69,7 +70,7 @@ std::string save_run_checkpoint(const std::string& run_dir, const ModelWeights& 
   const std::string name = kStepPrefix + std::to_string(st.global_step);
   const std::string dir = ckdir + "/" + name;
   std::vector<std::string> extra;
-  for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json", "preprocessor_config.json"})
     if (file_exists(tokenizer_dir + "/" + f)) extra.push_back(tokenizer_dir + "/" + f);
   save_checkpoint(dir, w.config(), w.named_tensors(), save_dtype, 0, extra,
                   [&](const std::string& partial) { write_optimizer_state(partial, w, opt, st); });
@@ -94,7 +95,7 @@ std::string latest_run_checkpoint(const std::string& run_dir) {
   return dir;
 }
 
-TrainerState load_run_checkpoint(const std::string& dir, ModelWeights& w, float* m, float* v,
+TrainerState load_run_checkpoint(const std::string& dir, ModelWeights& w, float* m, float* v, int64_t moments_numel,
                                  int64_t* optimizer_steps) {
   Checkpoint ck = Checkpoint::open(dir);
   w.load_from(ck);
@@ -102,6 +103,7 @@ TrainerState load_run_checkpoint(const std::string& dir, ModelWeights& w, float*
   const Arena& layout = w.params();
   for (const auto& [prefix, base] : {std::pair<std::string, float*>{"m.", m}, {"v.", v}})
     for (const auto& [name, view] : layout.entries()) {
+      if (layout.offset(name) + view.numel() > moments_numel) continue;  // a frozen vision tower's
       const StTensor* t = opt.find(prefix + name);
       GRPO_CHECK(t, "[resume] ", dir, "/optimizer.safetensors: missing tensor \"", prefix, name, "\"");
       tensor_to_f32(*t, base + layout.offset(name), view.numel(), opt.path());
@@ -131,7 +133,7 @@ std::string save_run_checkpoint(const std::string& run_dir, const ModelWeights& 
                                 int64_t max_to_keep) {
   GRPO_CHECK(adam.begin() == 0 && adam.end() == w.params().numel(), "[checkpoint] the optimizer holds a shard [",
              adam.begin(), ", ", adam.end(), ") of the layout; gather the moments first");
-  return save_run_checkpoint(run_dir, w, OptimizerMoments{adam.m(), adam.v(), adam.steps()}, st, save_dtype,
+  return save_run_checkpoint(run_dir, w, OptimizerMoments{adam.m(), adam.v(), adam.end(), adam.steps()}, st, save_dtype,
                              tokenizer_dir, max_to_keep);
 }
 
@@ -139,7 +141,7 @@ TrainerState load_run_checkpoint(const std::string& dir, ModelWeights& w, train:
   GRPO_CHECK(adam.begin() == 0 && adam.end() == w.params().numel(), "[resume] the optimizer holds a shard [",
              adam.begin(), ", ", adam.end(), ") of the layout; load the whole layout and take the shard");
   int64_t steps = 0;
-  TrainerState st = load_run_checkpoint(dir, w, adam.m(), adam.v(), &steps);
+  TrainerState st = load_run_checkpoint(dir, w, adam.m(), adam.v(), adam.end(), &steps);
   adam.set_steps(steps);
   return st;
 }

@@ -23,10 +23,12 @@ struct TrainerState {
 
 // AdamW's state in the whole flat parameter layout (model/weights.h), whatever the number of ranks that
 // trained: optimizer.safetensors names the moments after the parameters (m.<name>, v.<name>), so a run
-// resumes with any number of ranks.
+// resumes with any number of ranks. With a frozen vision tower the moments cover the text part only, a
+// prefix of the layout (the tower's tensors come last), and the file has no tower moments.
 struct OptimizerMoments {
-  const float* m = nullptr;  // [layout numel]
+  const float* m = nullptr;  // [numel]
   const float* v = nullptr;
+  int64_t numel = 0;         // elements covered: the layout's, or its text prefix's
   int64_t steps = 0;         // optimizer steps taken
 };
 
@@ -41,9 +43,11 @@ std::string save_run_checkpoint(const std::string& run_dir, const ModelWeights& 
 std::vector<std::string> run_checkpoints(const std::string& run_dir);
 // The newest complete checkpoint folder of a run ("" when there is none).
 std::string latest_run_checkpoint(const std::string& run_dir);
-// Loads weights, optimizer moments (into m and v, each [w.params().numel()], zero padding) and state from a
-// checkpoint folder; *optimizer_steps receives the optimizer's step count.
-TrainerState load_run_checkpoint(const std::string& dir, ModelWeights& w, float* m, float* v, int64_t* optimizer_steps);
+// Loads weights, optimizer moments (into m and v, each [moments_numel], the layout or its text prefix as in
+// OptimizerMoments, zero padding) and state from a checkpoint folder; *optimizer_steps receives the
+// optimizer's step count.
+TrainerState load_run_checkpoint(const std::string& dir, ModelWeights& w, float* m, float* v, int64_t moments_numel,
+                                 int64_t* optimizer_steps);
 
 // The same for an optimizer that owns the whole layout (one process).
 std::string save_run_checkpoint(const std::string& run_dir, const ModelWeights& w, const train::AdamW& adam,

@@ -15,6 +15,7 @@
 #include "grpo/distributed.h"
 #include "grpo/metrics.h"
 #include "grpo/trainer.h"
+#include "model/vision.h"
 #include "train/advantages.h"
 
 namespace grpo {
@@ -66,6 +67,17 @@ void append_sample(StepBatch& b, GenerationResult& gen, const ScoreResult& sc, s
   for (size_t f = 0; f < sc.function_names.size(); ++f) b.per_function[f].push_back(sc.per_function[f][i]);
 }
 
+// The vision tower's share of the step (Qwen3-VL): its time inside gen (once per prompt and picture) and
+// inside old_log_prob + update_actor (forward and backward), the patch rows it went over (forward) and the
+// training FLOPs (model/vision.h).
+void add_vision_metrics(nlohmann::json& m, const VisionWork& gen, const VisionWork& train) {
+  m["timing_s/vision_gen"] = gen.forward_s;
+  m["timing_s/vision_train"] = train.forward_s + train.backward_s;
+  m["perf/vision_gen_patches"] = gen.forward_patches;
+  m["perf/vision_train_patches"] = train.forward_patches;
+  m["perf/vision_train_flops"] = train.forward_flops + train.backward_flops;
+}
+
 }  // namespace
 
 GenerationResult GrpoTrainer::generate(const std::vector<const Example*>& prompts, const std::vector<int64_t>& index,
@@ -77,12 +89,16 @@ GenerationResult GrpoTrainer::generate(const std::vector<const Example*>& prompt
                     " prompts x ", rc.n, " responses of at most ", cfg_.data.max_response_length, " tokens");
   // Shared: one request of n samples per prompt. Not shared (the baseline): n requests of one sample.
   const int64_t requests_per_prompt = rc.share_group_prompt ? 1 : rc.n;
+  // Each prompt's pictures, decoded once and shared by its requests and samples (empty for text).
+  std::vector<std::vector<PicturePtr>> pictures;
+  for (const Example* ex : prompts) pictures.push_back(s_->pictures(*ex, s_->train));
   const int64_t requests_per_batch = cfg_.data.train_batch_size * requests_per_prompt;
   std::vector<rollout::Request> reqs;
   for (size_t r = 0; r < prompts.size() * requests_per_prompt; ++r) {
     const size_t i = r / requests_per_prompt;
     rollout::Request q;
     q.prompt = prompts[i]->prompt_ids;
+    q.pictures = pictures[i];
     q.n = static_cast<int32_t>(rc.n / requests_per_prompt);
     q.sampling.temperature = static_cast<float>(rc.temperature);
     q.sampling.top_p = static_cast<float>(rc.top_p);
@@ -107,6 +123,7 @@ GenerationResult GrpoTrainer::generate(const std::vector<const Example*>& prompt
         train::TrainSample ts;
         ts.tokens = prompts[i]->prompt_ids;
         ts.prompt_len = ts.tokens.size();
+        ts.pictures = pictures[i];
         ts.tokens.insert(ts.tokens.end(), r.tokens.begin(), r.tokens.end());
         ts.rollout_logprobs = r.logprobs;
         const bool truncated = r.finish_reason == rollout::FinishReason::Length;
@@ -330,9 +347,11 @@ nlohmann::json GrpoTrainer::train_step(int64_t step) {
   GRPO_PROFILE("step");
   ErrorContext what("step ", step, " of ", total_steps_);
   const auto t_step = Clock::now();
+  const VisionWork vision_start = vision_work();
   const double cpu0 = cpu_seconds();
   const comm::CommStats comm0 = comm_.stats();
   StepBatch batch = collect_batch(step);
+  const VisionWork vision_gen = vision_work() - vision_start;
   if (batch.group_sizes.empty()) return skipped_step_metrics(batch, since(t_step));
   const AdvantageResult adv = compute_advantages(batch);
   std::vector<std::vector<train::TrainSample>> minibatches = split_minibatches(batch);
@@ -341,6 +360,7 @@ nlohmann::json GrpoTrainer::train_step(int64_t step) {
                  static_cast<long long>(step), batch.samples.size(), since(t_step));
   const LogProbResult lp = compute_log_probs(minibatches);
   const UpdateResult up = update(minibatches);
+  const VisionWork vision_train = vision_work() - vision_start - vision_gen;
   const SyncResult sync = sync_weights();
 
   state_.skipped_steps += up.skipped;
@@ -350,6 +370,7 @@ nlohmann::json GrpoTrainer::train_step(int64_t step) {
              "actor_rollout_ref.actor.optim.lr or check the data and rewards.");
   const double step_s = since(t_step);
   nlohmann::json m = step_metrics(batch, adv, minibatches, lp, up, sync, step_s);
+  if (s_->weights->config().has_vision()) add_vision_metrics(m, vision_gen, vision_train);
   expected_response_tokens_ = std::max<int64_t>(1, static_cast<int64_t>(m.value("response_length/mean", 1.0)));
   // [seconds blocked on communication, bytes sent, CPU seconds] of this rank during the step.
   const comm::CommStats c = comm_.stats();
@@ -369,6 +390,7 @@ nlohmann::json GrpoTrainer::train_step(int64_t step) {
   m["perf/cpu_time_s"] = v[2];  // all ranks
   return m;
 }
+
 
 // verl's metric names (grpo-math.md).
 nlohmann::json GrpoTrainer::step_metrics(const StepBatch& batch, const AdvantageResult& adv,

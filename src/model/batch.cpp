@@ -10,6 +10,16 @@ void PackedBatch::clear() {
   positions.clear();
   targets.clear();
   cu_seqlens.assign(1, 0);
+  pixel_values.clear();
+  image_grids.clear();
+  sequence_pictures.clear();
+}
+
+void PackedBatch::add_pictures(const float* pixels, int64_t floats, const std::vector<ImageGrid>& grids) {
+  GRPO_CHECK(!sequence_pictures.empty(), "[batch] pictures before any sequence");
+  pixel_values.insert(pixel_values.end(), pixels, pixels + floats);
+  image_grids.insert(image_grids.end(), grids.begin(), grids.end());
+  sequence_pictures.back() += static_cast<int32_t>(grids.size());
 }
 
 void PackedBatch::add_sequence(const int32_t* tokens, int64_t n) {
@@ -21,6 +31,7 @@ void PackedBatch::add_sequence(const int32_t* tokens, int64_t n) {
     targets.push_back(i + 1 < n ? tokens[i + 1] : -1);
   }
   cu_seqlens.push_back(static_cast<int32_t>(ids.size()));
+  sequence_pictures.push_back(0);
 }
 
 void PackedBatch::add_padded_sequence(const int32_t* tokens, int64_t n, int64_t padded_len, int32_t pad_id) {

@@ -11,7 +11,9 @@
 
 #include "core/profiler.h"
 #include "kernels/ops.h"
+#include "kernels/vision_ops.h"
 #include "model/layer_utils.h"
+#include "model/mrope.h"
 
 namespace grpo {
 
@@ -30,6 +32,10 @@ Decoder::Decoder(ModelWeights& weights, DecoderOptions opt)
   GRPO_CHECK(opt_.lm_head_chunk > 0, "[decoder] lm_head_chunk must be positive");
   rope_ = make_rope_tables(c_, c_.max_position_embeddings);
   if (opt_.mode == ComputeMode::BF16) w_.bf16();
+  if (c_.has_vision()) {
+    vision_ = std::make_unique<VisionTower>(w_, VisionOptions{opt_.mode, opt_.checkpoint_activations});
+    mrope_axes_ = mrope_axes(c_);
+  }
 }
 
 size_t Decoder::carve(int64_t T, bool dry_run) {
@@ -103,29 +109,63 @@ size_t Decoder::carve(int64_t T, bool dry_run) {
   s_.rstd_final = f(T);
   s_.h_final_bf = bf ? h(T * C) : nullptr;
   s_.lse_head = f(T);
+  const bool mrope = c_.has_vision() && batch_->has_pictures();
+  s_.mcos = mrope ? f(T * D / 2) : nullptr;
+  s_.msin = mrope ? f(T * D / 2) : nullptr;
   return off + kAlign;
+}
+
+void Decoder::rope(float* x, int64_t nh, bool backward) {
+  const int64_t T = T_, D = c_.head_dim;
+  const int32_t* pos = batch_->positions.data();
+  if (pictures_)
+    (backward ? ops::rope_rows_backward : ops::rope_rows_forward)(x, s_.mcos, s_.msin, T, nh, D);
+  else
+    (backward ? k_->rope_backward : k_->rope_forward)(x, pos, rope_.cos.data(), rope_.sin.data(), T, nh, D);
+}
+
+void Decoder::prepare_pictures(const PackedBatch& batch) {
+  const int64_t T = batch.T(), S = batch.S();
+  GRPO_CHECK(static_cast<int64_t>(batch.sequence_pictures.size()) == S, "[decoder] the batch gives picture counts for ",
+             batch.sequence_pictures.size(), " of its ", S, " sequences");
+  pos3_.resize(3 * T);
+  rope_deltas_.resize(S);
+  picture_pad_.resize(T);
+  pad_rows_.clear();
+  int64_t next = 0;
+  for (int64_t s = 0; s < S; ++s) {
+    const int64_t start = batch.cu_seqlens[s], count = batch.sequence_pictures[s];
+    GRPO_CHECK(count >= 0 && next + count <= static_cast<int64_t>(batch.image_grids.size()), "[decoder] sequence ", s,
+               " claims ", count, " pictures, the batch has ", batch.image_grids.size() - next, " left");
+    // Pads past a sequence's pictures are text: a response may sample the pad token.
+    const SequencePictures pics{batch.image_grids.data() + next, count, /*extra_pads_are_text=*/true};
+    rope_deltas_[s] = grpo::mrope_positions(c_, batch.ids.data() + start, batch.seq_len(s), pics, pos3_.data() + start,
+                                            T, picture_pad_.data() + start, cat("batch sequence ", s));
+    next += count;
+  }
+  GRPO_CHECK(next == static_cast<int64_t>(batch.image_grids.size()), "[decoder] the batch has ",
+             batch.image_grids.size(), " pictures, its sequences claim ", next);
+  for (int64_t t = 0; t < T; ++t)
+    if (picture_pad_[t]) pad_rows_.push_back(static_cast<int32_t>(t));
+  pictures_ = batch.has_pictures();
+  if (!pictures_) return;
+  const int64_t rows = static_cast<int64_t>(batch.pixel_values.size()) / c_.vision.patch_dim();
+  GRPO_CHECK(rows * c_.vision.patch_dim() == static_cast<int64_t>(batch.pixel_values.size()), "[decoder] pixel_values has ",
+             batch.pixel_values.size(), " floats, not a multiple of patch_dim ", c_.vision.patch_dim());
+  validate_image_grids(c_.vision, batch.image_grids, rows, "batch");
+  vision_->forward(batch.pixel_values.data(), batch.image_grids, "batch");
+  GRPO_CHECK(vision_->merged_rows() == static_cast<int64_t>(pad_rows_.size()), "[decoder] ", pad_rows_.size(),
+             " <|image_pad|> tokens for ", vision_->merged_rows(), " image features");
 }
 
 void Decoder::linear(float* out, const float* in, bf16_t* in_bf, const void* w32, const void* w16, int64_t T,
                      int64_t N, int64_t K) {
-  if (opt_.mode == ComputeMode::BF16) {
-    ops::f32_to_bf16(in_bf, in, T * K);
-    ops::gemm(ops::Trans::N, ops::Trans::T, T, N, K, 1.0f, in_bf, K, w16, K, 0.0f, out, N, DType::BF16);
-  } else {
-    ops::gemm(ops::Trans::N, ops::Trans::T, T, N, K, 1.0f, in, K, w32, K, 0.0f, out, N, DType::F32);
-  }
+  linear_forward(opt_.mode, out, in, in_bf, w32, w16, T, N, K);
 }
 
 void Decoder::linear_backward(float* din, float* dW, const float* dout, const float* in, const bf16_t* in_bf,
                               const void* w32, const void* w16, int64_t T, int64_t N, int64_t K) {
-  if (opt_.mode == ComputeMode::BF16) {
-    ops::f32_to_bf16(s_.dy_bf, dout, T * N);
-    ops::gemm(ops::Trans::N, ops::Trans::N, T, K, N, 1.0f, s_.dy_bf, N, w16, K, 0.0f, din, K, DType::BF16);
-    ops::gemm(ops::Trans::T, ops::Trans::N, N, K, T, 1.0f, s_.dy_bf, N, in_bf, K, 1.0f, dW, K, DType::BF16);
-  } else {
-    ops::gemm(ops::Trans::N, ops::Trans::N, T, K, N, 1.0f, dout, N, w32, K, 0.0f, din, K, DType::F32);
-    ops::gemm(ops::Trans::T, ops::Trans::N, N, K, T, 1.0f, dout, N, in, K, 1.0f, dW, K, DType::F32);
-  }
+  grpo::linear_backward(opt_.mode, din, dW, dout, in, in_bf, w32, w16, T, N, K, s_.dy_bf);
 }
 
 void Decoder::layer_forward(int64_t l, LayerActs& a, float* x_out) {
@@ -146,8 +186,8 @@ void Decoder::layer_forward(int64_t l, LayerActs& a, float* x_out) {
     k_->rmsnorm_forward(a.q, a.q_rstd, a.q_pre, static_cast<float*>(p.q_norm), T * H, D, eps);
     k_->rmsnorm_forward(a.k, a.k_rstd, a.k_pre, static_cast<float*>(p.k_norm), T * K, D, eps);
   }
-  k_->rope_forward(a.q, b.positions.data(), rope_.cos.data(), rope_.sin.data(), T, H, D);
-  k_->rope_forward(a.k, b.positions.data(), rope_.cos.data(), rope_.sin.data(), T, K, D);
+  rope(a.q, H, /*backward=*/false);
+  rope(a.k, K, /*backward=*/false);
   k_->attention_forward(a.o, a.lse, a.q, a.k, a.v, b.cu_seqlens.data(), b.S(), T, H, K, D,
                          1.0f / std::sqrt(static_cast<float>(D)), s_.attn_ws);
   linear(a.x_mid, a.o, a.o_bf, p.wo, w16(&LayerTensors::wo), T, C, Q);
@@ -180,8 +220,8 @@ void Decoder::layer_backward(int64_t l, LayerActs& a, const ModelTensors& g) {
   linear_backward(s_.dO, G(gl.wo), s_.dx, a.o, a.o_bf, p.wo, w16(&LayerTensors::wo), T, C, Q);
   k_->attention_backward(s_.dq, s_.dk, s_.dv, s_.dO, a.q, a.k, a.v, a.o, a.lse, b.cu_seqlens.data(), b.S(), T, H,
                           K, D, 1.0f / std::sqrt(static_cast<float>(D)), s_.attn_ws);
-  k_->rope_backward(s_.dq, b.positions.data(), rope_.cos.data(), rope_.sin.data(), T, H, D);
-  k_->rope_backward(s_.dk, b.positions.data(), rope_.cos.data(), rope_.sin.data(), T, K, D);
+  rope(s_.dq, H, /*backward=*/true);
+  rope(s_.dk, K, /*backward=*/true);
   if (c_.qk_norm) {
     k_->rmsnorm_backward(s_.dq, G(gl.q_norm), s_.dq, a.q_pre, G(p.q_norm), a.q_rstd, T * H, D, s_.rms_ws);
     k_->rmsnorm_backward(s_.dk, G(gl.k_norm), s_.dk, a.k_pre, G(p.k_norm), a.k_rstd, T * K, D, s_.rms_ws);
@@ -203,8 +243,12 @@ void Decoder::forward(const PackedBatch& batch, float* logprob, float* entropy) 
   for (int64_t t = 0; t < T; ++t)
     GRPO_CHECK(batch.ids[t] >= 0 && batch.ids[t] < V, "[decoder] token ", t, " has id ", batch.ids[t],
                ", expected 0 <= id < vocab_size ", V);
+  GRPO_CHECK(!batch.has_pictures() || c_.has_vision(), "[decoder] the batch has pictures but ", c_.architecture,
+             " has no vision tower");
   batch_ = &batch;
   T_ = T;
+  pictures_ = false;
+  if (c_.has_vision()) prepare_pictures(batch);
   size_t need = carve(T, /*dry_run=*/true);
   if (need > ws_.capacity()) ws_.reserve(need, cat("the decoder's activations for ", T, " tokens"));
   ws_.reset();
@@ -212,9 +256,19 @@ void Decoder::forward(const PackedBatch& batch, float* logprob, float* entropy) 
 
   const bool bf = opt_.mode == ComputeMode::BF16;
   k_->embedding_forward(acts_[0].x_in, batch.ids.data(), static_cast<float*>(w_.f32().embed), T, C);
+  const int64_t deepstack = pictures_ ? static_cast<int64_t>(vision_->num_deepstack()) : 0;
+  if (pictures_) {
+    const int64_t n = static_cast<int64_t>(pad_rows_.size());
+    scatter_rows(acts_[0].x_in, pad_rows_.data(), vision_->image_embeds(), n, C);
+    ops::mrope_tables(s_.mcos, s_.msin, pos3_.data(), mrope_axes_.data(), rope_.cos.data(), rope_.sin.data(), T,
+                      rope_.positions, rope_.half);
+  }
   for (int64_t l = 0; l < L; ++l) {
     if (hooks_) hooks_->forward_layer(l);
-    layer_forward(l, acts_[l], l + 1 < L ? acts_[l + 1].x_in : x_final_);
+    float* x_out = l + 1 < L ? acts_[l + 1].x_in : x_final_;
+    layer_forward(l, acts_[l], x_out);
+    if (l < deepstack)  // DeepStack: the features of merger l join the image rows after text layer l
+      add_to_rows(x_out, pad_rows_.data(), vision_->deepstack(l), static_cast<int64_t>(pad_rows_.size()), C);
   }
   k_->rmsnorm_forward(s_.h_final, s_.rstd_final, x_final_, static_cast<float*>(w_.f32().final_norm), T, C,
                        static_cast<float>(c_.rms_norm_eps));
@@ -242,7 +296,13 @@ void Decoder::backward(const float* dlogprob, const float* dentropy, const Model
   k_->rmsnorm_backward(s_.dx, G(g.final_norm), s_.dtmp, x_final_, G(w_.f32().final_norm), s_.rstd_final, T, C,
                         s_.rms_ws);
   if (hooks_) hooks_->head_done();
+  // The tower's gradient: through the image rows' embeddings and the DeepStack additions (not for a frozen
+  // tower, whose gradient arena has no vision tensors).
+  const bool into_vision = pictures_ && g.vision.patch_w;
+  const int64_t n_pads = static_cast<int64_t>(pad_rows_.size());
+  const int64_t deepstack = into_vision ? static_cast<int64_t>(vision_->num_deepstack()) : 0;
   for (int64_t l = L - 1; l >= 0; --l) {
+    if (l < deepstack) gather_rows(vision_->deepstack_grad(l), s_.dx, pad_rows_.data(), n_pads, C);
     if (opt_.checkpoint_activations) {
       GRPO_PROFILE("recompute_layer");
       if (hooks_) hooks_->forward_layer(l);
@@ -252,7 +312,12 @@ void Decoder::backward(const float* dlogprob, const float* dentropy, const Model
     layer_backward(l, acts_[l], g);
     if (hooks_) hooks_->layer_done(l);
   }
+  if (pictures_) {  // image rows replaced their embeddings: no gradient for the pad token's row
+    if (into_vision) gather_rows(vision_->image_embeds_grad(), s_.dx, pad_rows_.data(), n_pads, C);
+    for (int32_t row : pad_rows_) std::fill_n(s_.dx + int64_t{row} * C, C, 0.0f);
+  }
   k_->embedding_backward(G(g.embed), s_.dx, batch_->ids.data(), T, C);
+  if (into_vision) vision_->backward(g.vision);
   if (hooks_) hooks_->embedding_done();
 }
 

@@ -1,21 +1,28 @@
-// The decoder (Qwen3 / Qwen2 / LLaMA) forward and backward over packed batches, for training and scoring.
-// Straight-line code over the kernels of kernels/ops.h (llm.c style). Activations live in one workspace
-// sized up front for the largest batch seen; with activation checkpointing only each layer's input is
-// kept and the layer is recomputed during backward. The output layer is fused (ops::lm_head_*): it never
-// materialises [T, V] logits.
+// The decoder (Qwen3 / Qwen2 / LLaMA, and Qwen3-VL's language model) forward and backward over packed
+// batches, for training and scoring. Straight-line code over the kernels of kernels/ops.h (llm.c style).
+// Activations live in one workspace sized up front for the largest batch seen; with activation
+// checkpointing only each layer's input is kept and the layer is recomputed during backward. The output
+// layer is fused (ops::lm_head_*): it never materialises [T, V] logits.
+//
+// Qwen3-VL with pictures in the batch: the vision tower (model/vision.h) runs on them, its image embeddings
+// replace the embeddings of the <|image_pad|> rows, its DeepStack features are added to those rows after text
+// layers 0..k-1, q and k turn with the interleaved M-RoPE of positions [3, T] (model/mrope.h), and the
+// backward carries the gradient into the tower (unless the gradient arena has no tower: a frozen one). A
+// batch without pictures runs exactly the text decoder.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/arena.h"
 #include "kernels/plain_ops.h"
 #include "model/batch.h"
+#include "model/linear.h"
 #include "model/rope_tables.h"
+#include "model/vision.h"
 #include "model/weights.h"
 
 namespace grpo {
-
-enum class ComputeMode { F32, BF16 };  // BF16: bf16 GEMM inputs, fp32 accumulation/master weights/norms/softmax
 
 ComputeMode parse_compute_mode(const std::string& s);  // "f32" | "bf16"
 
@@ -58,8 +65,14 @@ class Decoder {
   void full_logits(float* out);
 
   const DecoderOptions& options() const { return opt_; }
-  size_t workspace_bytes() const { return ws_.capacity(); }
+  size_t workspace_bytes() const { return ws_.capacity() + (vision_ ? vision_->workspace_bytes() : 0); }
   size_t workspace_high_water() const { return ws_.high_water(); }
+  // Qwen3-VL, of the last forward(): the vision tower (null for text models; its outputs belong to the last
+  // batch when had_pictures()), the M-RoPE positions [3, T] and each sequence's rope_delta.
+  const VisionTower* vision() const { return vision_.get(); }
+  bool had_pictures() const { return pictures_; }
+  const std::vector<int32_t>& mrope_positions() const { return pos3_; }
+  const std::vector<int64_t>& rope_deltas() const { return rope_deltas_; }
 
  private:
   // One layer's activations (pointers into ws_). With checkpointing every layer shares one set except x_in.
@@ -102,9 +115,13 @@ class Decoder {
     float* rstd_final;  // [T]
     bf16_t* h_final_bf; // [T, C]
     float* lse_head;    // [T] log-sum-exp of the output layer
+    float *mcos, *msin; // [T, D/2] M-RoPE rows of the batch (batches with pictures)
   };
 
   size_t carve(int64_t T, bool dry_run);
+  // Qwen3-VL: M-RoPE positions and pad rows of the batch, the vision tower on its pictures.
+  void prepare_pictures(const PackedBatch& batch);
+  void rope(float* x, int64_t nh, bool backward);  // plain RoPE or M-RoPE rows, in place on [T, nh, D]
   void layer_forward(int64_t l, LayerActs& a, float* x_out);
   void layer_backward(int64_t l, LayerActs& a, const ModelTensors& g);
   // out [T, N] = in [T, K] W^T (W [N, K]); in bf16 mode reads in_bf (converted here from in) and the bf16 W.
@@ -125,6 +142,13 @@ class Decoder {
   std::vector<LayerActs> acts_;
   float* x_final_ = nullptr;  // [T, C] input of the final norm
   Scratch s_{};
+  std::unique_ptr<VisionTower> vision_;
+  std::vector<uint8_t> mrope_axes_;   // [D/2]
+  std::vector<int32_t> pos3_;         // [3, T]
+  std::vector<int64_t> rope_deltas_;  // [S]
+  std::vector<uint8_t> picture_pad_;  // [T] 1 for the <|image_pad|> tokens that show a picture
+  std::vector<int32_t> pad_rows_;     // their rows, in order
+  bool pictures_ = false;             // the last batch had pictures
   DecoderHooks* hooks_ = nullptr;
 };
 

@@ -1,13 +1,17 @@
 // Inference step over a paged KV cache (see infer.h). Same layer structure as the training decoder
-// (decoder.cpp), with paged attention, decode-sized matmuls (GEMV for small batches) and no saved state.
+// (decoder.cpp), with paged attention, decode-sized matmuls (GEMV for small batches) and no saved state;
+// Qwen3-VL prompts are encoded once (vision tower, M-RoPE positions) by encode_prompt.
 #include "model/infer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "core/profiler.h"
 #include "kernels/ops.h"
+#include "kernels/vision_ops.h"
 #include "model/layer_utils.h"
+#include "model/mrope.h"
 
 namespace grpo {
 
@@ -16,6 +20,7 @@ constexpr size_t kAlign = 64;
 
 struct Buffers {
   float *x, *h, *qkv, *q, *k, *v, *rstd, *o, *tmp, *gu, *act, *attn_ws, *hr;  // see workspace_bytes
+  float *mcos, *msin;  // [T, D/2] M-RoPE rows (Qwen3-VL)
   bf16_t* x_bf;
 };
 
@@ -43,6 +48,8 @@ size_t carve(const ModelConfig& c, int64_t T, int64_t R, int64_t block_size, cha
   b->act = f(T * F);       // [T, F]
   b->attn_ws = f(ops::paged_attention_ws_floats(T, H, block_size));
   b->hr = f(R * C);        // [R, C] rows whose logits are wanted
+  b->mcos = c.has_vision() ? f(T * D / 2) : nullptr;
+  b->msin = c.has_vision() ? f(T * D / 2) : nullptr;
   off = (off + kAlign - 1) / kAlign * kAlign;
   b->x_bf = base ? reinterpret_cast<bf16_t*>(base + off) : nullptr;  // [T, max(C, F, Q)]
   off += T * std::max({C, F, Q}) * sizeof(bf16_t);
@@ -54,6 +61,53 @@ InferenceModel::InferenceModel(ModelWeights& weights, ComputeMode mode, ops::Dec
     : w_(weights), mode_(mode), matmul_(matmul) {
   rope_ = make_rope_tables(w_.config(), w_.config().max_position_embeddings);
   if (mode_ == ComputeMode::BF16) w_.bf16();
+  if (w_.config().has_vision()) mrope_axes_ = mrope_axes(w_.config());
+}
+
+PromptVision InferenceModel::encode_prompt(const std::vector<int32_t>& prompt, const std::vector<PicturePtr>& pictures,
+                                           const std::string& where) {
+  const ModelConfig& c = w_.config();
+  GRPO_CHECK(c.has_vision(), "[infer] ", where, ": pictures given but ", c.architecture, " has no vision tower");
+  const int64_t n = static_cast<int64_t>(prompt.size()), C = c.hidden_size;
+  PromptVision pv;
+  std::vector<ImageGrid> grids;
+  for (size_t j = 0; j < pictures.size(); ++j) {
+    const Picture& p = *pictures[j];
+    GRPO_CHECK(static_cast<int64_t>(p.pixel_values.size()) == p.grid.patches() * c.vision.patch_dim(), "[infer] ",
+               where, ": picture ", j, " has ", p.pixel_values.size(), " pixel values, its grid (", p.grid.t, ", ",
+               p.grid.h, ", ", p.grid.w, ") needs ", p.grid.patches(), " rows of patch_dim ", c.vision.patch_dim());
+    grids.push_back(p.grid);
+  }
+  pv.positions.resize(3 * n);
+  std::vector<uint8_t> picture_pad(n);
+  const SequencePictures pics{grids.data(), static_cast<int64_t>(grids.size()), /*extra_pads_are_text=*/false};
+  pv.rope_delta = mrope_positions(c, prompt.data(), n, pics, pv.positions.data(), n, picture_pad.data(), where);
+  pv.pad_index.assign(n, -1);
+  int64_t pads = 0;
+  for (int64_t i = 0; i < n; ++i)
+    if (picture_pad[i]) pv.pad_index[i] = static_cast<int32_t>(pads++);
+  for (size_t j = 0; j < grids.size(); ++j)
+    pv.pad_picture.insert(pv.pad_picture.end(), grids[j].patches() / c.vision.merge_factor(), static_cast<int32_t>(j));
+  if (pictures.empty()) return pv;
+  GRPO_PROFILE("encode_prompt_vision");
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!vision_) vision_ = std::make_unique<VisionTower>(w_, VisionOptions{mode_, false});
+  std::vector<float> pixels;  // the pictures' rows, concatenated
+  for (const PicturePtr& p : pictures) pixels.insert(pixels.end(), p->pixel_values.begin(), p->pixel_values.end());
+  vision_->forward(pixels.data(), grids, where);
+  GRPO_CHECK(vision_->merged_rows() == pads, "[infer] ", where, ": ", pads, " <|image_pad|> tokens for ",
+             vision_->merged_rows(), " image features");
+  const int64_t K = static_cast<int64_t>(vision_->num_deepstack());
+  pv.feature_width = (1 + K) * C;
+  pv.features.resize(pads * pv.feature_width);
+  for (int64_t i = 0; i < pads; ++i) {
+    float* row = pv.features.data() + i * pv.feature_width;
+    std::copy_n(vision_->image_embeds() + i * C, C, row);
+    for (int64_t k = 0; k < K; ++k) std::copy_n(vision_->deepstack(k) + i * C, C, row + (1 + k) * C);
+  }
+  pv.patches = vision_->patch_rows();
+  pv.vision_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return pv;
 }
 
 size_t InferenceModel::workspace_bytes(int64_t max_tokens, int64_t max_rows, int64_t block_size) const {
@@ -84,6 +138,18 @@ void InferenceModel::forward(const InferStep& st, const ops::PagedKvView& kv, fl
   const ModelTensors* p16 = mode_ == ComputeMode::BF16 ? &const_cast<ModelWeights&>(w_).bf16() : nullptr;
   auto F32 = [](void* q) { return static_cast<const float*>(q); };
   ops::embedding_forward(b.x, st.tokens, F32(p32.embed), T, C);
+  // Qwen3-VL: image-pad rows take their picture's features; M-RoPE rows from the three positions.
+  int64_t deepstack = 0;
+  if (st.features) {
+    deepstack = static_cast<int64_t>(c.vision.deepstack_visual_indexes.size());
+    for (int64_t t = 0; t < T; ++t)
+      if (st.features[t]) std::copy_n(st.features[t], C, b.x + t * C);
+  }
+  if (st.mrope_positions) {
+    GRPO_CHECK(c.has_vision(), "[infer] M-RoPE positions for a model without them");
+    ops::mrope_tables(b.mcos, b.msin, st.mrope_positions, mrope_axes_.data(), rope_.cos.data(), rope_.sin.data(), T,
+                      rope_.positions, rope_.half);
+  }
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const LayerTensors& p = p32.layers[l];
     const LayerTensors* pb = p16 ? &p16->layers[l] : nullptr;
@@ -95,8 +161,13 @@ void InferenceModel::forward(const InferStep& st, const ops::PagedKvView& kv, fl
       ops::rmsnorm_forward(b.q, b.rstd, b.q, F32(p.q_norm), T * H, D, eps);
       ops::rmsnorm_forward(b.k, b.rstd, b.k, F32(p.k_norm), T * K, D, eps);
     }
-    ops::rope_forward(b.q, st.positions, rope_.cos.data(), rope_.sin.data(), T, H, D);
-    ops::rope_forward(b.k, st.positions, rope_.cos.data(), rope_.sin.data(), T, K, D);
+    if (st.mrope_positions) {
+      ops::rope_rows_forward(b.q, b.mcos, b.msin, T, H, D);
+      ops::rope_rows_forward(b.k, b.mcos, b.msin, T, K, D);
+    } else {
+      ops::rope_forward(b.q, st.positions, rope_.cos.data(), rope_.sin.data(), T, H, D);
+      ops::rope_forward(b.k, st.positions, rope_.cos.data(), rope_.sin.data(), T, K, D);
+    }
     ops::paged_kv_write(kv, l, b.k, b.v, st.slots, T);
     ops::paged_attention(b.o, b.q, kv, l, st.block_table_indptr, st.block_table, st.seq_index, st.positions, T, st.S,
                          H, scale, b.attn_ws);
@@ -107,6 +178,13 @@ void InferenceModel::forward(const InferStep& st, const ops::PagedKvView& kv, fl
     ops::swiglu_forward(b.act, b.gu, T, F);
     matmul(b.tmp, b.act, b.x_bf, p.wdown, pb ? pb->wdown : nullptr, T, C, F);
     ops::add_inplace(b.x, b.tmp, T * C);
+    if (l < deepstack)  // DeepStack feature l joins the image-pad rows after text layer l
+      for (int64_t t = 0; t < T; ++t)
+        if (st.features[t]) {
+          const float* f = st.features[t] + (1 + l) * C;
+          float* x = b.x + t * C;
+          for (int64_t i = 0; i < C; ++i) x[i] += f[i];
+        }
   }
   for (int64_t r = 0; r < R; ++r) {
     GRPO_CHECK(st.logits_rows[r] >= 0 && st.logits_rows[r] < T, "[infer] logits row out of range");

@@ -13,10 +13,20 @@ namespace {
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
+// RMSNorm and LayerNorm weights: input_layernorm, q_norm, norm, norm1, norm2, ... (the module before ".weight").
+bool is_norm_weight(const std::string& name) {
+  if (!ends_with(name, ".weight")) return false;
+  const std::string module = name.substr(0, name.size() - 7);
+  return module.substr(module.rfind('.') + 1).find("norm") != std::string::npos;
+}
 }  // namespace
 
+double parameter_init_std(const ModelConfig& c, const std::string& name) {
+  return name.rfind("model.visual.", 0) == 0 ? c.vision.initializer_range : c.initializer_range;
+}
+
 void init_parameter(const std::string& name, size_t index, int64_t numel, uint64_t seed, double std, float* out) {
-  if (ends_with(name, "norm.weight")) {
+  if (is_norm_weight(name)) {
     std::fill(out, out + numel, 1.0f);
     return;
   }
@@ -46,7 +56,7 @@ void init_parameters(ModelWeights& w, uint64_t seed) {
   std::vector<TensorSpec> specs = expected_tensors(c);
   for (size_t i = 0; i < specs.size(); ++i) {
     TensorView v = w.params().view(specs[i].name);
-    init_parameter(specs[i].name, i, v.numel(), seed, c.initializer_range, v.f32());
+    init_parameter(specs[i].name, i, v.numel(), seed, parameter_init_std(c, specs[i].name), v.f32());
   }
   if (w.has_bf16()) w.refresh_bf16();
 }

@@ -11,6 +11,9 @@ namespace grpo {
 
 class ModelWeights;
 
+// The standard deviation for tensor `name`: the vision tower's initializer_range for model.visual.*,
+// else the text config's.
+double parameter_init_std(const ModelConfig& c, const std::string& name);
 // Fills `out` [numel] for the tensor `name`, the index-th of expected_tensors(c).
 void init_parameter(const std::string& name, size_t index, int64_t numel, uint64_t seed, double std, float* out);
 // Initialises every parameter of `w` in place.

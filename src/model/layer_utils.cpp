@@ -46,4 +46,23 @@ void bias_grad(float* db, const float* dy, int64_t T, int64_t N) {
     for (int64_t j = j0; j < j1; ++j) db[j] += acc[j - j0];
   }
 }
+
+void scatter_rows(float* x, const int32_t* rows, const float* src, int64_t n, int64_t C) {
+#pragma omp parallel for schedule(static) if (n * C >= (1 << 15))
+  for (int64_t i = 0; i < n; ++i) std::memcpy(x + int64_t{rows[i]} * C, src + i * C, C * sizeof(float));
+}
+
+void add_to_rows(float* x, const int32_t* rows, const float* src, int64_t n, int64_t C) {
+#pragma omp parallel for schedule(static) if (n * C >= (1 << 15))
+  for (int64_t i = 0; i < n; ++i) {
+    float* dst = x + int64_t{rows[i]} * C;
+    for (int64_t c = 0; c < C; ++c) dst[c] += src[i * C + c];
+  }
+}
+
+void gather_rows(float* dst, const float* x, const int32_t* rows, int64_t n, int64_t C) {
+#pragma omp parallel for schedule(static) if (n * C >= (1 << 15))
+  for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * C, x + int64_t{rows[i]} * C, C * sizeof(float));
+}
+
 }  // namespace grpo

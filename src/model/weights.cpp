@@ -7,15 +7,54 @@
 namespace grpo {
 
 namespace {
-std::string layer_prefix(int64_t i) { return "model.layers." + std::to_string(i) + "."; }
+
+std::string layer_prefix(const ModelConfig& c, int64_t i) { return c.text_prefix() + "layers." + std::to_string(i) + "."; }
+
+Shape shape_of(const std::vector<int64_t>& dims) {
+  GRPO_CHECK(static_cast<int>(dims.size()) <= kMaxDims, "[weights] tensor of rank ", dims.size());
+  Shape s;
+  for (int64_t d : dims) s.dims[s.ndim++] = d;
+  return s;
+}
+
+// Vision tensors in vision_tensors() order; q/k/v is already one tensor in the checkpoints.
+void declare_vision(const ModelConfig& c, Arena& a) {
+  for (const TensorSpec& t : vision_tensors(c)) a.add(t.name, shape_of(t.shape));
+}
+
+MergerTensors resolve_merger(const Arena& a, const std::string& p) {
+  auto v = [&](const std::string& n) { return a.view(p + n).data; };
+  return {v("norm.weight"), v("norm.bias"), v("linear_fc1.weight"), v("linear_fc1.bias"), v("linear_fc2.weight"),
+          v("linear_fc2.bias")};
+}
+
+VisionTensors resolve_vision(const ModelConfig& c, const Arena& a) {
+  VisionTensors t{};
+  auto v = [&](const std::string& n) { return a.view(n).data; };
+  t.patch_w = v("model.visual.patch_embed.proj.weight");
+  t.patch_b = v("model.visual.patch_embed.proj.bias");
+  t.pos_embed = v("model.visual.pos_embed.weight");
+  for (int64_t i = 0; i < c.vision.depth; ++i) {
+    const std::string p = "model.visual.blocks." + std::to_string(i) + ".";
+    t.blocks.push_back({v(p + "norm1.weight"), v(p + "norm1.bias"), v(p + "attn.qkv.weight"), v(p + "attn.qkv.bias"),
+                        v(p + "attn.proj.weight"), v(p + "attn.proj.bias"), v(p + "norm2.weight"),
+                        v(p + "norm2.bias"), v(p + "mlp.linear_fc1.weight"), v(p + "mlp.linear_fc1.bias"),
+                        v(p + "mlp.linear_fc2.weight"), v(p + "mlp.linear_fc2.bias")});
+  }
+  t.merger = resolve_merger(a, "model.visual.merger.");
+  for (size_t k = 0; k < c.vision.deepstack_visual_indexes.size(); ++k)
+    t.deepstack.push_back(resolve_merger(a, "model.visual.deepstack_merger_list." + std::to_string(k) + "."));
+  return t;
+}
+
 }  // namespace
 
-void declare_parameters(const ModelConfig& c, Arena& a) {
+void declare_parameters(const ModelConfig& c, Arena& a, bool with_vision) {
   const int64_t C = c.hidden_size, H = c.num_attention_heads, K = c.num_key_value_heads, D = c.head_dim,
                 F = c.intermediate_size, V = c.vocab_size;
-  a.add("model.embed_tokens.weight", Shape{V, C});
+  a.add(c.text_prefix() + "embed_tokens.weight", Shape{V, C});
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
-    std::string p = layer_prefix(i);
+    std::string p = layer_prefix(c, i);
     a.add(p + "input_layernorm.weight", Shape{C});
     a.add(p + "self_attn.q_proj.weight", Shape{H * D, C});
     a.add(p + "self_attn.k_proj.weight", Shape{K * D, C}, /*pack=*/true);
@@ -35,8 +74,9 @@ void declare_parameters(const ModelConfig& c, Arena& a) {
     a.add(p + "mlp.up_proj.weight", Shape{F, C}, true);
     a.add(p + "mlp.down_proj.weight", Shape{C, F});
   }
-  a.add("model.norm.weight", Shape{C});
+  a.add(c.text_prefix() + "norm.weight", Shape{C});
   if (!c.tie_word_embeddings) a.add("lm_head.weight", Shape{V, C});
+  if (with_vision && c.has_vision()) declare_vision(c, a);
 }
 
 bool is_gemm_weight(const std::string& name) {
@@ -46,14 +86,16 @@ bool is_gemm_weight(const std::string& name) {
   return name == "lm_head.weight";
 }
 
-std::string first_layer_tensor(int64_t layer) { return layer_prefix(layer) + "input_layernorm.weight"; }
+std::string first_layer_tensor(const ModelConfig& c, int64_t layer) {
+  return layer_prefix(c, layer) + "input_layernorm.weight";
+}
 
 ModelTensors resolve_tensors(const ModelConfig& c, const Arena& a) {
   ModelTensors m;
   auto v = [&](const std::string& n) { return a.view(n).data; };
-  m.embed = v("model.embed_tokens.weight");
+  m.embed = v(c.text_prefix() + "embed_tokens.weight");
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
-    std::string p = layer_prefix(i);
+    std::string p = layer_prefix(c, i);
     LayerTensors l{};
     l.attn_norm = v(p + "input_layernorm.weight");
     l.wqkv = v(p + "self_attn.q_proj.weight");
@@ -66,8 +108,10 @@ ModelTensors resolve_tensors(const ModelConfig& c, const Arena& a) {
     l.wdown = v(p + "mlp.down_proj.weight");
     m.layers.push_back(l);
   }
-  m.final_norm = v("model.norm.weight");
+  m.final_norm = v(c.text_prefix() + "norm.weight");
   m.lm_head = c.tie_word_embeddings ? m.embed : v("lm_head.weight");
+  m.vision = {};
+  if (c.has_vision() && a.has("model.visual.patch_embed.proj.weight")) m.vision = resolve_vision(c, a);
   return m;
 }
 

@@ -2,6 +2,8 @@
 // fused GEMMs read contiguous matrices: q/k/v projections (and biases) form one [(H+2K)D, C] matrix,
 // gate/up form one [2F, C] matrix. The same layout serves gradients and AdamW moments (one flat
 // buffer each), and a bf16 shadow of the GEMM weights for mixed precision, refreshed in place.
+// Qwen3-VL: the vision tower's tensors follow the text decoder's, so the text part is a prefix of the
+// arena: a frozen tower's gradients and moments are arenas of the text part alone, with the same offsets.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -26,24 +28,48 @@ struct LayerTensors {
   void* wgu;        // [2F, C]        gate_proj rows, then up_proj
   void* wdown;      // [C, F]
 };
+// Vision tower (Dv vision hidden, Fv its ffn, M = 4 Dv merged rows, O = C out_hidden_size, Pd = 1536).
+struct VisionBlockTensors {
+  void *norm1_w, *norm1_b;  // [Dv]
+  void *wqkv, *bqkv;        // [3Dv, Dv], [3Dv]  q rows, then k, then v (each head-major)
+  void *wproj, *bproj;      // [Dv, Dv], [Dv]
+  void *norm2_w, *norm2_b;  // [Dv]
+  void *wfc1, *bfc1;        // [Fv, Dv], [Fv]
+  void *wfc2, *bfc2;        // [Dv, Fv], [Dv]
+};
+struct MergerTensors {
+  void *norm_w, *norm_b;  // [Dv] (the main merger, before the 2x2 concat) or [M] (DeepStack, after it)
+  void *wfc1, *bfc1;      // [M, M], [M]
+  void *wfc2, *bfc2;      // [O, M], [O]
+};
+struct VisionTensors {
+  void *patch_w, *patch_b;  // [Dv, Pd] (the Conv3d kernel [Dv, 3, 2, 16, 16] viewed as a matrix), [Dv]
+  void* pos_embed;          // [grid_side^2, Dv]
+  std::vector<VisionBlockTensors> blocks;
+  MergerTensors merger;
+  std::vector<MergerTensors> deepstack;
+};
 struct ModelTensors {
   void* embed;       // [V, C]
   std::vector<LayerTensors> layers;
   void* final_norm;  // [C]
   void* lm_head;     // [V, C] (== embed when tied)
+  VisionTensors vision;  // all null for a text model, or in an arena declared without the tower
   template <typename T>
   static T* as(void* p) { return static_cast<T*>(p); }
 };
 
-// Declares the parameter tensors of `c` into `arena` (HF names; q/k/v and gate/up packed).
-void declare_parameters(const ModelConfig& c, Arena& arena);
-// Resolves the decoder pointers of an allocated arena declared by declare_parameters.
+// Declares the parameter tensors of `c` into `arena` (HF names; q/k/v and gate/up packed), the vision
+// tower's last unless with_vision is false (a frozen tower has neither gradients nor optimizer moments).
+void declare_parameters(const ModelConfig& c, Arena& arena, bool with_vision = true);
+// Resolves the decoder pointers of an allocated arena declared by declare_parameters (vision pointers
+// null when the arena has no tower).
 ModelTensors resolve_tensors(const ModelConfig& c, const Arena& arena);
 // Whether a parameter is read only as a GEMM weight (so in bf16 mode only through the bf16 shadow): the
 // q/k/v/o, gate/up/down projections and an untied lm_head. Norms, biases and the embedding are read in f32.
 bool is_gemm_weight(const std::string& name);
 // Name of the first tensor of layer `layer` in declare_parameters' order (the layer's tensors follow it).
-std::string first_layer_tensor(int64_t layer);
+std::string first_layer_tensor(const ModelConfig& c, int64_t layer);
 
 class ModelWeights {
  public:

@@ -20,11 +20,16 @@ class DecoderRolloutModel : public RolloutModel {
   int64_t max_positions() const override { return model_.config().max_position_embeddings; }
   void forward(const StepBatch& b, const ops::PagedKvView& kv, float* logits, Workspace& ws) override {
     InferStep st{b.tokens, b.positions, b.seq_index, b.slots, b.T, b.S, b.block_table_indptr, b.block_table,
-                 b.logits_rows, b.R};
+                 b.logits_rows, b.R, b.mrope_positions, b.features};
     model_.forward(st, kv, logits, ws);
   }
   size_t workspace_bytes(int64_t max_tokens, int64_t max_seqs) const override {
     return model_.workspace_bytes(max_tokens, max_seqs, block_size_);
+  }
+  bool has_vision() const override { return model_.config().has_vision(); }
+  PromptVision encode_prompt(const std::vector<int32_t>& prompt, const std::vector<PicturePtr>& pictures,
+                             const std::string& where) override {
+    return model_.encode_prompt(prompt, pictures, where);
   }
 
  private:

@@ -13,6 +13,7 @@
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/profiler.h"
+#include "core/rng.h"
 #include "core/threads.h"
 #include "rollout/scheduler.h"
 #include "rollout/sequence.h"
@@ -89,6 +90,8 @@ struct Engine::Run {
   std::vector<size_t> first;          // [requests] index of the prompt sequence in seqs
   std::vector<int32_t> group_size;    // [requests] n
   std::vector<int32_t> samples_left;  // [requests]
+  std::vector<PromptVision> vision;   // [requests] (vision models; empty positions: a prompt without pictures)
+  std::vector<std::vector<int32_t>> keys;  // [requests] prefix-cache keys of prompts with pictures
   int64_t live_samples = 0;           // samples whose result is not complete yet
   std::vector<SampleJob> jobs;
   std::vector<Sequence*> fork_buf;
@@ -144,11 +147,38 @@ void Engine::ensure_workspaces(int64_t tokens) {
   if (bucket <= ws_bucket_) return;
   const int64_t S = std::min(bucket, config_.max_seqs), V = model_.vocab_size();
   const int64_t max_blocks = (model_.max_positions() + config_.block_size - 1) / config_.block_size;
-  const int64_t ints = 4 * bucket + (S + 1) + S * max_blocks + S;
-  step_ws_.reserve(static_cast<size_t>(ints * 4 + S * V * 4 + 8 * 64),
+  const int64_t ints = 4 * bucket + (S + 1) + S * max_blocks + S + 3 * bucket;  // + M-RoPE positions
+  step_ws_.reserve(static_cast<size_t>(ints * 4 + bucket * sizeof(float*) + S * V * 4 + 10 * 64),
                    cat("the rollout step workspace (", bucket, " tokens, ", S, " sequences, logits)"));
   model_ws_.reserve(model_.workspace_bytes(bucket, S), cat("the rollout model workspace (", bucket, " tokens)"));
   ws_bucket_ = bucket;
+}
+
+void Engine::encode_pictures(Run& run) {
+  const size_t n = run.requests.size();
+  run.vision.assign(n, {});
+  run.keys.assign(n, {});
+  for (size_t i = 0; i < n; ++i) {
+    const Request& r = run.requests[i];
+    if (!model_.has_vision()) {
+      GRPO_CHECK(r.pictures.empty(), "[rollout] request ", i, ": ", r.pictures.size(),
+                 " pictures given but the model takes none");
+      continue;
+    }
+    PromptVision& pv = run.vision[i] = model_.encode_prompt(r.prompt, r.pictures, cat("request ", i));
+    stats_.vision_s += pv.vision_seconds;
+    stats_.vision_patches += pv.patches;
+    if (r.pictures.empty()) continue;
+    // Image pads keyed by their picture's content and their index (negative: never a token id).
+    std::vector<int32_t>& keys = run.keys[i];
+    keys = r.prompt;
+    for (size_t t = 0; t < keys.size(); ++t) {
+      const int32_t k = pv.pad_index[t];
+      if (k < 0) continue;
+      uint64_t x = r.pictures[pv.pad_picture[k]]->hash ^ (static_cast<uint64_t>(k) * 0x9e3779b97f4a7c15ull);
+      keys[t] = static_cast<int32_t>(static_cast<uint32_t>(splitmix64(x)) | 0x80000000u);
+    }
+  }
 }
 
 std::vector<RequestResult> Engine::generate(const std::vector<Request>& requests, const ProgressFn& progress) {
@@ -168,6 +198,7 @@ std::vector<RequestResult> Engine::generate(const std::vector<Request>& requests
   stats_ = {};
   const KvCache::Stats kv_before = kv_->stats();
   Run run(requests, *kv_, config_, total);
+  encode_pictures(run);
   run.seqs.reserve(total);
   const int64_t max_blocks = (max_pos + bs - 1) / bs;
   int32_t max_n = 0;
@@ -178,7 +209,10 @@ std::vector<RequestResult> Engine::generate(const std::vector<Request>& requests
     run.samples_left.push_back(r.n);
     run.live_samples += r.n;
     max_n = std::max(max_n, r.n);
-    for (int32_t k = -1; k < r.n; ++k) run.seqs.emplace_back(static_cast<int32_t>(i), k, r, &decode_, max_blocks);
+    for (int32_t k = -1; k < r.n; ++k) {
+      run.seqs.emplace_back(static_cast<int32_t>(i), k, r, &decode_, max_blocks);
+      if (!run.keys[i].empty()) run.seqs.back().prompt_keys = run.keys[i].data();
+    }
     Sequence& prompt = run.seqs[run.first.back()];
     prompt.tokens.assign(r.prompt.begin(), r.prompt.end());
     run.scheduler.add(&prompt);
@@ -264,6 +298,10 @@ void Engine::step(Run& run) {
   int32_t* table = step_ws_.take<int32_t>(nblocks, "step block_table");       // [sum blocks]
   int32_t* rows = step_ws_.take<int32_t>(R, "step logits_rows");              // [R]
   float* logits = step_ws_.take<float>(R * V, "step logits");                 // [R, V]
+  bool pictures = false;  // any planned sequence from a prompt with pictures: M-RoPE positions and features
+  for (const ScheduledSeq& p : plan) pictures = pictures || !run.requests[p.seq->request].pictures.empty();
+  int32_t* mrope = pictures ? step_ws_.take<int32_t>(3 * T, "step mrope positions") : nullptr;  // [3, T]
+  const float** features = pictures ? step_ws_.take<const float*>(T, "step features") : nullptr;  // [T]
   int64_t t = 0, r = 0;
   indptr[0] = 0;
   for (int64_t s = 0; s < S; ++s) {
@@ -274,6 +312,13 @@ void Engine::step(Run& run) {
       positions[t] = static_cast<int32_t>(pos);
       seq_index[t] = static_cast<int32_t>(s);
       slots[t] = static_cast<int32_t>(seq.blocks[pos / bs] * bs + pos % bs);
+      if (!pictures) continue;
+      const PromptVision& pv = run.vision[seq.request];
+      const bool in_prompt = pos < seq.prompt_len && !pv.positions.empty();
+      for (int64_t a = 0; a < 3; ++a)
+        mrope[a * T + t] = in_prompt ? pv.positions[a * seq.prompt_len + pos] : static_cast<int32_t>(pos + pv.rope_delta);
+      const int32_t pad = in_prompt ? pv.pad_index[pos] : -1;
+      features[t] = pad >= 0 ? pv.features.data() + pad * pv.feature_width : nullptr;
     }
     std::copy(seq.blocks.begin(), seq.blocks.end(), table + indptr[s]);
     indptr[s + 1] = indptr[s] + static_cast<int32_t>(seq.blocks.size());
@@ -281,7 +326,7 @@ void Engine::step(Run& run) {
     const bool decode = plan[s].num_tokens == 1 && !seq.is_prompt() && seq.generated() > 0;
     (decode ? stats_.decode_tokens : stats_.prefill_tokens) += plan[s].num_tokens;
   }
-  const StepBatch batch{tokens, positions, seq_index, slots, T, S, indptr, table, rows, R};
+  const StepBatch batch{tokens, positions, seq_index, slots, T, S, indptr, table, rows, R, mrope, features};
   model_ws_.reset();
   {
     GRPO_PROFILE("rollout_forward");

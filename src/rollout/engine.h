@@ -1,7 +1,9 @@
 // The rollout engine: generates n samples for each request with a RolloutModel over a paged KV cache, with
 // continuous batching, group sharing (a prompt is prefilled once for its n samples), a cross-request prefix
 // cache and preemption by recompute. Results do not depend on batch composition, scheduling or thread count
-// (given a model whose per-token results do not depend on the rest of the batch).
+// (given a model whose per-token results do not depend on the rest of the batch). Prompts with pictures
+// (vision-language models) are encoded once per request; the prefix cache keys their image pads by the
+// pictures' content, so the same picture in the same place hits and another picture does not.
 //
 //   Engine engine(model, EngineConfig{.kv_memory_bytes = 1 << 30}, detokenize);
 //
@@ -75,6 +77,8 @@ struct EngineStats {
   int64_t steps = 0, prefill_tokens = 0, decode_tokens = 0, generated_tokens = 0;
   int64_t padding_tokens = 0;  // decoded after a sample stopped (static batching only)
   int64_t preemptions = 0, prefix_lookups = 0, prefix_hits = 0;
+  double vision_s = 0;         // time in the vision tower (encode_prompt), once per request with pictures
+  int64_t vision_patches = 0;  // patch rows the tower ran on
   // Buffer allocations made inside steps (workspace growth to a new batch-size bucket), and the steps that
   // made any: after warm-up both stay constant (the decode loop allocates nothing).
   int64_t step_allocs = 0, steps_with_allocs = 0;
@@ -101,6 +105,7 @@ class Engine {
  private:
   struct Run;
   void ensure_workspaces(int64_t tokens);
+  void encode_pictures(Run& run);  // vision models: each request's PromptVision and prefix-cache keys
   void loop(Run& run, const ProgressFn& progress);  // steps until every sequence finished or aborted
   void step(Run& run);
 

@@ -1,12 +1,19 @@
 // The interface between the rollout engine and a decoder model. The engine packs each step's tokens
 // (decodes and prefill chunks of many sequences) into a StepBatch; the model runs them over the paged KV
 // cache and returns next-token logits for the requested rows. The real decoder (src/model) implements it.
+// A vision-language model also encodes each prompt with pictures once (encode_prompt: the vision tower,
+// M-RoPE positions); the engine then passes every step's rope positions and image-pad features.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 
+#include <string>
+#include <vector>
+
 #include "core/arena.h"
+#include "core/error.h"
 #include "kernels/paged_ops.h"
+#include "model/infer.h"
 
 namespace grpo::rollout {
 
@@ -21,6 +28,9 @@ struct StepBatch {
   const int32_t* block_table = nullptr;         // block ids of each sequence, in order
   const int32_t* logits_rows = nullptr;         // [R] token rows whose next-token logits are needed
   int64_t R = 0;
+  // Vision-language models (null otherwise, and in steps without pictures):
+  const int32_t* mrope_positions = nullptr;  // [3, T] rope positions (temporal, height, width)
+  const float* const* features = nullptr;    // [T] an image-pad token's PromptVision::features row, else null
 };
 
 class RolloutModel {
@@ -39,6 +49,13 @@ class RolloutModel {
   // Bytes of workspace forward() needs for up to max_tokens tokens of up to max_seqs sequences (paged
   // attention's scratch also depends on the cache's block size, which the model is built with).
   virtual size_t workspace_bytes(int64_t max_tokens, int64_t max_seqs) const = 0;
+  // Vision-language models: whether prompts go through encode_prompt, which runs the vision tower on the
+  // prompt's pictures (once per request, never per sample or step) and gives its positions and pad features.
+  virtual bool has_vision() const { return false; }
+  virtual PromptVision encode_prompt(const std::vector<int32_t>& prompt, const std::vector<PicturePtr>& pictures,
+                                     const std::string& where) {
+    fail("[rollout] ", where, ": this model takes no pictures");
+  }
 };
 
 }  // namespace grpo::rollout

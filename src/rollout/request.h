@@ -1,10 +1,12 @@
-// What the rollout engine is asked for (a Request: prompt, n samples, sampling parameters, stops, limits,
-// seed) and what it returns (per sample: tokens, log-probs, text, finish reason).
+// What the rollout engine is asked for (a Request: prompt, its pictures, n samples, sampling parameters, stops,
+// limits, seed) and what it returns (per sample: tokens, log-probs, text, finish reason).
 #pragma once
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "model/picture.h"
 
 namespace grpo::rollout {
 
@@ -18,6 +20,8 @@ struct SamplingParams {
 
 struct Request {
   std::vector<int32_t> prompt;  // token ids, at least one
+  // Vision-language models: the pictures of the prompt's <|image_pad|> runs, in order (shared, not copied).
+  std::vector<PicturePtr> pictures;
   int32_t n = 1;                // samples (the group size G of GRPO), >= 1
   SamplingParams sampling;
   std::vector<int32_t> stop_token_ids;   // the stop token is kept in tokens, its text is not

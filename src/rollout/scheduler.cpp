@@ -20,6 +20,15 @@ Scheduler::Scheduler(KvCache& kv, int64_t token_budget, int64_t max_seqs, size_t
   running_.reserve(capacity);
   waiting_.reserve(capacity);
   plan_.reserve(max_seqs);
+  key_buf_.resize(kv.block_size());
+}
+
+std::span<const int32_t> Scheduler::block_keys(const Sequence* seq, int64_t i) {
+  const int64_t bs = kv_.block_size(), first = i * bs;
+  const int32_t* tokens = seq->tokens.data() + first;
+  if (!seq->prompt_keys || first >= seq->prompt_len) return {tokens, static_cast<size_t>(bs)};
+  for (int64_t j = 0; j < bs; ++j) key_buf_[j] = first + j < seq->prompt_len ? seq->prompt_keys[first + j] : tokens[j];
+  return key_buf_;
 }
 
 void Scheduler::add(Sequence* seq) { waiting_.insert(std::upper_bound(waiting_.begin(), waiting_.end(), seq, older), seq); }
@@ -61,7 +70,7 @@ void Scheduler::match_prefix(Sequence* seq) {
   const int64_t max_blocks = (static_cast<int64_t>(seq->tokens.size()) - 1) / bs;  // keep one token to compute
   uint64_t parent = 0;
   for (int64_t i = 0; i < max_blocks; ++i) {
-    const std::span<const int32_t> toks(seq->tokens.data() + i * bs, bs);
+    const std::span<const int32_t> toks = block_keys(seq, i);
     const uint64_t h = KvCache::hash_block(parent, toks);
     const int32_t b = kv_.lookup(h, parent, toks);
     if (b < 0) break;
@@ -76,7 +85,7 @@ void Scheduler::register_full_blocks(Sequence* seq) {
   if (!kv_.prefix_cache_enabled()) return;
   const int64_t bs = kv_.block_size();
   for (int64_t i = static_cast<int64_t>(seq->block_hashes.size()); (i + 1) * bs <= seq->num_computed; ++i) {
-    const std::span<const int32_t> toks(seq->tokens.data() + i * bs, bs);
+    const std::span<const int32_t> toks = block_keys(seq, i);
     const uint64_t parent = i > 0 ? seq->block_hashes[i - 1] : 0;
     const uint64_t h = KvCache::hash_block(parent, toks);
     kv_.insert(seq->blocks[i], h, parent, toks);

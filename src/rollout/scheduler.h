@@ -46,6 +46,8 @@ class Scheduler {
   void register_full_blocks(Sequence* seq);
   void preempt(Sequence* seq);
   void release_blocks(Sequence* seq);
+  // The prefix-cache key tokens of block i of seq (its tokens, or its prompt's picture keys).
+  std::span<const int32_t> block_keys(const Sequence* seq, int64_t i);
   int64_t weight(const Sequence* seq) const;
   int64_t running_weight() const;
 
@@ -55,6 +57,7 @@ class Scheduler {
   std::vector<Sequence*> running_;  // sorted by (start_order, sample)
   std::vector<Sequence*> waiting_;  // next to admit first
   std::vector<ScheduledSeq> plan_;
+  std::vector<int32_t> key_buf_;  // [block_size] block_keys of a block mixing picture keys and tokens
   int64_t next_start_ = 0, preemptions_ = 0;
 };
 

@@ -35,6 +35,9 @@ struct Sequence {
   int64_t num_computed = 0;             // tokens whose k/v are in the cache
   std::vector<int32_t> blocks;          // block table
   std::vector<uint64_t> block_hashes;   // prefix-cache hashes of the first full, computed blocks
+  // Prefix-cache keys of the prompt [prompt_len] when it has pictures (its tokens, with image pads replaced by
+  // keys of the picture's content), else null: the tokens are the keys.
+  const int32_t* prompt_keys = nullptr;
   int64_t start_order = -1;             // admission order (-1: never admitted); shared by a group's samples
   bool running = false, finished = false;
   int64_t result_len = -1;  // static batching: generated tokens in the result once it stopped (-1: still live)

@@ -7,6 +7,7 @@
 
 #include "core/files.h"
 #include "tokenizer/byte_level.h"
+#include "tokenizer/vl_chat_template.h"
 
 namespace grpo {
 
@@ -41,17 +42,22 @@ ordered_json added_token_entry(int64_t id, const std::string& content) {
 
 }  // namespace
 
-const std::vector<std::string>& byte_tokenizer_added_tokens() {
-  static const std::vector<std::string> tokens{"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"};
-  return tokens;
+const std::vector<std::string>& byte_tokenizer_added_tokens(bool vision) {
+  static const std::vector<std::string> text{"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"};
+  static const std::vector<std::string> with_vision = [] {
+    std::vector<std::string> t = text;
+    for (const char* v : {"<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"}) t.push_back(v);
+    return t;
+  }();
+  return vision ? with_vision : text;
 }
 
-void write_byte_tokenizer(const std::string& dir) {
+void write_byte_tokenizer(const std::string& dir, bool vision) {
   ordered_json vocab = ordered_json::object();
   for (int b = 0; b < 256; ++b) vocab[byte_level::encode(std::string(1, static_cast<char>(b)))] = b;
   ordered_json added = ordered_json::array();
   ordered_json added_decoder = ordered_json::object();
-  const auto& tokens = byte_tokenizer_added_tokens();
+  const auto& tokens = byte_tokenizer_added_tokens(vision);
   for (size_t i = 0; i < tokens.size(); ++i) {
     const int64_t id = 256 + static_cast<int64_t>(i);
     ordered_json e = added_token_entry(id, tokens[i]);
@@ -86,7 +92,7 @@ void write_byte_tokenizer(const std::string& dir) {
       {"added_tokens_decoder", added_decoder},
       {"additional_special_tokens", {"<|im_start|>", "<|im_end|>"}},
       {"bos_token", nullptr},
-      {"chat_template", kChatTemplate},
+      {"chat_template", vision ? vl_chat_template() : kChatTemplate},
       {"clean_up_tokenization_spaces", false},
       {"eos_token", "<|im_end|>"},
       {"errors", "replace"},

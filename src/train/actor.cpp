@@ -16,8 +16,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Packs the micro-batch's sequences (each padded to the longest when `padded`); row_of[j] is the
-// first row of sequence j in the batch.
+// Packs the micro-batch's sequences (each padded to the longest when `padded`) with their pictures;
+// row_of[j] is the first row of sequence j in the batch.
 PackedBatch build_batch(const std::vector<TrainSample>& samples, const MicroBatch& m, bool padded,
                         std::vector<int64_t>* row_of) {
   PackedBatch b;
@@ -32,6 +32,7 @@ PackedBatch build_batch(const std::vector<TrainSample>& samples, const MicroBatc
       b.add_padded_sequence(tok.data(), tok.size(), longest, tok.back());
     else
       b.add_sequence(tok);
+    add_pictures(b, samples[i].pictures);
   }
   return b;
 }
@@ -54,6 +55,14 @@ MicroBatchPlan plan_subset(const std::vector<int64_t>& lengths, const std::vecto
   for (MicroBatch& m : p.micro_batches)
     for (int64_t& s : m.sequences) s = subset[s];
   return p;
+}
+
+// The gradient reducer cuts buckets as the text decoder's backward completes the layout (head first), and
+// the vision tower's tensors lie after the head: a model with a tower trains in one process only.
+comm::Communicator* single_rank_if_vision(comm::Communicator* comm, const ModelConfig& c) {
+  GRPO_CHECK(!c.has_vision() || comm->size() == 1, "[actor] a model with a vision tower (Qwen3-VL) trains in one "
+             "process only; distributed training (", comm->size(), " ranks) is not supported for it");
+  return comm;
 }
 
 }  // namespace
@@ -84,18 +93,20 @@ RankPlan plan_rank(const std::vector<int64_t>& lengths, const MicroBatching& mb,
 }
 
 Actor::Actor(ModelWeights& weights, const DecoderOptions& dopt, const MicroBatching& mb, const AdamWConfig& adam,
-             comm::Communicator* comm, const DataParallel& dp)
+             comm::Communicator* comm, const DataParallel& dp, bool freeze_vision_tower)
     : w_(weights),
       dec_(weights, dopt),
       mb_(mb),
       adam_cfg_(adam),
       own_comm_(comm ? nullptr : std::make_unique<comm::LocalCommunicator>()),
-      comm_(comm ? comm : own_comm_.get()),
+      comm_(single_rank_if_vision(comm ? comm : own_comm_.get(), weights.config())),
       dp_(dp),
       part_(comm::Partition::even(weights.params().numel(), comm_->size(), /*align=*/16)),
-      adam_(weights.config(), part_.begin(comm_->rank()), part_.end(comm_->rank())),
+      // A frozen tower (one process): the moments cover the text part, a prefix of the layout.
+      adam_(weights.config(), part_.begin(comm_->rank()), freeze_vision_tower ? -1 : part_.end(comm_->rank()),
+            /*with_vision=*/!freeze_vision_tower),
       grads_(DType::F32) {
-  declare_parameters(weights.config(), grads_);
+  declare_parameters(weights.config(), grads_, /*with_vision=*/!freeze_vision_tower);
   grads_.allocate();
   grad_tensors_ = resolve_tensors(weights.config(), grads_);
   sync_ = std::make_unique<ParamSync>(w_, *comm_, part_);
@@ -322,7 +333,7 @@ void Actor::gather_weights() {
 }
 
 Actor::FullMoments Actor::gather_for_checkpoint() {
-  if (comm_->size() == 1) return {adam_.m(), adam_.v()};
+  if (comm_->size() == 1) return {adam_.m(), adam_.v(), adam_.end()};
   gather_weights();
   const bool root = comm_->rank() == 0;
   if (root && full_m_.size() == 0) {
@@ -336,11 +347,11 @@ Actor::FullMoments Actor::gather_for_checkpoint() {
   comm_->wait(a);
   comm_->wait(b);
   if (!root) return {};
-  return {static_cast<const float*>(full_m_.data()), static_cast<const float*>(full_v_.data())};
+  return {static_cast<const float*>(full_m_.data()), static_cast<const float*>(full_v_.data()), part_.total()};
 }
 
 void Actor::load_moments(const float* m_full, const float* v_full, int64_t optimizer_steps) {
-  const int64_t lo = part_.begin(comm_->rank()), n = part_.size(comm_->rank());
+  const int64_t lo = adam_.begin(), n = adam_.end() - adam_.begin();
   if (n > 0) {
     std::memcpy(adam_.m(), m_full + lo, static_cast<size_t>(n) * sizeof(float));
     std::memcpy(adam_.v(), v_full + lo, static_cast<size_t>(n) * sizeof(float));

@@ -21,6 +21,7 @@
 #include "comm/communicator.h"
 #include "kernels/ops.h"
 #include "model/decoder.h"
+#include "model/picture.h"
 #include "train/aggregation.h"
 #include "train/grad_reducer.h"
 #include "train/optimizer.h"
@@ -34,6 +35,7 @@ namespace grpo::train {
 // entries: entry i belongs to token tokens[prompt_len + i], predicted from position prompt_len + i - 1.
 struct TrainSample {
   std::vector<int32_t> tokens;  // prompt + response
+  std::vector<PicturePtr> pictures;  // Qwen3-VL: the pictures of the prompt's <|image_pad|> runs, in order
   int64_t prompt_len = 0;       // >= 1
   float advantage = 0;
   bool loss_masked = false;            // excluded from the loss (e.g. truncated responses when masked)
@@ -84,9 +86,11 @@ RankPlan plan_rank(const std::vector<int64_t>& lengths, const MicroBatching& mb,
 
 class Actor {
  public:
-  // `comm`: the ranks sharing the work (null: this process alone).
+  // `comm`: the ranks sharing the work (null: this process alone). freeze_vision_tower (Qwen3-VL): the
+  // tower gets no gradient and no optimizer state (its weights stay). A model with a vision tower trains
+  // in one process only (refused otherwise).
   Actor(ModelWeights& weights, const DecoderOptions& dopt, const MicroBatching& mb, const AdamWConfig& adam,
-        comm::Communicator* comm = nullptr, const DataParallel& dp = {});
+        comm::Communicator* comm = nullptr, const DataParallel& dp = {}, bool freeze_vision_tower = false);
 
   // One optimizer step of the GRPO/PPO objective over `samples` (a mini-batch, the same on every rank),
   // loss aggregated over the whole mini-batch by `agg`. tis_cap > 0 enables truncated importance sampling.
@@ -108,6 +112,7 @@ class Actor {
   struct FullMoments {
     const float* m = nullptr;
     const float* v = nullptr;
+    int64_t numel = 0;  // the layout's, or its text prefix's with a frozen vision tower
   };
   FullMoments gather_for_checkpoint();
   // ZeRO-3: gathers every rank's parameters, as the rollout engine reads the whole model (no-op otherwise;
@@ -115,6 +120,8 @@ class Actor {
   void gather_for_rollout();
   // Every rank takes its shard of moments given in the whole flat layout.
   void load_moments(const float* m_full, const float* v_full, int64_t optimizer_steps);
+  // Elements of the flat layout the optimizer trains: all, or the text prefix with a frozen vision tower.
+  int64_t trained_numel() const { return grads_.numel(); }
 
   Decoder& decoder() { return dec_; }
   ModelWeights& weights() { return w_; }

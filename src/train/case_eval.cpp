@@ -58,6 +58,35 @@ ops::KlType kl_type_of(const nlohmann::json& j) {
   fail("[case] grpo json: kl_loss_type \"", s, "\" is not one of kl|k1, mse|k2, low_var_kl|k3");
 }
 
+CaseTensor matrix(const float* data, int64_t rows, int64_t cols) {
+  CaseTensor t;
+  t.shape = {rows, cols};
+  t.data.assign(data, data + rows * cols);
+  return t;
+}
+
+// Qwen3-VL: M-RoPE positions [3, T], rope_deltas [S], and with pictures the tower's intermediates under the
+// reference's names (vision_pos_embeds, vision_block_input, image_embeds, deepstack_embeds.k).
+void add_vision_outputs(const Decoder& dec, int64_t T, CaseOutputs* out) {
+  const std::vector<int32_t>& pos3 = dec.mrope_positions();
+  CaseTensor p;
+  p.shape = {3, T};
+  p.data.assign(pos3.begin(), pos3.end());
+  (*out)["position_ids"] = std::move(p);
+  CaseTensor d;
+  d.shape = {static_cast<int64_t>(dec.rope_deltas().size())};
+  d.data.assign(dec.rope_deltas().begin(), dec.rope_deltas().end());
+  (*out)["rope_deltas"] = std::move(d);
+  if (!dec.had_pictures()) return;
+  const VisionTower& v = *dec.vision();
+  const int64_t N = v.patch_rows(), Ng = v.merged_rows(), Dv = v.hidden_size(), O = v.out_size();
+  (*out)["vision_pos_embeds"] = matrix(v.position_embeds(), N, Dv);
+  (*out)["vision_block_input"] = matrix(v.block_input(), N, Dv);
+  (*out)["image_embeds"] = matrix(v.image_embeds(), Ng, O);
+  for (size_t k = 0; k < v.num_deepstack(); ++k)
+    (*out)["deepstack_embeds." + std::to_string(k)] = matrix(v.deepstack(k), Ng, O);
+}
+
 }  // namespace
 
 CaseOutputs evaluate_case(ModelWeights& weights, const SafetensorsFile& cf, const nlohmann::json* grpo,
@@ -68,6 +97,28 @@ CaseOutputs evaluate_case(ModelWeights& weights, const SafetensorsFile& cf, cons
   std::vector<int32_t> ids(ids64.begin(), ids64.end());
   PackedBatch batch = PackedBatch::from_packed(ids, seq_lens, c.vocab_size);
   const int64_t T = batch.T(), V = c.vocab_size;
+  if (cf.find("pixel_values")) {  // Qwen3-VL: the pictures of the case's <|image_pad|> runs
+    GRPO_CHECK(c.has_vision(), "[case] ", cf.path(), ": the case has pixel_values but the model (", c.architecture,
+               ") has no vision tower");
+    const std::vector<int64_t> thw = case_ints(cf, "image_grid_thw");
+    GRPO_CHECK(thw.size() % 3 == 0, "[case] ", cf.path(), ": image_grid_thw must be [pictures, 3]");
+    std::vector<ImageGrid> grids;
+    for (size_t i = 0; i < thw.size(); i += 3) grids.push_back({thw[i], thw[i + 1], thw[i + 2]});
+    const std::vector<float> pixels = case_floats(cf, "pixel_values");
+    batch.add_pictures(pixels.data(), static_cast<int64_t>(pixels.size()), grids);
+    // The case lists the pictures in order of appearance: each sequence takes those its pads cover.
+    size_t next = 0;
+    for (int64_t s = 0; s < batch.S(); ++s) {
+      int64_t pads = 0, count = 0;
+      for (int64_t t = batch.cu_seqlens[s]; t < batch.cu_seqlens[s + 1]; ++t) pads += batch.ids[t] == c.image_token_id;
+      for (; pads > 0 && next < grids.size(); ++next, ++count) pads -= grids[next].patches() / c.vision.merge_factor();
+      GRPO_CHECK(pads == 0, "[case] ", cf.path(), ": the <|image_pad|> tokens of sequence ", s,
+                 " do not match the pictures of image_grid_thw");
+      batch.sequence_pictures[s] = static_cast<int32_t>(count);
+    }
+    GRPO_CHECK(next == grids.size(), "[case] ", cf.path(), ": image_grid_thw has ", grids.size(),
+               " pictures, the sequences' pads cover ", next);
+  }
 
   DecoderOptions dopt;
   dopt.mode = opt.mode;
@@ -84,6 +135,7 @@ CaseOutputs evaluate_case(ModelWeights& weights, const SafetensorsFile& cf, cons
   logits.data.resize(T * V);
   dec.full_logits(logits.data.data());
   out["logits"] = std::move(logits);
+  if (c.has_vision()) add_vision_outputs(dec, T, &out);
 
   // Positions with a next token inside their sequence, in order: the indexing of token_logprobs.
   std::vector<int64_t> tgt;

@@ -13,8 +13,8 @@ GradReducer::GradReducer(comm::Communicator& comm, const comm::Partition& part, 
   GRPO_CHECK(part.total() == layout.numel(), "[zero] partition of ", part.total(), " elements for a layout of ",
              layout.numel());
   for (int64_t hi = layout.numel(); hi > 0; hi -= bucket_elems) buckets_.emplace_back(std::max<int64_t>(0, hi - bucket_elems), hi);
-  for (int64_t l = 0; l < config.num_hidden_layers; ++l) layer_begin_.push_back(layout.offset(first_layer_tensor(l)));
-  head_begin_ = layout.offset("model.norm.weight");
+  for (int64_t l = 0; l < config.num_hidden_layers; ++l) layer_begin_.push_back(layout.offset(first_layer_tensor(config, l)));
+  head_begin_ = layout.offset(config.text_prefix() + "norm.weight");
 }
 
 void GradReducer::arm(const float* grads, float* shard, bool accumulate) {

@@ -9,15 +9,15 @@
 namespace grpo::train {
 
 namespace {
-int64_t layout_numel(const ModelConfig& c) {
+int64_t layout_numel(const ModelConfig& c, bool with_vision) {
   Arena a(DType::F32);
-  declare_parameters(c, a);
+  declare_parameters(c, a, with_vision);
   return a.numel();
 }
 }  // namespace
 
-AdamW::AdamW(const ModelConfig& c, int64_t begin, int64_t end) : begin_(begin), end_(end) {
-  const int64_t n = layout_numel(c);
+AdamW::AdamW(const ModelConfig& c, int64_t begin, int64_t end, bool with_vision) : begin_(begin), end_(end) {
+  const int64_t n = layout_numel(c, with_vision);
   if (end_ < 0) end_ = n;
   GRPO_CHECK(0 <= begin_ && begin_ <= end_ && end_ <= n, "[adamw] shard [", begin_, ", ", end_,
              ") outside the parameter layout [0, ", n, ")");
@@ -27,8 +27,8 @@ AdamW::AdamW(const ModelConfig& c, int64_t begin, int64_t end) : begin_(begin), 
 
 StepReport AdamW::step(Arena& params, const Arena& grads, const AdamWConfig& cfg, float lr) {
   GRPO_PROFILE("adamw_step");
-  GRPO_CHECK(params.numel() == grads.numel() && begin_ == 0 && end_ == params.numel(),
-             "[adamw] parameter, gradient and moment layouts differ in size");
+  GRPO_CHECK(begin_ == 0 && end_ == grads.numel() && params.numel() >= grads.numel(),
+             "[adamw] gradient and moment layouts differ in size, or exceed the parameters");
   // Padding between tensors is zero in every buffer, so whole-buffer loops are exact.
   const double norm = std::sqrt(ops::sum_squares(grads.flat().f32(), grads.numel()));
   return step_shard(params.flat().f32(), grads.flat().f32(), norm, cfg, lr);

@@ -4,7 +4,8 @@
 //
 // The optimizer may own a shard [begin, end) of the layout only (ZeRO: each rank updates its 1/N of the
 // parameters); its moments then cover that shard, and the global gradient norm comes from the caller.
-// One process owns the whole layout.
+// One process owns the whole layout. With a frozen vision tower the layout is the text part, a prefix of
+// the parameters' (weights.h): the tower gets no moments and is never touched.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -29,11 +30,12 @@ struct StepReport {
 
 class AdamW {
  public:
-  // Moments for elements [begin, end) of the flat layout of `c` (end < 0: the whole layout), zeroed.
-  explicit AdamW(const ModelConfig& c, int64_t begin = 0, int64_t end = -1);
+  // Moments for elements [begin, end) of the flat layout of `c` (end < 0: the whole layout), zeroed; the
+  // layout without the vision tower when with_vision is false.
+  explicit AdamW(const ModelConfig& c, int64_t begin = 0, int64_t end = -1, bool with_vision = true);
 
-  // The whole layout: computes the gradient norm from grads (same layout as params) and updates.
-  // Does not zero grads.
+  // The whole layout: computes the gradient norm from grads (the layout of params, or its text prefix) and
+  // updates the parameters grads covers. Does not zero grads.
   StepReport step(Arena& params, const Arena& grads, const AdamWConfig& cfg, float lr);
   // The shard: params points at the whole flat layout (elements [begin, end) are updated), shard_grads at
   // the shard's gradients (shard_grads[0] is element begin); grad_norm is the global norm of all shards.

@@ -6,9 +6,10 @@
 namespace grpo::train {
 
 ParamWindows::ParamWindows(ParamSync& sync, const ModelConfig& config, const Arena& layout) : sync_(sync) {
-  const int64_t L = config.num_hidden_layers, head = layout.offset("model.norm.weight");
+  const int64_t L = config.num_hidden_layers, head = layout.offset(config.text_prefix() + "norm.weight");
   for (int64_t l = 0; l < L; ++l)
-    layer_.emplace_back(layout.offset(first_layer_tensor(l)), l + 1 < L ? layout.offset(first_layer_tensor(l + 1)) : head);
+    layer_.emplace_back(layout.offset(first_layer_tensor(config, l)),
+                        l + 1 < L ? layout.offset(first_layer_tensor(config, l + 1)) : head);
   root_ = {{0, layer_.empty() ? head : layer_[0].first}, {head, layout.numel()}};
   state_.assign(L, State::Whole);
   req_.resize(L);

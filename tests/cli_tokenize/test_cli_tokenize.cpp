@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -131,6 +132,53 @@ TEST_F(CliTokenize, ErrorsNameTheLine) {
   r = run("tokenize --chat --tokenizer " + bytes + " --input INPUT", "{\"text\": \"no messages\"}\n");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("input.jsonl:1"), std::string::npos) << r.err;
+}
+
+// A vision-language model folder: the vision byte tokenizer and the reference model's preprocessor
+// (min 1024, max 16384 pixels), with the reference pictures next to the input file.
+TEST_F(CliTokenize, ChatLinesWithPicturesExpandTheirPads) {
+  const std::string model = (dir_ / "vl").string();
+  write_byte_tokenizer(model, /*vision=*/true);
+  const std::string ref = std::string(GRPO_SHARED_DIR) + "/reference/models/qwen3-vl/";
+  std::filesystem::copy_file(ref + "preprocessor_config.json", model + "/preprocessor_config.json");
+  std::filesystem::copy_file(ref + "image_a.png", dir_ / "a.png");
+  std::filesystem::copy_file(ref + "image_c.png", dir_ / "c.png");
+  const std::string line =
+      R"({"messages": [{"role": "user", "content": "<image>x<image>"}], "images": ["a.png", "c.png"]})"
+      "\n"
+      R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "y"}, {"type": "image"}]}], "images": ["a.png"]})"
+      "\n"
+      R"({"messages": [{"role": "user", "content": "no pictures <image>"}]})"
+      "\n";
+  const CommandResult r = run("tokenize --chat --tokenizer " + model + " --input INPUT", line);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto out = lines_of(r.out);
+  ASSERT_EQ(out.size(), 3u);
+  std::vector<int32_t> ids = out[0]["ids"];
+  // <|im_start|>user\n <vs> pad x6 <ve> x <vs> pad x2 <ve> <|im_end|>\n
+  std::vector<int32_t> want = {257, 'u', 's', 'e', 'r', '\n', kByteVisionStartId};
+  want.insert(want.end(), 6, kByteImagePadId);
+  want.insert(want.end(), {kByteVisionEndId, 'x', kByteVisionStartId, kByteImagePadId, kByteImagePadId, kByteVisionEndId,
+                           258, '\n'});
+  EXPECT_EQ(ids, want);
+  EXPECT_EQ(out[0]["image_grid_thw"], nlohmann::json::parse("[[1, 4, 6], [1, 2, 4]]"));
+  EXPECT_EQ(out[1]["image_grid_thw"], nlohmann::json::parse("[[1, 4, 6]]"));
+  EXPECT_FALSE(out[2].contains("image_grid_thw"));
+  std::vector<int32_t> literal = out[2]["ids"];
+  EXPECT_EQ(std::count(literal.begin(), literal.end(), kByteImagePadId), 0);
+
+  CommandResult bad = run("tokenize --chat --tokenizer " + model + " --input INPUT",
+                          line + R"({"messages": [{"role": "user", "content": "<image>"}], "images": []})" "\n");
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.err.find("input.jsonl:4: 1 image placeholders"), std::string::npos) << bad.err;
+  bad = run("tokenize --chat --tokenizer " + model + " --input INPUT",
+            R"({"messages": [{"role": "user", "content": "<image>"}], "images": ["nothere.png"]})" "\n");
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.err.find("input.jsonl:1: images[0]: [image] "), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("nothere.png: cannot open"), std::string::npos) << bad.err;
+  bad = run("tokenize --chat --tokenizer " + byte_tokenizer() + " --input INPUT", line);
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.err.find("has no preprocessor_config.json"), std::string::npos) << bad.err;
 }
 
 TEST_F(CliTokenize, BenchReportsThroughput) {

@@ -16,14 +16,15 @@ using namespace grpo;
 namespace {
 
 Config bench_config(const GrpoBenchOptions& o, const std::vector<std::string>& off) {
-  const std::string yaml = std::string(GRPO_SOURCE_DIR) + "/examples/arith-grpo.yaml";
+  const std::string yaml = std::string(GRPO_SOURCE_DIR) + (o.vl ? "/examples/shapes-grpo.yaml" : "/examples/arith-grpo.yaml");
   return load_config(yaml, grpo_bench_overrides(o, "m", "t.jsonl", "runs/x", off));
 }
 
 }  // namespace
 
 TEST(GrpoBench, OverridesSwitchEveryOptimisation) {
-  GrpoBenchOptions o;
+  GrpoBenchOptions o = grpo_bench_defaults({});
+  EXPECT_EQ(o.max_prompt_length, 48);
   std::vector<std::string> all;
   for (const GrpoBenchSwitch& sw : grpo_bench_switches()) all.push_back(sw.name);
   const Config on = bench_config(o, {}), off = bench_config(o, all);
@@ -120,4 +121,41 @@ TEST(GrpoBench, SummaryLeavesOutTheWarmUpStep) {
   EXPECT_THROW(grpo_bench_ablation_table({}), Error);
 
   EXPECT_THROW(summarise_grpo_bench_run(dir.path() + "/missing.jsonl"), Error);
+}
+
+// --vl: the shapes config with the same switches, prompts long enough for a chat turn with a picture; the
+// vision tower's metrics summarised per step and reported against the GEMM peak.
+TEST(GrpoBench, VisionRunsAndTheirTowerRows) {
+  GrpoBenchOptions o;
+  o.vl = true;
+  EXPECT_EQ(grpo_bench_defaults(o).arch, "qwen3-vl");
+  EXPECT_EQ(grpo_bench_defaults(o).max_prompt_length, 128);
+  const Config c = bench_config(o, {});
+  EXPECT_EQ(c.data.max_prompt_length, 128);
+  EXPECT_TRUE(c.data.apply_chat_template);
+  EXPECT_EQ(c.actor_rollout_ref.rollout.decode_matmul, "batch_invariant");  // the switch, not the yaml's value
+  EXPECT_EQ(bench_config(o, {"batch-invariant GEMV"}).actor_rollout_ref.rollout.decode_matmul, "onednn");
+
+  test::TempDir dir;
+  const std::string path = dir.path() + "/metrics.jsonl";
+  {
+    MetricsWriter w(path, true);
+    for (int step = 1; step <= 3; ++step)
+      w.write(step, {{"timing_s/step", 4.0}, {"timing_s/gen", 2.0}, {"timing_s/vision_gen", 0.2 * step},
+                     {"timing_s/vision_train", 0.5}, {"perf/vision_gen_patches", 64},
+                     {"perf/vision_train_patches", 512}, {"perf/vision_train_flops", 2e9}});
+  }
+  const GrpoBenchRun r = summarise_grpo_bench_run(path);
+  EXPECT_TRUE(r.vision);
+  EXPECT_DOUBLE_EQ(r.vision_gen_s, 0.5);  // steps 2 and 3
+  EXPECT_DOUBLE_EQ(r.vision_train_patches, 512);
+  const nlohmann::json j = grpo_bench_json(o, r, r, {}, /*gemm_peak_gflops=*/8.0);
+  EXPECT_DOUBLE_EQ(j["vision"]["train_patches_per_s"].get<double>(), 1024.0);
+  EXPECT_DOUBLE_EQ(j["vision"]["train_gflops"].get<double>(), 4.0);
+  EXPECT_DOUBLE_EQ(j["vision"]["gemm_peak_fraction"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(j["vision"]["vision_train_share"].get<double>(), 0.125);
+  const std::string table = grpo_bench_vision_table(r, 8.0);
+  EXPECT_NE(table.find("1024"), std::string::npos) << table;
+  EXPECT_NE(table.find("50%"), std::string::npos) << table;
+  EXPECT_TRUE(grpo_bench_json(GrpoBenchOptions{}, GrpoBenchRun{}, GrpoBenchRun{})["vision"].is_null());
 }

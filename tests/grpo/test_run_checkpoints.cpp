@@ -1,6 +1,7 @@
 // Run checkpoints (grpo/trainer_state.h): optimizer and trainer state land inside the checkpoint folder and
 // load back; trainer.max_actor_ckpt_to_keep keeps the newest N (latest always valid); a failed save leaves
-// no partial or scratch folder behind and the previous checkpoints intact.
+// no partial or scratch folder behind and the previous checkpoints intact. A frozen vision tower has no
+// moments in the file, and they load back into the text prefix.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include "grpo/temp_dir.h"
 #include "grpo/trainer_state.h"
 #include "model/presets.h"
+#include "model/safetensors.h"
 #include "model/weights.h"
 #include "train/optimizer.h"
 
@@ -90,4 +92,33 @@ TEST(RunCheckpoints, AFailedSaveLeavesNothingBehind) {
   EXPECT_EQ(latest_run_checkpoint(run), first);
   EXPECT_TRUE(file_exists(first + "/optimizer.safetensors"));
   EXPECT_THROW(save_run_checkpoint(run, w, adam, st, DType::F32, tmp.path(), -1), Error);
+}
+
+TEST(RunCheckpoints, FrozenVisionTowerSavesAndLoadsTheTextMomentsOnly) {
+  test::TempDir tmp;
+  const std::string run = tmp.path() + "/run";
+  ModelWeights w(preset_config("qwen3-vl", "tiny"));
+  train::AdamW adam(w.config(), 0, -1, /*with_vision=*/false);  // the text prefix of the layout
+  ASSERT_LT(adam.end(), w.params().numel());
+  adam.m()[3] = 0.25f;
+  adam.v()[adam.end() - 1] = 0.5f;
+  TrainerState st;
+  st.global_step = 1;
+  const std::string dir = save_run_checkpoint(
+      run, w, OptimizerMoments{adam.m(), adam.v(), adam.end(), 7}, st, DType::F32, tmp.path());
+  SafetensorsFile f = SafetensorsFile::open(dir + "/optimizer.safetensors");
+  EXPECT_TRUE(f.find("m.model.language_model.norm.weight"));
+  EXPECT_FALSE(f.find("m.model.visual.patch_embed.proj.weight"));
+  EXPECT_FALSE(f.find("v.model.visual.merger.linear_fc2.bias"));
+
+  ModelWeights w2(w.config());
+  std::vector<float> m(adam.end()), v(adam.end());
+  int64_t steps = 0;
+  load_run_checkpoint(dir, w2, m.data(), v.data(), adam.end(), &steps);
+  EXPECT_EQ(steps, 7);
+  EXPECT_EQ(m[3], 0.25f);
+  EXPECT_EQ(v[adam.end() - 1], 0.5f);
+  // Loading them as if the tower had moments is an error naming the missing tensor.
+  std::vector<float> mw(w.params().numel()), vw(mw.size());
+  EXPECT_THROW(load_run_checkpoint(dir, w2, mw.data(), vw.data(), w.params().numel(), &steps), Error);
 }

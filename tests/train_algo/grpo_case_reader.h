@@ -13,7 +13,7 @@
 
 namespace grpo::test {
 
-// name -> values converted to double (F32 and I64 tensors only).
+// name -> values converted to double (F32, I64 and U8 tensors only).
 inline std::map<std::string, std::vector<double>> read_reference_tensors(const std::string& path) {
   const std::string bytes = read_file(path);
   GRPO_CHECK(bytes.size() >= 8, path, ": too short for a safetensors header");
@@ -40,6 +40,8 @@ inline std::map<std::string, std::vector<double>> read_reference_tensors(const s
         std::memcpy(&v, data + o, 8);
         values.push_back(static_cast<double>(v));
       }
+    } else if (dtype == "U8") {
+      for (size_t o = begin; o < end; ++o) values.push_back(static_cast<uint8_t>(data[o]));
     }
   }
   return out;

@@ -115,7 +115,7 @@ struct Case {
 // The fraction of zeros among the parameters of layers 1 .. L-1 outside this rank's shard: ZeRO-3 drops them
 // between uses (whole pages only; layer 0, used last by the backward, stays).
 double dropped_fraction(ModelWeights& w, const comm::Partition& part, int rank) {
-  const int64_t lo = w.params().offset(first_layer_tensor(1)), hi = w.params().offset("model.norm.weight");
+  const int64_t lo = w.params().offset(first_layer_tensor(w.config(), 1)), hi = w.params().offset("model.norm.weight");
   int64_t zeros = 0, count = 0;
   for_each_read_value(w, [&](int64_t i, float v) {
     if (i < lo || i >= hi || (i >= part.begin(rank) && i < part.end(rank))) return;
@@ -267,6 +267,21 @@ namespace {
 // shard of the f32 masters; after run() every rank's bf16 shadow holds all of them rounded, its f32 copy
 // holds all values of the tensors read in f32 and its own shard of the GEMM weights, and gather_masters
 // brings every f32 master to rank 0.
+// A Qwen3-VL model (vision tower) trains in one process only: several ranks are refused when the actor is
+// made (before any collective), with a message saying so.
+TEST(ActorDistVision, SeveralRanksAreRefused) {
+  comm::Communicator& c = comm::world();
+  if (c.size() == 1) GTEST_SKIP() << "needs several ranks (mpirun)";
+  ModelWeights w(preset_config("qwen3-vl", "tiny"));
+  try {
+    Actor actor(w, DecoderOptions{}, MicroBatching{}, AdamWConfig{}, &c);
+    ADD_FAILURE() << "a vision model was accepted on " << c.size() << " ranks";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("vision tower"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("one process"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ParamSyncBf16, GathersGemmWeightsAsBf16AndTheRestAsF32) {
   comm::Communicator& c = comm::world();
   auto w = tiny_model();
@@ -305,8 +320,8 @@ TEST(ParamSyncBf16, GathersGemmWeightsAsBf16AndTheRestAsF32) {
 
   // ZeRO-3's layer windows: a released range (here all layers) reads zero outside this rank's shard (whole
   // pages), and a gather in two steps brings the same bits back.
-  const int64_t lo = p32.offset(first_layer_tensor(0)), hi = p32.offset("model.norm.weight");
-  const std::vector<bf16_t> before(p16.flat().as<bf16_t>() + p16.offset(first_layer_tensor(0)),
+  const int64_t lo = p32.offset(first_layer_tensor(w->config(), 0)), hi = p32.offset("model.norm.weight");
+  const std::vector<bf16_t> before(p16.flat().as<bf16_t>() + p16.offset(first_layer_tensor(w->config(), 0)),
                                    p16.flat().as<bf16_t>() + p16.offset("model.norm.weight"));
   sync.release(lo, hi);
   if (c.size() > 1) {
@@ -317,7 +332,7 @@ TEST(ParamSyncBf16, GathersGemmWeightsAsBf16AndTheRestAsF32) {
   }
   comm::Request req = sync.start(lo, hi, 1);
   sync.finish(lo, hi, 1, req);
-  const std::vector<bf16_t> after(p16.flat().as<bf16_t>() + p16.offset(first_layer_tensor(0)),
+  const std::vector<bf16_t> after(p16.flat().as<bf16_t>() + p16.offset(first_layer_tensor(w->config(), 0)),
                                   p16.flat().as<bf16_t>() + p16.offset("model.norm.weight"));
   EXPECT_EQ(before, after);
 

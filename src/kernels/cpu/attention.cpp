@@ -1,4 +1,6 @@
-// Causal GQA attention over packed sequences, flash style (see ops.h). The forward walks key tiles with an
+// GQA attention over packed sequences, flash style: causal (ops.h: attention_forward/backward) or not
+// (vision_ops.h: bidirectional_attention_forward/backward, the vision tower's attention within a picture),
+// one implementation with a causal flag. The forward walks key tiles with an
 // online softmax and stores only o and lse; the backward recomputes probabilities per tile from lse and uses
 // Di = rowsum(dO * O). Tile kernels: nn_attention_impl.h, compiled for AVX-512 and for AVX2.
 //
@@ -20,6 +22,7 @@
 #include "core/profiler.h"
 #include "kernels/cpu/nn_simd.h"
 #include "kernels/ops.h"
+#include "kernels/vision_ops.h"
 
 namespace grpo::cpu {
 namespace {
@@ -39,6 +42,7 @@ struct AttnArgs {
   const float* di = nullptr;                 // [T, H] rowsum(dO * O) (backward only)
   int64_t H = 0, K = 0, D = 0, Dp = 0, Tp = 0;
   float scale = 0.0f;
+  bool causal = true;
 };
 
 // One thread's scratch, all tiles of kBlock rows (Dp-padded head dims).
@@ -165,21 +169,18 @@ int64_t check_attention_args(const int32_t* cu_seqlens, int64_t S, int64_t T, in
 }  // namespace
 }  // namespace grpo::cpu
 
-namespace grpo::ops {
+namespace grpo::cpu {
+namespace {
 
-int64_t attention_ws_floats(int64_t T, int64_t H, int64_t K, int64_t D) {
-  return cpu::WsLayout(omp_get_max_threads(), T, H, K, D).total;
-}
-
-void attention_forward(float* o, float* lse, const float* q, const float* k, const float* v,
-                       const int32_t* cu_seqlens, int64_t S, int64_t T, int64_t H, int64_t K, int64_t D,
-                       float scale, float* ws) {
-  GRPO_PROFILE("attention_forward");
-  const int64_t max_blocks = cpu::check_attention_args(cu_seqlens, S, T, H, K, D, scale, "attention_forward");
+void attention_forward_impl(float* o, float* lse, const float* q, const float* k, const float* v,
+                            const int32_t* cu_seqlens, int64_t S, int64_t T, int64_t H, int64_t K, int64_t D,
+                            float scale, float* ws, bool causal, const char* op) {
+  const int64_t max_blocks = cpu::check_attention_args(cu_seqlens, S, T, H, K, D, scale, op);
   const cpu::WsLayout layout(omp_get_max_threads(), T, H, K, D);
   float* kt = ws + layout.kt;
   const cpu::AttnArgs a{.o = o, .lse = lse, .q = q, .k = k, .v = v, .kt = kt, .H = H, .K = K, .D = D,
-                        .Dp = cpu::padded_head_dim(D), .Tp = cpu::transposed_len(T), .scale = scale};
+                        .Dp = cpu::padded_head_dim(D), .Tp = cpu::transposed_len(T), .scale = scale,
+                        .causal = causal};
   const bool avx512 = cpu::nn_use_avx512();
   // Tasks ordered (sequence, kv head, query tile from the last, head of the group): consecutive tasks reuse
   // the same keys and values from cache, and each group starts with its largest tiles.
@@ -202,17 +203,17 @@ void attention_forward(float* o, float* lse, const float* q, const float* k, con
   }
 }
 
-void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
-                        const float* v, const float* o, const float* lse, const int32_t* cu_seqlens, int64_t S,
-                        int64_t T, int64_t H, int64_t K, int64_t D, float scale, float* ws) {
-  GRPO_PROFILE("attention_backward");
-  cpu::check_attention_args(cu_seqlens, S, T, H, K, D, scale, "attention_backward");
+void attention_backward_impl(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
+                             const float* v, const float* o, const float* lse, const int32_t* cu_seqlens, int64_t S,
+                             int64_t T, int64_t H, int64_t K, int64_t D, float scale, float* ws, bool causal,
+                             const char* op) {
+  cpu::check_attention_args(cu_seqlens, S, T, H, K, D, scale, op);
   const int64_t Dp = cpu::padded_head_dim(D), G = H / K;
   const cpu::WsLayout layout(omp_get_max_threads(), T, H, K, D);
   float *kt = ws + layout.kt, *vt = ws + layout.vt, *di = ws + layout.di;
   const cpu::AttnArgs a{.dq = dq, .dk = dk, .dv = dv, .o_in = o, .lse_in = lse, .dout = dout, .q = q, .k = k,
                         .v = v, .kt = kt, .vt = vt, .di = di, .H = H, .K = K, .D = D, .Dp = Dp,
-                        .Tp = cpu::transposed_len(T), .scale = scale};
+                        .Tp = cpu::transposed_len(T), .scale = scale, .causal = causal};
   const bool avx512 = cpu::nn_use_avx512();
   // dq accumulator: dq itself ([T, H, D]) or, when D is not a multiple of 64, a padded [T, H, Dp] buffer.
   float* dq_acc = D == Dp ? dq : ws + layout.dq;
@@ -243,6 +244,47 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
         }
     }
   }
+}
+
+}  // namespace
+}  // namespace grpo::cpu
+
+namespace grpo::ops {
+
+int64_t attention_ws_floats(int64_t T, int64_t H, int64_t K, int64_t D) {
+  return cpu::WsLayout(omp_get_max_threads(), T, H, K, D).total;
+}
+
+void attention_forward(float* o, float* lse, const float* q, const float* k, const float* v,
+                       const int32_t* cu_seqlens, int64_t S, int64_t T, int64_t H, int64_t K, int64_t D,
+                       float scale, float* ws) {
+  GRPO_PROFILE("attention_forward");
+  cpu::attention_forward_impl(o, lse, q, k, v, cu_seqlens, S, T, H, K, D, scale, ws, true, "attention_forward");
+}
+
+void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
+                        const float* v, const float* o, const float* lse, const int32_t* cu_seqlens, int64_t S,
+                        int64_t T, int64_t H, int64_t K, int64_t D, float scale, float* ws) {
+  GRPO_PROFILE("attention_backward");
+  cpu::attention_backward_impl(dq, dk, dv, dout, q, k, v, o, lse, cu_seqlens, S, T, H, K, D, scale, ws, true,
+                               "attention_backward");
+}
+
+void bidirectional_attention_forward(float* o, float* lse, const float* q, const float* k, const float* v,
+                                     const int32_t* cu_seqlens, int64_t S, int64_t T, int64_t H, int64_t K,
+                                     int64_t D, float scale, float* ws) {
+  GRPO_PROFILE("bidirectional_attention_forward");
+  cpu::attention_forward_impl(o, lse, q, k, v, cu_seqlens, S, T, H, K, D, scale, ws, false,
+                              "bidirectional_attention_forward");
+}
+
+void bidirectional_attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
+                                      const float* k, const float* v, const float* o, const float* lse,
+                                      const int32_t* cu_seqlens, int64_t S, int64_t T, int64_t H, int64_t K,
+                                      int64_t D, float scale, float* ws) {
+  GRPO_PROFILE("bidirectional_attention_backward");
+  cpu::attention_backward_impl(dq, dk, dv, dout, q, k, v, o, lse, cu_seqlens, S, T, H, K, D, scale, ws, false,
+                               "bidirectional_attention_backward");
 }
 
 }  // namespace grpo::ops

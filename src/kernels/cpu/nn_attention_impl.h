@@ -3,8 +3,9 @@
 //
 // Scores are kept in the log2 domain: queries are pre-scaled by scale * log2(e), so p = exp2(s - m).
 // Tiles are kBlock queries x kBlock keys, both aligned to the start of the sequence, so only the diagonal
-// tile needs the causal mask. Head dims are padded to Dp (a multiple of 64 = 4 vectors of either width);
-// keys (and values, for the backward) are read from the transposed copies a.kt / a.vt [K, D, Tp].
+// tile needs the causal mask (a.causal); without it every query sees every key of its sequence, and only the
+// keys past the end of the last tile are masked. Head dims are padded to Dp (a multiple of 64 = 4 vectors of
+// either width); keys (and values, for the backward) are read from the transposed copies a.kt / a.vt [K, D, Tp].
 
 using Reg = V::reg;
 
@@ -95,8 +96,10 @@ inline float softmax_row_update(float* row, float* m, float* l) {
   return alpha;
 }
 
-// Number of keys of tile kb visible to row r of tile qb (causal; tiles share the sequence origin).
-inline int64_t visible_keys(int64_t qb, int64_t kb, int64_t r, int64_t nk) { return kb < qb ? nk : r + 1; }
+// Number of keys of tile kb (nk of them) visible to row r of tile qb; tiles share the sequence origin.
+inline int64_t visible_keys(bool causal, int64_t qb, int64_t kb, int64_t r, int64_t nk) {
+  return !causal || kb < qb ? nk : r + 1;
+}
 
 // Forward of query tile qb of head h in sequence [start, start + len): o and lse rows of that tile.
 inline void forward_tile(const AttnArgs& a, const AttnScratch& w, int64_t start, int64_t len, int64_t h,
@@ -109,7 +112,8 @@ inline void forward_tile(const AttnArgs& a, const AttnScratch& w, int64_t start,
     w.l[r] = 0.0f;
   }
   std::fill(w.acc, w.acc + nq * Dp, 0.0f);  // [nq, Dp] unnormalised output
-  for (int64_t kb = 0; kb <= qb; ++kb) {
+  const int64_t last_kb = a.causal ? qb : (len - 1) / kBlock;
+  for (int64_t kb = 0; kb <= last_kb; ++kb) {
     const int64_t k0 = start + kb * kBlock, nk = std::min(kBlock, start + len - k0);
     const float* kt = a.kt + kvh * D * a.Tp + k0;  // [D, kBlock] with row stride Tp
     const float* vrows = a.v + (k0 * K + kvh) * D;  // [nk, D] with stride K*D
@@ -123,7 +127,7 @@ inline void forward_tile(const AttnArgs& a, const AttnScratch& w, int64_t start,
     gemm_tile<false>(w.s, kBlock, w.qs, Dp, 1, kt, a.Tp, nq, kBlock, D);  // [nq, kBlock] scores
     for (int64_t r = 0; r < nq; ++r) {
       float* srow = w.s + r * kBlock;
-      for (int64_t j = visible_keys(qb, kb, r, nk); j < kBlock; ++j) srow[j] = -INFINITY;
+      for (int64_t j = visible_keys(a.causal, qb, kb, r, nk); j < kBlock; ++j) srow[j] = -INFINITY;
       const float alpha = softmax_row_update(srow, &w.m[r], &w.l[r]);
       if (alpha != 1.0f) {  // the running max moved: rescale the accumulated output row
         float* orow = w.acc + r * Dp;
@@ -131,7 +135,7 @@ inline void forward_tile(const AttnArgs& a, const AttnScratch& w, int64_t start,
         for (int64_t c = 0; c < Dp; c += V::W) V::store(orow + c, V::mul(V::load(orow + c), av));
       }
     }
-    if (kb < qb)
+    if (kb < qb || !a.causal)
       gemm_tile<true>(w.acc, Dp, w.s, kBlock, 1, vp, ldv, nq, Dp, nk);  // acc += P V
     else
       gemm_tile<true, Tri::kLower>(w.acc, Dp, w.s, kBlock, 1, vp, ldv, nq, Dp, nk);
@@ -145,7 +149,7 @@ inline void forward_tile(const AttnArgs& a, const AttnScratch& w, int64_t start,
 }
 
 // Backward of kv head kvh over the whole sequence [start, start + len): for each key tile, every later
-// query tile of every query head of the group. dk, dv rows of this (sequence, kv head) are written once;
+// query tile (every query tile when not causal) of every query head of the group. dk, dv rows of this (sequence, kv head) are written once;
 // the dq rows of the group's heads (dq_rows, row stride ld_dq) are accumulated only by this task.
 inline void backward_sequence(const AttnArgs& a, const AttnScratch& w, int64_t start, int64_t len, int64_t kvh,
                               float* dq_rows, int64_t ld_dq) {
@@ -165,7 +169,7 @@ inline void backward_sequence(const AttnArgs& a, const AttnScratch& w, int64_t s
     }
     std::fill(w.dk, w.dk + kBlock * Dp, 0.0f);              // [kBlock, Dp]
     std::fill(w.dv, w.dv + kBlock * Dp, 0.0f);              // [kBlock, Dp]
-    for (int64_t qb = kb; qb < blocks; ++qb) {
+    for (int64_t qb = a.causal ? kb : 0; qb < blocks; ++qb) {
       const int64_t q0 = start + qb * kBlock, nq = std::min(kBlock, start + len - q0);
       for (int64_t g = 0; g < G; ++g) {
         const int64_t h = kvh * G + g;
@@ -183,10 +187,10 @@ inline void backward_sequence(const AttnArgs& a, const AttnScratch& w, int64_t s
             V::store(p + j, pv);
             V::store(ds + j, V::mul(pv, V::sub(V::load(ds + j), di)));
           }
-          for (int64_t j = visible_keys(qb, kb, r, nk); j < kBlock; ++j) p[j] = ds[j] = 0.0f;
+          for (int64_t j = visible_keys(a.causal, qb, kb, r, nk); j < kBlock; ++j) p[j] = ds[j] = 0.0f;
         }
         float* dq_tile = dq_rows + ((q0 - start) * H + h) * ld_dq;  // [nq, Dp] with stride H * ld_dq
-        if (kb < qb) {
+        if (kb < qb || !a.causal) {
           gemm_tile<true>(w.dv, Dp, w.s, 1, kBlock, w.dos, Dp, nk, Dp, nq);              // dV += P^T dO
           gemm_tile<true>(w.dk, Dp, w.dp, 1, kBlock, w.qs, Dp, nk, Dp, nq);              // dK += dS^T Qs
           gemm_tile<true>(dq_tile, H * ld_dq, w.dp, kBlock, 1, kp, ldk, nq, Dp, nk);     // dQ += dS K

@@ -1,0 +1,30 @@
+// Linear layers as oneDNN GEMMs in f32 or bf16 (see linear.h).
+#include "model/linear.h"
+
+#include "kernels/ops.h"
+
+namespace grpo {
+
+void linear_forward(ComputeMode mode, float* out, const float* in, bf16_t* in_bf, const void* w32, const void* w16,
+                    int64_t T, int64_t N, int64_t K) {
+  if (mode == ComputeMode::BF16) {
+    ops::f32_to_bf16(in_bf, in, T * K);
+    ops::gemm(ops::Trans::N, ops::Trans::T, T, N, K, 1.0f, in_bf, K, w16, K, 0.0f, out, N, DType::BF16);
+  } else {
+    ops::gemm(ops::Trans::N, ops::Trans::T, T, N, K, 1.0f, in, K, w32, K, 0.0f, out, N, DType::F32);
+  }
+}
+
+void linear_backward(ComputeMode mode, float* din, float* dW, const float* dout, const float* in, const bf16_t* in_bf,
+                     const void* w32, const void* w16, int64_t T, int64_t N, int64_t K, bf16_t* dy_bf) {
+  if (mode == ComputeMode::BF16) {
+    ops::f32_to_bf16(dy_bf, dout, T * N);
+    if (din) ops::gemm(ops::Trans::N, ops::Trans::N, T, K, N, 1.0f, dy_bf, N, w16, K, 0.0f, din, K, DType::BF16);
+    ops::gemm(ops::Trans::T, ops::Trans::N, N, K, T, 1.0f, dy_bf, N, in_bf, K, 1.0f, dW, K, DType::BF16);
+  } else {
+    if (din) ops::gemm(ops::Trans::N, ops::Trans::N, T, K, N, 1.0f, dout, N, w32, K, 0.0f, din, K, DType::F32);
+    ops::gemm(ops::Trans::T, ops::Trans::N, N, K, T, 1.0f, dout, N, in, K, 1.0f, dW, K, DType::F32);
+  }
+}
+
+}  // namespace grpo

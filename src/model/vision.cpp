@@ -1,0 +1,335 @@
+// Vision tower forward/backward (see vision.h). Per block (pre-norm):
+//   h1 = LN1(x); qkv = h1 Wqkv^T + b; q, k = rotary2d(q, k); o = attn(q, k, v) within each picture
+//   x_mid = x + o Wproj^T + b; h2 = LN2(x_mid); f1 = h2 Wfc1^T + b; x_out = x_mid + gelu_tanh(f1) Wfc2^T + b
+// Mergers: fc2(gelu_erf(fc1(LN(x) viewed [Ng, M]))) (main) and fc2(gelu_erf(fc1(LN_M(x viewed [Ng, M])))).
+#include "model/vision.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+
+#include "core/profiler.h"
+#include "kernels/ops.h"
+#include "kernels/vision_ops.h"
+#include "model/layer_utils.h"
+
+namespace grpo {
+
+namespace {
+constexpr size_t kAlign = 64;
+float* F(void* p) { return static_cast<float*>(p); }
+const float* CF(const void* p) { return static_cast<const float*>(p); }
+}  // namespace
+
+VisionTower::VisionTower(ModelWeights& weights, VisionOptions opt) : w_(weights), v_(weights.config().vision), opt_(opt) {
+  GRPO_CHECK(weights.config().has_vision(), "[vision] ", weights.config().architecture, " has no vision tower");
+  if (opt_.mode == ComputeMode::BF16) w_.bf16();
+  ds_after_block_.assign(v_.depth, -1);
+  for (size_t k = 0; k < v_.deepstack_visual_indexes.size(); ++k) ds_after_block_[v_.deepstack_visual_indexes[k]] = k;
+  ds_.resize(v_.deepstack_visual_indexes.size());
+}
+
+size_t VisionTower::carve(bool dry_run) {
+  const int64_t N = N_, Ng = Ng_, D = v_.hidden_size, Fv = v_.intermediate_size, H = v_.num_heads,
+                hd = v_.head_dim(), Pd = v_.patch_dim(), M = v_.merged_dim(), O = v_.out_hidden_size;
+  const bool bf = opt_.mode == ComputeMode::BF16, ckpt = opt_.checkpoint_activations;
+  char* base = dry_run ? nullptr : static_cast<char*>(ws_.take_bytes(ws_.capacity(), "vision activations"));
+  size_t off = 0;
+  auto f = [&](int64_t n) {
+    off = (off + kAlign - 1) / kAlign * kAlign;
+    float* p = dry_run ? nullptr : reinterpret_cast<float*>(base + off);
+    off += static_cast<size_t>(n) * sizeof(float);
+    return p;
+  };
+  auto h = [&](int64_t n) {
+    off = (off + kAlign - 1) / kAlign * kAlign;
+    bf16_t* p = dry_run ? nullptr : reinterpret_cast<bf16_t*>(base + off);
+    off += static_cast<size_t>(n) * sizeof(bf16_t);
+    return p;
+  };
+  auto full_set = [&](BlockActs& a) {
+    a.h1 = f(N * D);
+    a.mean1 = f(N);
+    a.rstd1 = f(N);
+    a.q = f(N * D);
+    a.k = f(N * D);
+    a.v = f(N * D);
+    a.o = f(N * D);
+    a.lse = f(N * H);
+    a.x_mid = f(N * D);
+    a.h2 = f(N * D);
+    a.mean2 = f(N);
+    a.rstd2 = f(N);
+    a.f1 = f(N * Fv);
+    a.act = f(N * Fv);
+    a.h1_bf = bf ? h(N * D) : nullptr;
+    a.o_bf = bf ? h(N * D) : nullptr;
+    a.h2_bf = bf ? h(N * D) : nullptr;
+    a.act_bf = bf ? h(N * Fv) : nullptr;
+  };
+  acts_.resize(v_.depth);
+  BlockActs shared{};
+  if (ckpt) full_set(shared);
+  for (int64_t b = 0; b < v_.depth; ++b) {
+    if (ckpt)
+      acts_[b] = shared;
+    else
+      full_set(acts_[b]);
+    acts_[b].x_in = f(N * D);
+  }
+  auto merger = [&](MergerActs& m, bool main) {
+    m.in_norm = f(Ng * M);
+    m.mean = f(main ? N : Ng);
+    m.rstd = f(main ? N : Ng);
+    m.f1 = f(Ng * M);
+    m.act = f(Ng * M);
+    m.out = f(Ng * O);
+    m.dout = f(Ng * O);
+    m.in_bf = bf ? h(Ng * M) : nullptr;
+    m.act_bf = bf ? h(Ng * M) : nullptr;
+  };
+  merger(main_, true);
+  for (MergerActs& m : ds_) merger(m, false);
+  s_.pos = f(N * D);
+  s_.x_final = f(N * D);
+  s_.qkv = f(N * 3 * D);
+  s_.dx = f(N * D);
+  s_.dtmp = f(N * D);
+  s_.dO = f(N * D);
+  s_.dq = f(N * D);
+  s_.dk = f(N * D);
+  s_.dv = f(N * D);
+  s_.dqkv = f(N * 3 * D);
+  s_.dact = f(N * Fv);
+  s_.dm_act = f(Ng * M);
+  s_.dm_in = f(Ng * M);
+  s_.attn_ws = f(ops::attention_ws_floats(N, H, H, hd));
+  s_.ln_ws = f(std::max(ops::layernorm_backward_ws_floats(N, D), ops::layernorm_backward_ws_floats(Ng, M)));
+  s_.pix_bf = bf ? h(N * Pd) : nullptr;
+  s_.dy_bf = bf ? h(std::max(N * std::max(3 * D, Fv), Ng * std::max(M, O))) : nullptr;
+  return off + kAlign;
+}
+
+void VisionTower::block_forward(int64_t b, BlockActs& a, float* x_out) {
+  GRPO_PROFILE("vision_block_forward");
+  const int64_t N = N_, D = v_.hidden_size, Fv = v_.intermediate_size, H = v_.num_heads, hd = v_.head_dim();
+  const float eps = static_cast<float>(v_.layer_norm_eps);
+  const VisionBlockTensors& p = w_.f32().vision.blocks[b];
+  const VisionBlockTensors* pb = opt_.mode == ComputeMode::BF16 ? &w_.bf16().vision.blocks[b] : nullptr;
+  auto w16 = [&](void* VisionBlockTensors::*m) { return pb ? pb->*m : nullptr; };
+  const VisionLayout& L = layout_;
+
+  ops::layernorm_forward(a.h1, a.mean1, a.rstd1, a.x_in, CF(p.norm1_w), CF(p.norm1_b), N, D, eps);
+  linear_forward(opt_.mode, s_.qkv, a.h1, a.h1_bf, p.wqkv, w16(&VisionBlockTensors::wqkv), N, 3 * D, D);
+  ops::bias_add(s_.qkv, CF(p.bqkv), N, 3 * D);
+  split_qkv(a.q, a.k, a.v, s_.qkv, N, D, D);
+  ops::rope_rows_forward(a.q, L.rope_cos.data(), L.rope_sin.data(), N, H, hd);
+  ops::rope_rows_forward(a.k, L.rope_cos.data(), L.rope_sin.data(), N, H, hd);
+  const int64_t S = static_cast<int64_t>(L.cu_seqlens.size()) - 1;
+  ops::bidirectional_attention_forward(a.o, a.lse, a.q, a.k, a.v, L.cu_seqlens.data(), S, N, H, H, hd,
+                                       1.0f / std::sqrt(static_cast<float>(hd)), s_.attn_ws);
+  linear_forward(opt_.mode, a.x_mid, a.o, a.o_bf, p.wproj, w16(&VisionBlockTensors::wproj), N, D, D);
+  ops::bias_add(a.x_mid, CF(p.bproj), N, D);
+  ops::add_inplace(a.x_mid, a.x_in, N * D);
+  ops::layernorm_forward(a.h2, a.mean2, a.rstd2, a.x_mid, CF(p.norm2_w), CF(p.norm2_b), N, D, eps);
+  linear_forward(opt_.mode, a.f1, a.h2, a.h2_bf, p.wfc1, w16(&VisionBlockTensors::wfc1), N, Fv, D);
+  ops::bias_gelu_forward(a.act, a.f1, CF(p.bfc1), N, Fv, ops::Gelu::Tanh);
+  linear_forward(opt_.mode, x_out, a.act, a.act_bf, p.wfc2, w16(&VisionBlockTensors::wfc2), N, D, Fv);
+  ops::bias_add(x_out, CF(p.bfc2), N, D);
+  ops::add_inplace(x_out, a.x_mid, N * D);
+}
+
+void VisionTower::block_backward(int64_t b, BlockActs& a, const VisionBlockTensors& g) {
+  GRPO_PROFILE("vision_block_backward");
+  const int64_t N = N_, D = v_.hidden_size, Fv = v_.intermediate_size, H = v_.num_heads, hd = v_.head_dim();
+  const VisionBlockTensors& p = w_.f32().vision.blocks[b];
+  const VisionBlockTensors* pb = opt_.mode == ComputeMode::BF16 ? &w_.bf16().vision.blocks[b] : nullptr;
+  auto w16 = [&](void* VisionBlockTensors::*m) { return pb ? pb->*m : nullptr; };
+  const VisionLayout& L = layout_;
+
+  // MLP: s_.dx holds dL/dx_out on entry.
+  linear_backward(opt_.mode, s_.dact, F(g.wfc2), s_.dx, a.act, a.act_bf, p.wfc2, w16(&VisionBlockTensors::wfc2), N, D,
+                  Fv, s_.dy_bf);
+  ops::bias_grad(F(g.bfc2), s_.dx, N, D);
+  ops::gelu_backward(s_.dact, F(g.bfc1), s_.dact, a.f1, N, Fv, ops::Gelu::Tanh);
+  linear_backward(opt_.mode, s_.dtmp, F(g.wfc1), s_.dact, a.h2, a.h2_bf, p.wfc1, w16(&VisionBlockTensors::wfc1), N, Fv,
+                  D, s_.dy_bf);
+  ops::layernorm_backward(s_.dtmp, F(g.norm2_w), F(g.norm2_b), s_.dtmp, a.x_mid, CF(p.norm2_w), a.mean2, a.rstd2, N, D,
+                          s_.ln_ws);
+  ops::add_inplace(s_.dx, s_.dtmp, N * D);  // dL/dx_mid
+  // Attention.
+  linear_backward(opt_.mode, s_.dO, F(g.wproj), s_.dx, a.o, a.o_bf, p.wproj, w16(&VisionBlockTensors::wproj), N, D, D,
+                  s_.dy_bf);
+  ops::bias_grad(F(g.bproj), s_.dx, N, D);
+  const int64_t S = static_cast<int64_t>(L.cu_seqlens.size()) - 1;
+  ops::bidirectional_attention_backward(s_.dq, s_.dk, s_.dv, s_.dO, a.q, a.k, a.v, a.o, a.lse, L.cu_seqlens.data(), S,
+                                        N, H, H, hd, 1.0f / std::sqrt(static_cast<float>(hd)), s_.attn_ws);
+  ops::rope_rows_backward(s_.dq, L.rope_cos.data(), L.rope_sin.data(), N, H, hd);
+  ops::rope_rows_backward(s_.dk, L.rope_cos.data(), L.rope_sin.data(), N, H, hd);
+  merge_qkv(s_.dqkv, s_.dq, s_.dk, s_.dv, N, D, D);
+  ops::bias_grad(F(g.bqkv), s_.dqkv, N, 3 * D);
+  linear_backward(opt_.mode, s_.dtmp, F(g.wqkv), s_.dqkv, a.h1, a.h1_bf, p.wqkv, w16(&VisionBlockTensors::wqkv), N,
+                  3 * D, D, s_.dy_bf);
+  ops::layernorm_backward(s_.dtmp, F(g.norm1_w), F(g.norm1_b), s_.dtmp, a.x_in, CF(p.norm1_w), a.mean1, a.rstd1, N, D,
+                          s_.ln_ws);
+  ops::add_inplace(s_.dx, s_.dtmp, N * D);  // dL/dx_in
+}
+
+void VisionTower::merger_forward(const MergerTensors& p, const MergerTensors* pb, MergerActs& m, const float* in,
+                                 bool main) {
+  GRPO_PROFILE("vision_merger_forward");
+  const int64_t Ng = Ng_, M = v_.merged_dim(), O = v_.out_hidden_size;
+  const float eps = static_cast<float>(v_.layer_norm_eps);
+  if (main)
+    ops::layernorm_forward(m.in_norm, m.mean, m.rstd, in, CF(p.norm_w), CF(p.norm_b), N_, v_.hidden_size, eps);
+  else
+    ops::layernorm_forward(m.in_norm, m.mean, m.rstd, in, CF(p.norm_w), CF(p.norm_b), Ng, M, eps);
+  linear_forward(opt_.mode, m.f1, m.in_norm, m.in_bf, p.wfc1, pb ? pb->wfc1 : nullptr, Ng, M, M);
+  ops::bias_gelu_forward(m.act, m.f1, CF(p.bfc1), Ng, M, ops::Gelu::Erf);
+  linear_forward(opt_.mode, m.out, m.act, m.act_bf, p.wfc2, pb ? pb->wfc2 : nullptr, Ng, O, M);
+  ops::bias_add(m.out, CF(p.bfc2), Ng, O);
+  std::fill(m.dout, m.dout + Ng * O, 0.0f);
+}
+
+void VisionTower::merger_backward(const MergerTensors& p, const MergerTensors* pb, const MergerTensors& g,
+                                  MergerActs& m, const float* in, bool main, float* dx) {
+  GRPO_PROFILE("vision_merger_backward");
+  const int64_t Ng = Ng_, M = v_.merged_dim(), O = v_.out_hidden_size;
+  linear_backward(opt_.mode, s_.dm_act, F(g.wfc2), m.dout, m.act, m.act_bf, p.wfc2, pb ? pb->wfc2 : nullptr, Ng, O, M,
+                  s_.dy_bf);
+  ops::bias_grad(F(g.bfc2), m.dout, Ng, O);
+  ops::gelu_backward(s_.dm_act, F(g.bfc1), s_.dm_act, m.f1, Ng, M, ops::Gelu::Erf);
+  linear_backward(opt_.mode, s_.dm_in, F(g.wfc1), s_.dm_act, m.in_norm, m.in_bf, p.wfc1, pb ? pb->wfc1 : nullptr, Ng,
+                  M, M, s_.dy_bf);
+  if (main) {
+    ops::layernorm_backward(dx, F(g.norm_w), F(g.norm_b), s_.dm_in, in, CF(p.norm_w), m.mean, m.rstd, N_,
+                            v_.hidden_size, s_.ln_ws);
+  } else {
+    ops::layernorm_backward(s_.dm_in, F(g.norm_w), F(g.norm_b), s_.dm_in, in, CF(p.norm_w), m.mean, m.rstd, Ng, M,
+                            s_.ln_ws);
+    ops::add_inplace(dx, s_.dm_in, Ng * M);
+  }
+}
+
+namespace {
+
+std::atomic<int64_t> g_forward_us{0}, g_backward_us{0}, g_forward_patches{0}, g_backward_patches{0};
+std::atomic<double> g_forward_flops{0}, g_backward_flops{0};
+
+// Adds the scope's microseconds and patch rows to the process-wide counters of vision_work().
+class WorkTimer {
+ public:
+  WorkTimer(std::atomic<int64_t>& us, std::atomic<int64_t>& patches, int64_t rows)
+      : us_(us), t0_(std::chrono::steady_clock::now()) {
+    patches.fetch_add(rows, std::memory_order_relaxed);
+  }
+  ~WorkTimer() {
+    const auto d = std::chrono::steady_clock::now() - t0_;
+    us_.fetch_add(std::chrono::duration_cast<std::chrono::microseconds>(d).count(), std::memory_order_relaxed);
+  }
+
+ private:
+  std::atomic<int64_t>& us_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+}  // namespace
+
+VisionWork vision_work() {
+  return {g_forward_us.load() * 1e-6,  g_backward_us.load() * 1e-6, g_forward_patches.load(),
+          g_backward_patches.load(),   g_forward_flops.load(),      g_backward_flops.load()};
+}
+
+std::pair<double, double> vision_forward_flops(const VisionConfig& v, const std::vector<int32_t>& cu_seqlens) {
+  const double D = v.hidden_size, F = v.intermediate_size, M = v.merged_dim(), O = v.out_hidden_size;
+  const double N = cu_seqlens.empty() ? 0 : cu_seqlens.back();
+  const double mergers = 1.0 + static_cast<double>(v.deepstack_visual_indexes.size());
+  const double gemm = 2.0 * N * v.patch_dim() * D + v.depth * 2.0 * N * (3 * D * D + D * D + 2 * D * F) +
+                      mergers * 2.0 * (N / v.merge_factor()) * (M * M + M * O);
+  double pairs = 0;  // query-key pairs within the segments
+  for (size_t i = 0; i + 1 < cu_seqlens.size(); ++i) {
+    const double S = cu_seqlens[i + 1] - cu_seqlens[i];
+    pairs += S * S;
+  }
+  return {gemm, v.depth * 4.0 * pairs * D};
+}
+
+void VisionTower::forward(const float* pixels, const std::vector<ImageGrid>& grids, const std::string& where) {
+  GRPO_PROFILE("vision_forward");
+  int64_t all_rows = 0;
+  for (const ImageGrid& g : grids) all_rows += g.patches();
+  const WorkTimer timer(g_forward_us, g_forward_patches, all_rows);
+  int64_t rows = 0;
+  for (const ImageGrid& g : grids) rows += g.patches();
+  validate_image_grids(v_, grids, rows, where);
+  GRPO_CHECK(rows > 0, "[vision] ", where, ": no pictures");
+  make_vision_layout(v_, grids, &layout_);
+  const auto [gemm_flops, attention_flops] = vision_forward_flops(v_, layout_.cu_seqlens);
+  g_forward_flops.fetch_add(gemm_flops + attention_flops, std::memory_order_relaxed);
+  N_ = rows;
+  Ng_ = rows / v_.merge_factor();
+  pixels_ = pixels;
+  const size_t need = carve(/*dry_run=*/true);
+  if (need > ws_.capacity()) ws_.reserve(need, cat("the vision tower's activations for ", rows, " patch rows"));
+  ws_.reset();
+  carve(/*dry_run=*/false);
+
+  const int64_t N = N_, D = v_.hidden_size, Pd = v_.patch_dim();
+  const VisionTensors& p = w_.f32().vision;
+  const VisionTensors* pb = opt_.mode == ComputeMode::BF16 ? &w_.bf16().vision : nullptr;
+  float* x = acts_[0].x_in;
+  linear_forward(opt_.mode, x, pixels, s_.pix_bf, p.patch_w, pb ? pb->patch_w : nullptr, N, D, Pd);
+  ops::bias_add(x, CF(p.patch_b), N, D);
+  ops::bilinear_embed_forward(s_.pos, layout_.pos_index.data(), layout_.pos_weight.data(), CF(p.pos_embed), N,
+                              v_.num_position_embeddings, D);
+  ops::add_inplace(x, s_.pos, N * D);
+  for (int64_t b = 0; b < v_.depth; ++b) {
+    float* out = b + 1 < v_.depth ? acts_[b + 1].x_in : s_.x_final;
+    block_forward(b, acts_[b], out);
+    if (ds_after_block_[b] >= 0) {
+      const int64_t k = ds_after_block_[b];
+      merger_forward(p.deepstack[k], pb ? &pb->deepstack[k] : nullptr, ds_[k], out, /*main=*/false);
+    }
+  }
+  merger_forward(p.merger, pb ? &pb->merger : nullptr, main_, s_.x_final, /*main=*/true);
+}
+
+void VisionTower::backward(const VisionTensors& g) {
+  GRPO_PROFILE("vision_backward");
+  GRPO_CHECK(N_ > 0, "[vision] backward() without forward()");
+  const WorkTimer timer(g_backward_us, g_backward_patches, N_);
+  {
+    const auto [gemm_flops, attention_flops] = vision_forward_flops(v_, layout_.cu_seqlens);
+    const double D = v_.hidden_size, F = v_.intermediate_size;
+    const double block_gemm = v_.depth * 2.0 * N_ * (4 * D * D + 2 * D * F);  // what checkpointing recomputes
+    const double recomputed = opt_.checkpoint_activations ? block_gemm + attention_flops : 0.0;
+    g_backward_flops.fetch_add(2.0 * gemm_flops + 2.5 * attention_flops + recomputed, std::memory_order_relaxed);
+  }
+  GRPO_CHECK(g.patch_w, "[vision] backward() into an arena without the vision tower");
+  const int64_t N = N_, D = v_.hidden_size, Pd = v_.patch_dim();
+  const VisionTensors& p = w_.f32().vision;
+  const VisionTensors* pb = opt_.mode == ComputeMode::BF16 ? &w_.bf16().vision : nullptr;
+  merger_backward(p.merger, pb ? &pb->merger : nullptr, g.merger, main_, s_.x_final, /*main=*/true, s_.dx);
+  for (int64_t b = v_.depth - 1; b >= 0; --b) {
+    float* out = b + 1 < v_.depth ? acts_[b + 1].x_in : s_.x_final;
+    if (ds_after_block_[b] >= 0) {
+      const int64_t k = ds_after_block_[b];
+      merger_backward(p.deepstack[k], pb ? &pb->deepstack[k] : nullptr, g.deepstack[k], ds_[k], out, /*main=*/false,
+                      s_.dx);
+    }
+    if (opt_.checkpoint_activations) {
+      GRPO_PROFILE("vision_recompute_block");
+      block_forward(b, acts_[b], out);
+    }
+    block_backward(b, acts_[b], g.blocks[b]);
+  }
+  // Patch embedding (no gradient for the pixels) and the position table.
+  linear_backward(opt_.mode, nullptr, F(g.patch_w), s_.dx, pixels_, s_.pix_bf, p.patch_w, pb ? pb->patch_w : nullptr,
+                  N, D, Pd, s_.dy_bf);
+  ops::bias_grad(F(g.patch_b), s_.dx, N, D);
+  ops::bilinear_embed_backward(F(g.pos_embed), s_.dx, layout_.pos_index.data(), layout_.pos_weight.data(), N,
+                               v_.num_position_embeddings, D);
+}
+
+}  // namespace grpo
