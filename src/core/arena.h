@@ -109,4 +109,25 @@ class Workspace {
   size_t used_ = 0, high_ = 0;
 };
 
+// Lays buffers out one after another in one region, each 64-byte aligned: a carve function calls take()
+// once per buffer, first with base == nullptr to measure (size()), then over the reserved region in the
+// same order to hand out the pointers.
+class Carver {
+ public:
+  static constexpr size_t kAlign = 64;
+  explicit Carver(char* base) : base_(base) {}
+  template <typename T>
+  T* take(int64_t n) {
+    off_ = (off_ + kAlign - 1) / kAlign * kAlign;
+    T* p = base_ ? reinterpret_cast<T*>(base_ + off_) : nullptr;
+    off_ += static_cast<size_t>(n) * sizeof(T);
+    return p;
+  }
+  size_t size() const { return off_ + kAlign; }  // what to reserve: the layout and room to align its start
+
+ private:
+  char* base_;
+  size_t off_ = 0;
+};
+
 }  // namespace grpo

@@ -18,7 +18,6 @@
 namespace grpo {
 
 namespace {
-constexpr size_t kAlign = 64;
 }  // namespace
 
 ComputeMode parse_compute_mode(const std::string& s) {
@@ -43,19 +42,9 @@ size_t Decoder::carve(int64_t T, bool dry_run) {
                 F = c_.intermediate_size, L = c_.num_hidden_layers, Q = H * D, KV = K * D, W = Q + 2 * KV;
   const bool bf = opt_.mode == ComputeMode::BF16, ckpt = opt_.checkpoint_activations;
   char* base = dry_run ? nullptr : static_cast<char*>(ws_.take_bytes(ws_.capacity(), "decoder activations"));
-  size_t off = 0;
-  auto f = [&](int64_t n) {
-    off = (off + kAlign - 1) / kAlign * kAlign;
-    float* p = dry_run ? nullptr : reinterpret_cast<float*>(base + off);
-    off += static_cast<size_t>(n) * sizeof(float);
-    return p;
-  };
-  auto h = [&](int64_t n) {
-    off = (off + kAlign - 1) / kAlign * kAlign;
-    bf16_t* p = dry_run ? nullptr : reinterpret_cast<bf16_t*>(base + off);
-    off += static_cast<size_t>(n) * sizeof(bf16_t);
-    return p;
-  };
+  Carver carver(base);
+  auto f = [&](int64_t n) { return carver.take<float>(n); };
+  auto h = [&](int64_t n) { return carver.take<bf16_t>(n); };
   auto full_set = [&](LayerActs& a) {
     a.h1 = f(T * C);
     a.rstd1 = f(T);
@@ -112,7 +101,7 @@ size_t Decoder::carve(int64_t T, bool dry_run) {
   const bool mrope = c_.has_vision() && batch_->has_pictures();
   s_.mcos = mrope ? f(T * D / 2) : nullptr;
   s_.msin = mrope ? f(T * D / 2) : nullptr;
-  return off + kAlign;
+  return carver.size();
 }
 
 void Decoder::rope(float* x, int64_t nh, bool backward) {

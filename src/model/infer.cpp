@@ -16,7 +16,6 @@
 namespace grpo {
 
 namespace {
-constexpr size_t kAlign = 64;
 
 struct Buffers {
   float *x, *h, *qkv, *q, *k, *v, *rstd, *o, *tmp, *gu, *act, *attn_ws, *hr;  // see workspace_bytes
@@ -28,13 +27,8 @@ struct Buffers {
 size_t carve(const ModelConfig& c, int64_t T, int64_t R, int64_t block_size, char* base, Buffers* b) {
   const int64_t C = c.hidden_size, H = c.num_attention_heads, K = c.num_key_value_heads, D = c.head_dim,
                 F = c.intermediate_size, Q = H * D, KV = K * D;
-  size_t off = 0;
-  auto f = [&](int64_t n) {
-    off = (off + kAlign - 1) / kAlign * kAlign;
-    float* p = base ? reinterpret_cast<float*>(base + off) : nullptr;
-    off += n * sizeof(float);
-    return p;
-  };
+  Carver carver(base);
+  auto f = [&](int64_t n) { return carver.take<float>(n); };
   b->x = f(T * C);         // [T, C] residual stream
   b->h = f(T * C);         // [T, C] normed
   b->qkv = f(T * (Q + 2 * KV));
@@ -50,10 +44,8 @@ size_t carve(const ModelConfig& c, int64_t T, int64_t R, int64_t block_size, cha
   b->hr = f(R * C);        // [R, C] rows whose logits are wanted
   b->mcos = c.has_vision() ? f(T * D / 2) : nullptr;
   b->msin = c.has_vision() ? f(T * D / 2) : nullptr;
-  off = (off + kAlign - 1) / kAlign * kAlign;
-  b->x_bf = base ? reinterpret_cast<bf16_t*>(base + off) : nullptr;  // [T, max(C, F, Q)]
-  off += T * std::max({C, F, Q}) * sizeof(bf16_t);
-  return off + kAlign;
+  b->x_bf = carver.take<bf16_t>(T * std::max({C, F, Q}));  // [T, max(C, F, Q)]
+  return carver.size();
 }
 }  // namespace
 

@@ -17,7 +17,6 @@
 namespace grpo {
 
 namespace {
-constexpr size_t kAlign = 64;
 float* F(void* p) { return static_cast<float*>(p); }
 const float* CF(const void* p) { return static_cast<const float*>(p); }
 }  // namespace
@@ -35,19 +34,9 @@ size_t VisionTower::carve(bool dry_run) {
                 hd = v_.head_dim(), Pd = v_.patch_dim(), M = v_.merged_dim(), O = v_.out_hidden_size;
   const bool bf = opt_.mode == ComputeMode::BF16, ckpt = opt_.checkpoint_activations;
   char* base = dry_run ? nullptr : static_cast<char*>(ws_.take_bytes(ws_.capacity(), "vision activations"));
-  size_t off = 0;
-  auto f = [&](int64_t n) {
-    off = (off + kAlign - 1) / kAlign * kAlign;
-    float* p = dry_run ? nullptr : reinterpret_cast<float*>(base + off);
-    off += static_cast<size_t>(n) * sizeof(float);
-    return p;
-  };
-  auto h = [&](int64_t n) {
-    off = (off + kAlign - 1) / kAlign * kAlign;
-    bf16_t* p = dry_run ? nullptr : reinterpret_cast<bf16_t*>(base + off);
-    off += static_cast<size_t>(n) * sizeof(bf16_t);
-    return p;
-  };
+  Carver carver(base);
+  auto f = [&](int64_t n) { return carver.take<float>(n); };
+  auto h = [&](int64_t n) { return carver.take<bf16_t>(n); };
   auto full_set = [&](BlockActs& a) {
     a.h1 = f(N * D);
     a.mean1 = f(N);
@@ -108,7 +97,7 @@ size_t VisionTower::carve(bool dry_run) {
   s_.ln_ws = f(std::max(ops::layernorm_backward_ws_floats(N, D), ops::layernorm_backward_ws_floats(Ng, M)));
   s_.pix_bf = bf ? h(N * Pd) : nullptr;
   s_.dy_bf = bf ? h(std::max(N * std::max(3 * D, Fv), Ng * std::max(M, O))) : nullptr;
-  return off + kAlign;
+  return carver.size();
 }
 
 void VisionTower::block_forward(int64_t b, BlockActs& a, float* x_out) {
