@@ -199,7 +199,13 @@ TEST_P(ActorDist, UpdatesLikeOneProcess) {
     const bool shard_only = c.size() > 1 && k.mode == ComputeMode::BF16;
     const WeightDiff d = shard_only ? weight_diff(*wd, *w1, part.begin(c.rank()), part.end(c.rank()))
                                     : weight_diff(*wd, *w1, 0, wd->params().numel());
-    EXPECT_LE(d.max, (loose ? 2.0 : 0.1) * adam.lr * (step + 1)) << "fraction over 1e-7: " << d.fraction_over_1e7;
+    // Adam moves a weight by at most ~lr a step, whatever its gradient; one whose gradient is rounding noise
+    // (|g| near eps) may move by a different amount, or the other way, after a reduction in another order.
+    // So the largest difference is bounded by 2 lr a step, and the f32 modes are held by how few differ.
+    EXPECT_LE(d.max, 2.0 * adam.lr * (step + 1)) << "fraction over 1e-7: " << d.fraction_over_1e7;
+    if (!loose && step == 0) {  // from equal weights: only the few with noise-sized gradients differ
+      EXPECT_LE(d.fraction_over_1e7, 1e-3) << "max " << d.max;
+    }
     EXPECT_LE(d.mean, (loose ? 1e-2 : 1e-4) * adam.lr);
     if (shard_only && step == 0) {
       EXPECT_LE(read_values_differing(*wd, *w1), 0.01);  // from equal weights
