@@ -27,7 +27,7 @@ struct BenchDistArgs {
 
 void run(const BenchDistArgs& a) {
   namespace fs = std::filesystem;
-  const GrpoBenchOptions& o = a.o;
+  const GrpoBenchOptions o = grpo_bench_defaults(a.o);  // fills --max-prompt-length as bench grpo does
   GRPO_CHECK(o.steps >= 1 && o.prompts >= 1 && o.n >= 1 && o.max_prompt_length >= 1 && o.max_response_length >= 1 &&
                  o.micro_batch >= 1,
              "[bench dist] --steps, --prompts, --n, --max-prompt-length, --max-response-length and --micro-batch must "
@@ -80,7 +80,7 @@ void setup(CLI::App& app) {
   c->add_option("--steps", a->o.steps, "Training steps per run; the first is a warm-up")->capture_default_str();
   c->add_option("--prompts", a->o.prompts, "Prompts per step (data.train_batch_size)")->capture_default_str();
   c->add_option("--n", a->o.n, "Samples per prompt (rollout.n)")->capture_default_str();
-  c->add_option("--max-prompt-length", a->o.max_prompt_length, "Prompt tokens at most")->capture_default_str();
+  c->add_option("--max-prompt-length", a->o.max_prompt_length, "Prompt tokens at most (default 48)");
   c->add_option("--max-response-length", a->o.max_response_length,
                 "Response tokens (every response is this long: stop tokens are ignored)")
       ->capture_default_str();

@@ -21,6 +21,8 @@
 // - A rank killed mid-step stops the job (mpirun ends it, non-zero, naming the rank); a rank that hangs
 //   (SIGSTOP) makes the other fail with a clear error once trainer.comm_timeout_s is over.
 // - trainer.nnodes / n_gpus_per_node that disagree with the launch are errors naming the key.
+// - `grpo bench dist` runs with its own defaults for every option left out (as the README calls it) and
+//   reports each run with its step time and, for the distributed runs, the bytes sent.
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -378,6 +380,25 @@ TEST_F(CliDist, LaunchThatDisagreesWithTheConfigIsAnError) {
   EXPECT_NE(nodes.status, 0);
   EXPECT_NE(nodes.output.find("trainer.nnodes = 2 but the launcher started 1 ranks on 1 machine"), std::string::npos)
       << nodes.output;
+}
+
+TEST_F(CliDist, BenchDistRunsWithTheDefaultsOfTheOptionsLeftOut) {
+  const test::CommandResult r =
+      test::run_grpo("bench dist --np 2 --preset tiny --steps 2 --prompts 2 --n 2 --max-response-length 4 --mpirun " +
+                         std::string(kMpiexec) + " --out " + dir_ + "/bench",
+                     "2>" + dir_ + "/bench.log");
+  ASSERT_EQ(r.status, 0) << r.output << read_file(dir_ + "/bench.log");
+  const size_t end = r.output.find_last_not_of('\n');
+  ASSERT_NE(end, std::string::npos) << "nothing on stdout";
+  const std::string last = r.output.substr(r.output.rfind('\n', end) + 1);  // the JSON line
+  const Json j = Json::parse(last);
+  ASSERT_EQ(j["runs"].size(), 4u) << last;
+  for (const Json& run : j["runs"]) {
+    EXPECT_GT(run["step_time_s"].get<double>(), 0) << run.dump();
+    if (run["ranks"].get<int>() > 1) {
+      EXPECT_GT(run["comm_bytes"].get<double>(), 0) << run.dump();
+    }
+  }
 }
 
 }  // namespace
