@@ -27,11 +27,7 @@ struct BenchDistArgs {
 
 void run(const BenchDistArgs& a) {
   namespace fs = std::filesystem;
-  const GrpoBenchOptions o = grpo_bench_defaults(a.o);  // fills --max-prompt-length as bench grpo does
-  GRPO_CHECK(o.steps >= 1 && o.prompts >= 1 && o.n >= 1 && o.max_prompt_length >= 1 && o.max_response_length >= 1 &&
-                 o.micro_batch >= 1,
-             "[bench dist] --steps, --prompts, --n, --max-prompt-length, --max-response-length and --micro-batch must "
-             "be >= 1");
+  const GrpoBenchOptions o = grpo_bench_defaults(a.o, "bench dist");
   std::vector<DistBenchRun> runs = dist_bench_runs(a.ranks);
   std::string out = a.out;
   if (out.empty()) {

@@ -33,11 +33,7 @@ struct BenchGrpoArgs {
 
 void run(const BenchGrpoArgs& a) {
   namespace fs = std::filesystem;
-  const GrpoBenchOptions o = grpo_bench_defaults(a.o);
-  GRPO_CHECK(o.steps >= 1 && o.prompts >= 1 && o.n >= 1 && o.max_response_length >= 1 && o.max_prompt_length >= 1 &&
-                 o.micro_batch >= 1,
-             "[bench grpo] --steps, --prompts, --n, --max-prompt-length, --max-response-length and --micro-batch must "
-             "be >= 1");
+  const GrpoBenchOptions o = grpo_bench_defaults(a.o, "bench grpo");
   std::string out = a.out;
   if (out.empty()) {
     std::string tmpl = (fs::temp_directory_path() / "grpo-bench-XXXXXX").string();

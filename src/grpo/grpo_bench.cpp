@@ -23,9 +23,13 @@ const std::vector<GrpoBenchSwitch>& grpo_bench_switches() {
   return switches;
 }
 
-GrpoBenchOptions grpo_bench_defaults(GrpoBenchOptions o) {
+GrpoBenchOptions grpo_bench_defaults(GrpoBenchOptions o, const char* command) {
   if (o.vl) o.arch = "qwen3-vl";
   if (o.max_prompt_length <= 0) o.max_prompt_length = o.vl ? 128 : 48;
+  GRPO_CHECK(o.steps >= 1 && o.prompts >= 1 && o.n >= 1 && o.max_prompt_length >= 1 && o.max_response_length >= 1 &&
+                 o.micro_batch >= 1,
+             "[", command, "] --steps, --prompts, --n, --max-prompt-length, --max-response-length and --micro-batch "
+             "must be >= 1");
   return o;
 }
 

@@ -43,8 +43,9 @@ struct GrpoBenchSwitch {
 };
 const std::vector<GrpoBenchSwitch>& grpo_bench_switches();
 
-// The options with the task's defaults filled in (--vl: arch qwen3-vl; max_prompt_length).
-GrpoBenchOptions grpo_bench_defaults(GrpoBenchOptions o);
+// The options with the task's defaults filled in (--vl: arch qwen3-vl; max_prompt_length); refuses sizes
+// below 1 (steps, prompts, n, lengths, micro-batch), naming `command` ("bench grpo", "bench dist").
+GrpoBenchOptions grpo_bench_defaults(GrpoBenchOptions o, const char* command = "bench grpo");
 
 // The optimised run's micro-batch token budget (ppo_max_token_len_per_gpu): what the baseline's fixed
 // micro-batch of full-length sequences holds, micro_batch x (max_prompt_length + max_response_length), so
