@@ -9,7 +9,7 @@ namespace {
 
 struct ShapesArgs {
   std::string out;
-  int64_t train = 5000, test = 500;
+  int64_t train = 5000, test = 500, rl = 0;
   uint64_t seed = 0;
   std::string difficulty = "mixed";
   double listing_fraction = 0;
@@ -26,6 +26,9 @@ void setup(CLI::App& app) {
   cmd->add_option("--test", args->test, "Held-out problems (never in train)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  cmd->add_option("--rl", args->rl, "Further problems for GRPO (rl.jsonl: in neither train nor test)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--seed", args->seed, "Random seed")->capture_default_str();
   cmd->add_option("--difficulty", args->difficulty,
                   "easy (level 1: 1-3 shapes, 64 px), medium (1-2), hard (3: 4-8 shapes, 128 px), mixed (1-3) or one "
@@ -37,10 +40,11 @@ void setup(CLI::App& app) {
       ->capture_default_str();
   cmd->callback([args] {
     const ShapesSplit split = write_shapes_dataset(args->out, args->train, args->test, args->seed, args->difficulty,
-                                                   args->listing_fraction);
-    std::printf("wrote %s (%lld problems), %s (%lld problems) and their pictures in %s\n", split.train_path.c_str(),
-                static_cast<long long>(split.train), split.test_path.c_str(), static_cast<long long>(split.test),
-                split.images_dir.c_str());
+                                                   args->listing_fraction, args->rl);
+    std::printf("wrote %s (%lld problems), %s (%lld problems)", split.train_path.c_str(),
+                static_cast<long long>(split.train), split.test_path.c_str(), static_cast<long long>(split.test));
+    if (split.rl > 0) std::printf(", %s (%lld problems)", split.rl_path.c_str(), static_cast<long long>(split.rl));
+    std::printf(" and their pictures in %s\n", split.images_dir.c_str());
   });
 }
 

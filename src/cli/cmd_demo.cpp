@@ -18,6 +18,8 @@ void setup(CLI::App& app) {
   c->add_option("--out", o->out, "Output folder (data, models, runs, reports)");
   c->add_option("--train", o->train_examples, "Training problems (default: arith 16000, shapes 3000)");
   c->add_option("--test", o->test_examples, "Held-out problems (default: arith 500, shapes 300)");
+  c->add_option("--rl", o->rl_examples, "shapes: GRPO's own problems, in neither train nor test (default 10000; 0: "
+                                        "GRPO on the training problems)");
   c->add_option("--seed", o->seed, "Seed");
   c->add_option("--difficulty", o->difficulty,
                 "Levels: arith easy, medium, hard, mixed or 1..5 (default 2); shapes easy, medium, hard, mixed or "

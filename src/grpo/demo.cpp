@@ -23,6 +23,10 @@ DemoOptions demo_defaults(DemoOptions o) {
   if (o.test_examples <= 0) o.test_examples = arith ? 500 : 300;
   if (o.difficulty.empty()) o.difficulty = arith ? "2" : "easy";
   if (o.worked_fraction < 0) o.worked_fraction = 0.25;
+  // shapes: GRPO on 10,000 problems the SFT never saw (on the SFT's own, memorised ones it finds little
+  // to learn); arith's GRPO uses the SFT problems, as it always has.
+  if (o.rl_examples < 0) o.rl_examples = arith ? 0 : 10000;
+  GRPO_CHECK(!arith || o.rl_examples == 0, "[demo] --rl: the arithmetic demo's GRPO uses its training problems");
   // shapes: `tiny` (a 2-block tower of width 64, a 4-layer decoder of width 128): the `small` decoder's
   // training step is ~30x slower on the 2-core AVX2 machine, too slow for a ~15-minute demo.
   if (o.preset.empty()) o.preset = arith ? "small" : "tiny";
@@ -36,7 +40,7 @@ DemoResult run_demo(const DemoOptions& options) {
   make_dirs(out);
   DemoResult r;
 
-  std::string train_path, test_path;
+  std::string train_path, test_path, rl_path;
   if (arith) {
     std::fprintf(stderr, "[demo] 1/4 arithmetic task: %lld train / %lld held-out problems -> %s\n",
                  static_cast<long long>(opt.train_examples), static_cast<long long>(opt.test_examples), data.c_str());
@@ -45,12 +49,14 @@ DemoResult run_demo(const DemoOptions& options) {
     train_path = split.train_path;
     test_path = split.test_path;
   } else {
-    std::fprintf(stderr, "[demo] 1/4 shapes task: %lld train / %lld held-out pictures and questions -> %s\n",
-                 static_cast<long long>(opt.train_examples), static_cast<long long>(opt.test_examples), data.c_str());
+    std::fprintf(stderr, "[demo] 1/4 shapes task: %lld train / %lld held-out / %lld GRPO pictures and questions -> %s\n",
+                 static_cast<long long>(opt.train_examples), static_cast<long long>(opt.test_examples),
+                 static_cast<long long>(opt.rl_examples), data.c_str());
     const ShapesSplit split = write_shapes_dataset(data, opt.train_examples, opt.test_examples, opt.seed,
-                                                   opt.difficulty, opt.worked_fraction);
+                                                   opt.difficulty, opt.worked_fraction, opt.rl_examples);
     train_path = split.train_path;
     test_path = split.test_path;
+    rl_path = split.rl_path;
   }
 
   const std::string arch = arith ? "qwen3" : "qwen3-vl";
@@ -61,10 +67,9 @@ DemoResult run_demo(const DemoOptions& options) {
   const std::string sft_yaml = out + "/" + opt.task + "-sft.yaml", grpo_yaml = out + "/" + opt.task + "-grpo.yaml";
   write_file_atomic(sft_yaml, arith ? kArithSftYaml : kShapesSftYaml);
   write_file_atomic(grpo_yaml, arith ? kArithGrpoYaml : kShapesGrpoYaml);
-  std::vector<std::string> common = {"data.train_files=" + train_path, "data.val_files=" + test_path};
 
   std::fprintf(stderr, "[demo] 3/4 supervised warm start (%s)\n", sft_yaml.c_str());
-  std::vector<std::string> sft_sets = common;
+  std::vector<std::string> sft_sets = {"data.train_files=" + train_path, "data.val_files=" + test_path};
   sft_sets.push_back("actor_rollout_ref.model.path=" + init);
   sft_sets.push_back("trainer.default_local_dir=" + out + "/sft");
   sft_sets.insert(sft_sets.end(), opt.sft_overrides.begin(), opt.sft_overrides.end());
@@ -75,7 +80,8 @@ DemoResult run_demo(const DemoOptions& options) {
   r.sft_report = out + "/sft/report.html";
 
   std::fprintf(stderr, "[demo] 4/4 GRPO (%s) from the SFT model\n", grpo_yaml.c_str());
-  std::vector<std::string> grpo_sets = common;
+  std::vector<std::string> grpo_sets = {"data.train_files=" + (rl_path.empty() ? train_path : rl_path),
+                                        "data.val_files=" + test_path};
   grpo_sets.push_back("actor_rollout_ref.model.path=" + sft.model_dir);
   grpo_sets.push_back("trainer.default_local_dir=" + out + "/grpo");
   grpo_sets.insert(grpo_sets.end(), opt.grpo_overrides.begin(), opt.grpo_overrides.end());

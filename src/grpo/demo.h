@@ -6,7 +6,7 @@
 //  - shapes: the visual task (pictures of coloured shapes, questions answered by a number or a colour; a
 //    quarter of the responses list the shapes before answering), a Qwen3-VL-shaped model (vision tower,
 //    DeepStack, M-RoPE) with the byte-level tokenizer, SFT (examples/shapes-sft.yaml) then GRPO
-//    (examples/shapes-grpo.yaml).
+//    (examples/shapes-grpo.yaml) on further problems the SFT never saw.
 // A rerun into the same folder replaces the earlier demo runs.
 #pragma once
 #include <cstdint>
@@ -20,6 +20,7 @@ struct DemoOptions {
   std::string out = "runs/demo";
   // 0 / "" / negative: the task's default (demo_defaults).
   int64_t train_examples = 0, test_examples = 0;
+  int64_t rl_examples = -1;    // shapes: GRPO's own prompts (grpo/shapes.h), 0: GRPO on the SFT problems
   uint64_t seed = 0;
   std::string difficulty;      // arith levels (grpo/arith.h) or shapes levels (grpo/shapes.h)
   double worked_fraction = -1;  // SFT responses worked out: arith column by column, shapes listing the shapes

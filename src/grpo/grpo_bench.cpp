@@ -57,6 +57,7 @@ std::vector<std::string> grpo_bench_overrides(const GrpoBenchOptions& options, c
       "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=" + std::to_string(memory_matched_token_budget(o)),
       "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=" + std::to_string(o.micro_batch),
       "algorithm.filter_groups.enable=false",
+      "reward.overlong_buffer.enable=false",  // fixed-length responses: no length shaping
       std::string("mixed_precision.enabled=") + (o.dtype == "bf16" ? "true" : "false"),
       "trainer.total_training_steps=" + std::to_string(o.steps),
       "trainer.val_before_train=false",

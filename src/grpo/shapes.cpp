@@ -290,28 +290,34 @@ nlohmann::json shapes_row(const ShapesProblem& p, const std::string& id, const s
 }
 
 ShapesSplit write_shapes_dataset(const std::string& dir, int64_t n_train, int64_t n_test, uint64_t seed,
-                                 const std::string& difficulty, double listing_fraction) {
+                                 const std::string& difficulty, double listing_fraction, int64_t n_rl) {
   GRPO_CHECK(listing_fraction >= 0 && listing_fraction <= 1,
              "[shapes] the fraction of listing responses must be in [0, 1], got ", listing_fraction);
   const auto levels = shapes_levels(difficulty);
   const auto test = generate_shapes(n_test, seed ^ 0x7465737400000000ull, levels);
   const auto train = generate_shapes(n_train, seed, levels, test);
-  ShapesSplit split{dir + "/train.jsonl", dir + "/test.jsonl", dir + "/images", n_train, n_test};
+  std::vector<ShapesProblem> seen = test;
+  seen.insert(seen.end(), train.begin(), train.end());
+  const auto rl = generate_shapes(n_rl, seed ^ 0x726c000000000000ull, levels, seen);
+  ShapesSplit split{dir + "/train.jsonl", dir + "/test.jsonl", n_rl > 0 ? dir + "/rl.jsonl" : "", dir + "/images",
+                    n_train, n_test, n_rl};
   make_dirs(split.images_dir);
-  auto write = [&](const std::string& path, const std::vector<ShapesProblem>& problems, const std::string& name) {
+  auto write = [&](const std::string& path, const std::vector<ShapesProblem>& problems, const std::string& name,
+                   double listing) {
     Rng style_rng({seed, 0x7374796c65ull});
     write_file_atomic_with(path, [&](std::FILE* f) {
       for (size_t i = 0; i < problems.size(); ++i) {
         const std::string id = cat(name, "-", i), image = "images/" + id + ".png";
         write_png(dir + "/" + image, render_shapes(problems[i]));
-        const ShapesStyle style = style_rng.uniform() < listing_fraction ? ShapesStyle::Listing : ShapesStyle::Direct;
+        const ShapesStyle style = style_rng.uniform() < listing ? ShapesStyle::Listing : ShapesStyle::Direct;
         const std::string line = shapes_row(problems[i], id, image, name, static_cast<int64_t>(i), style).dump() + "\n";
         GRPO_CHECK(std::fwrite(line.data(), 1, line.size(), f) == line.size(), "[shapes] cannot write ", path);
       }
     });
   };
-  write(split.train_path, train, "train");
-  write(split.test_path, test, "test");
+  write(split.train_path, train, "train", listing_fraction);
+  write(split.test_path, test, "test", listing_fraction);
+  if (n_rl > 0) write(split.rl_path, rl, "rl", 0.0);
   return split;
 }
 

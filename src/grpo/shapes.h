@@ -78,13 +78,15 @@ nlohmann::json shapes_row(const ShapesProblem& p, const std::string& id, const s
                           const std::string& split, int64_t index, ShapesStyle style);
 
 struct ShapesSplit {
-  std::string train_path, test_path, images_dir;
-  int64_t train = 0, test = 0;
+  std::string train_path, test_path, rl_path, images_dir;  // rl_path: empty when no RL prompts were asked for
+  int64_t train = 0, test = 0, rl = 0;
 };
 // Writes DIR/images/{train,test}-N.png and DIR/train.jsonl, DIR/test.jsonl (each file atomically); test
 // problems never appear in train. A `listing_fraction` of the responses, drawn at random, use
-// ShapesStyle::Listing.
+// ShapesStyle::Listing. With n_rl > 0 also DIR/rl.jsonl (and images/rl-N.png): further problems in neither
+// train nor test, prompts for GRPO, which reads only their ground truths (responses direct): the SFT model
+// has memorised its own training problems, on which GRPO finds little to learn.
 ShapesSplit write_shapes_dataset(const std::string& dir, int64_t n_train, int64_t n_test, uint64_t seed,
-                                 const std::string& difficulty, double listing_fraction = 0);
+                                 const std::string& difficulty, double listing_fraction = 0, int64_t n_rl = 0);
 
 }  // namespace grpo

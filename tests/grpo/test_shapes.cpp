@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "core/error.h"
 #include "core/files.h"
@@ -185,6 +186,35 @@ TEST(Shapes, DeterministicDisjointAndWrittenAsVerlRows) {
   EXPECT_EQ(j["images"][0], "images/test-0.png");
   EXPECT_EQ(j["extra_info"]["split"], "test");
   EXPECT_TRUE(j["reward_model"]["ground_truth"].is_string());
+}
+
+TEST(Shapes, RlPromptsAreInNeitherTrainNorTestAndAnswerDirectly) {
+  test::TempDir d, none;
+  const ShapesSplit s = write_shapes_dataset(d.path(), 30, 10, 4, "easy", 1.0, 50);
+  ASSERT_EQ(s.rl, 50);
+  ASSERT_EQ(s.rl_path, d.path() + "/rl.jsonl");
+  std::set<std::string> prompts_seen;  // picture bytes + question of every train and test row
+  auto rows = [](const std::string& path) {
+    std::vector<nlohmann::json> out;
+    std::istringstream in(read_file(path));
+    for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+    return out;
+  };
+  auto key = [&](const nlohmann::json& j) {
+    return read_file(d.path() + "/" + j["images"][0].get<std::string>()) + j["prompt"][0]["content"].get<std::string>();
+  };
+  for (const char* split : {"/train.jsonl", "/test.jsonl"})
+    for (const auto& j : rows(d.path() + split)) prompts_seen.insert(key(j));
+  const auto rl = rows(s.rl_path);
+  ASSERT_EQ(rl.size(), 50u);
+  for (const auto& j : rl) {
+    EXPECT_FALSE(prompts_seen.count(key(j))) << j.dump();
+    EXPECT_EQ(j["extra_info"]["split"], "rl");
+    EXPECT_EQ(j["response"].get<std::string>().rfind("\\boxed{", 0), 0u) << j["response"];  // direct
+  }
+  EXPECT_EQ(read_file(d.path() + "/train.jsonl"), read_file(write_shapes_dataset(none.path(), 30, 10, 4, "easy", 1.0).train_path));
+  EXPECT_TRUE(write_shapes_dataset(none.path(), 30, 10, 4, "easy", 1.0).rl_path.empty());
+  EXPECT_FALSE(std::filesystem::exists(none.path() + "/rl.jsonl"));
 }
 
 TEST(Shapes, DifficultiesAndLimits) {
