@@ -26,4 +26,19 @@ class ScopedIsa {
   ScopedIsa& operator=(const ScopedIsa&) = delete;
 };
 
+// bf16 GEMMs native or emulated for the lifetime of the scope (set_bf16_gemm_for_tests).
+class ScopedBf16Gemm {
+ public:
+  explicit ScopedBf16Gemm(bool native) { set_bf16_gemm_for_tests(native); }
+  ~ScopedBf16Gemm() { set_bf16_gemm_for_tests(std::nullopt); }
+  ScopedBf16Gemm(const ScopedBf16Gemm&) = delete;
+  ScopedBf16Gemm& operator=(const ScopedBf16Gemm&) = delete;
+};
+
+// The bf16 GEMM paths this process can run at `level`: native (at avx512_bf16) and emulated.
+inline std::vector<bool> runnable_bf16_gemms(Isa level) {
+  if (level >= Isa::Avx512Bf16) return {true, false};
+  return {false};
+}
+
 }  // namespace grpo::test

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "kernels/backend.h"
+#include "kernels/cpu/bf16_dot_rate.h"
 
 namespace grpo {
 namespace {
@@ -111,6 +112,11 @@ std::atomic<int>& test_level() {
   return level;
 }
 
+std::atomic<int>& test_bf16_gemm() {  // -1: the decision's; 0 emulated; 1 native
+  static std::atomic<int> native{-1};
+  return native;
+}
+
 }  // namespace
 
 const char* isa_name(Isa isa) {
@@ -133,6 +139,7 @@ CpuInfo detect_cpu() {
   c.avx512vl = __builtin_cpu_supports("avx512vl");
   c.avx512dq = __builtin_cpu_supports("avx512dq");
   c.avx512_bf16 = __builtin_cpu_supports("avx512bf16");
+  if (has_all(c, kAvx512Features) && c.avx512_bf16) c.bf16_dot_speed = cpu::bf16_dot_flops_vs_fma();
   return c;
 }
 
@@ -156,14 +163,20 @@ IsaDecision decide_isa(const CpuInfo& cpu, const char* grpo_isa) {
     GRPO_CHECK(cap != std::end(kLevels), "[cpu] GRPO_ISA=\"", d.cap, "\": expected avx2, avx512 or avx512_bf16");
     d.isa = std::min(d.cpu_level, *cap);
   }
+  d.bf16_gemm_native = d.isa >= Isa::Avx512Bf16 && cpu.bf16_dot_speed >= kNativeBf16GemmMinSpeed;
   return d;
 }
 
 std::string isa_report(const IsaDecision& d) {
   const bool wide = d.isa >= Isa::Avx512, bf16 = d.isa >= Isa::Avx512Bf16;
+  char speed[96] = "";
+  if (bf16)
+    std::snprintf(speed, sizeof speed, "; this core's bf16 dot products give %.2fx the f32 FMA flops",
+                  d.cpu.bf16_dot_speed);
   std::string s = cat("[cpu] ", isa_name(d.isa), ": using ",
                       wide ? "AVX-512 16-lane" : "AVX2+FMA 8-lane", " kernels, GEMM oneDNN f32 + bf16 ",
-                      bf16 ? "native" : "emulated (bf16 operands widened to f32, f32 GEMM)",
+                      d.bf16_gemm_native ? cat("native (bf16 dot products", speed, ")")
+                                         : cat("emulated (bf16 operands widened to f32, f32 GEMM", speed, ")"),
                       ", f32->bf16 ", bf16 ? "vcvtneps2bf16" : "AVX2 integer rounding",
                       ", oneDNN capped at ", isa_name(d.isa), "; CPU ", d.cpu.model, " (", present_features(d.cpu));
   const std::string missing = missing_features(d.cpu);
@@ -196,8 +209,19 @@ void set_isa_for_tests(std::optional<Isa> level) {
   test_level().store(level ? static_cast<int>(*level) : -1, std::memory_order_relaxed);
 }
 
+void set_bf16_gemm_for_tests(std::optional<bool> native) {
+  if (native && *native)
+    GRPO_CHECK(isa() >= Isa::Avx512Bf16, "[cpu] set_bf16_gemm_for_tests(native): this process runs at ",
+               isa_name(isa()), ", native bf16 GEMM needs avx512_bf16");
+  test_bf16_gemm().store(native ? static_cast<int>(*native) : -1, std::memory_order_relaxed);
+}
+
 bool cpu_has_avx512() { return isa() >= Isa::Avx512; }
 bool cpu_has_avx512_bf16() { return isa() >= Isa::Avx512Bf16; }
-bool gemm_bf16_native() { return isa() >= Isa::Avx512Bf16; }
+bool gemm_bf16_native() {
+  if (isa() < Isa::Avx512Bf16) return false;
+  const int forced = test_bf16_gemm().load(std::memory_order_relaxed);
+  return forced >= 0 ? forced == 1 : isa_decision().bf16_gemm_native;
+}
 
 }  // namespace grpo

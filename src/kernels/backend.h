@@ -4,9 +4,13 @@
 // supports, capped by the environment variable GRPO_ISA=avx2|avx512|avx512_bf16 (never raised above the
 // CPU), and every CPU kernel family takes its path from it: 8-lane AVX2+FMA or 16-lane AVX-512 bodies,
 // native or emulated bf16 GEMM, vcvtneps2bf16 or integer bf16 rounding. oneDNN is capped at the same level
-// before its first primitive. A CPU without AVX2+FMA gets an error naming what it lacks before any AVX
+// before its first primitive. Native bf16 GEMM needs more than the AVX-512 BF16 feature: its dot products
+// must also be fast on this core (measured once, kernels/cpu/bf16_dot_rate.h), else bf16 GEMMs are
+// emulated through the f32 GEMM at the avx512_bf16 level too. A CPU without AVX2+FMA gets an error naming
+// what it lacks before any AVX
 // instruction runs. The decision is logged once on stderr ("[cpu] avx2: using ..."). Tests lower it with
-// set_isa_for_tests to run the AVX2 paths of every family on an AVX-512 machine.
+// set_isa_for_tests to run the AVX2 paths of every family on an AVX-512 machine, and set_bf16_gemm_for_tests
+// to run both bf16 GEMM paths where the CPU has AVX-512 BF16.
 // The CUDA backend (kernels/cuda) reports whether it was built and a device is present. Callers ask, they
 // never #ifdef.
 #pragma once
@@ -23,7 +27,8 @@ bool cuda_available();
 enum class Isa : int {
   Avx2 = 0,        // AVX2 + FMA: 8-lane kernels; bf16 GEMM emulated (bf16 -> f32, f32 GEMM)
   Avx512 = 1,      // AVX-512 F/BW/VL/DQ: 16-lane kernels; bf16 GEMM emulated
-  Avx512Bf16 = 2,  // + AVX-512 BF16: bf16 GEMM native in oneDNN, vcvtneps2bf16, bf16 dot products
+  Avx512Bf16 = 2,  // + AVX-512 BF16: vcvtneps2bf16, bf16 dot products; bf16 GEMM native in oneDNN where
+                   //   those dot products are fast (IsaDecision::bf16_gemm_native)
 };
 const char* isa_name(Isa isa);  // "avx2", "avx512", "avx512_bf16" (the GRPO_ISA values)
 
@@ -32,12 +37,20 @@ struct CpuInfo {
   std::string model;  // the brand string, e.g. "AMD EPYC 9R14 96-Core Processor"
   bool avx2 = false, fma = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false, avx512_bf16 = false;
+  // Measured where the CPU has AVX-512 F and BF16 (else 0): flops/s of bf16 dot products over those of f32
+  // FMAs on one core, ~2 on AMD Zen 4 / Zen 5, ~0.5 on the Intel Xeon measured here (AMX not exposed).
+  double bf16_dot_speed = 0;
 };
 CpuInfo detect_cpu();
+
+// Native bf16 GEMM (oneDNN's bf16 kernels) needs bf16 dot products at least this fast (CpuInfo::bf16_dot_speed):
+// at 0.5 the f32 GEMM on widened operands was 1.45x faster than oneDNN's native bf16 GEMM (2048^3, 2 threads).
+constexpr double kNativeBf16GemmMinSpeed = 0.75;
 
 struct IsaDecision {
   Isa isa = Isa::Avx2;        // what every kernel family uses
   Isa cpu_level = Isa::Avx2;  // the highest level the CPU supports
+  bool bf16_gemm_native = false;  // at avx512_bf16 with fast bf16 dot products; else emulated through f32
   std::string cap;            // the value of GRPO_ISA ("" when unset)
   CpuInfo cpu;
 };
@@ -58,10 +71,14 @@ bool isa_available(Isa level);
 // Tests: run every kernel family at `level` (an error if !isa_available(level)); nullopt restores the
 // decision. oneDNN keeps its start-up cap, but bf16 GEMMs below Avx512Bf16 take the emulated path.
 void set_isa_for_tests(std::optional<Isa> level);
+// Tests: bf16 GEMMs native (true: an error below avx512_bf16) or emulated (false) whatever the decision
+// says; nullopt restores the decision.
+void set_bf16_gemm_for_tests(std::optional<bool> native);
 
 // Answers of the decision, for kernels that branch on one feature.
 bool cpu_has_avx512();       // isa() >= Isa::Avx512
 bool cpu_has_avx512_bf16();  // isa() >= Isa::Avx512Bf16
-bool gemm_bf16_native();     // bf16 GEMM through oneDNN's bf16 kernels (else emulated through f32)
+bool gemm_bf16_native();     // bf16 GEMM through oneDNN's bf16 kernels (else emulated through f32): at
+                             // avx512_bf16 when the decision or set_bf16_gemm_for_tests says so
 
 }  // namespace grpo

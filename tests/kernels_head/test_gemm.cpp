@@ -62,12 +62,16 @@ TEST_P(GemmAllCombos, MatchesReferenceWithPaddedLeadingDims) {
   // bf16: native and emulated where this process can run both; f32 is oneDNN's at every level.
   for (Isa level : dtype == DType::BF16 ? test::runnable_isas() : std::vector<Isa>{isa()}) {
     test::ScopedIsa scope(level);
-    // Both a small odd shape and one large enough for oneDNN's blocked kernels and their tails.
-    for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{5, 19, 37}, {130, 67, 300}}) {
-      for (float alpha : {1.0f, 0.75f}) {
-        // f32: fp32 accumulation of K products of values in [-1, 1]; bf16 inputs are exact in the reference.
-        const double err = run_gemm_case({ta, tb, dtype, alpha, beta, M, N, K}, 17 + M);
-        EXPECT_LT(err, 2e-6) << isa_name(level) << " M=" << M << " N=" << N << " K=" << K << " alpha=" << alpha;
+    for (bool native : dtype == DType::BF16 ? test::runnable_bf16_gemms(level) : std::vector<bool>{false}) {
+      test::ScopedBf16Gemm path(native && dtype == DType::BF16);
+      // Both a small odd shape and one large enough for oneDNN's blocked kernels and their tails.
+      for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{5, 19, 37}, {130, 67, 300}}) {
+        for (float alpha : {1.0f, 0.75f}) {
+          // f32: fp32 accumulation of K products of values in [-1, 1]; bf16 inputs are exact in the reference.
+          const double err = run_gemm_case({ta, tb, dtype, alpha, beta, M, N, K}, 17 + M);
+          EXPECT_LT(err, 2e-6) << isa_name(level) << (native ? " native" : " emulated") << " M=" << M << " N=" << N
+                               << " K=" << K << " alpha=" << alpha;
+        }
       }
     }
   }

@@ -1,6 +1,7 @@
 // The one instruction-set decision (kernels/backend.h): levels from CPU features (a CPU without AVX2 or FMA
-// is refused naming what it lacks), the GRPO_ISA cap (lowers, never raises; an unknown value is an error
-// listing the valid ones), the start-up line, and the tests' override every kernel family follows.
+// is refused naming what it lacks), native bf16 GEMM only where bf16 dot products are fast, the GRPO_ISA
+// cap (lowers, never raises; an unknown value is an error listing the valid ones), the start-up line, and
+// the tests' overrides every kernel family follows.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -24,9 +25,10 @@ CpuInfo avx512_cpu() {
   c.avx512f = c.avx512bw = c.avx512vl = c.avx512dq = true;
   return c;
 }
-CpuInfo avx512_bf16_cpu() {
+CpuInfo avx512_bf16_cpu(double dot_speed = 2.0) {  // 2: bf16 dot products as fast as FMAs (AMD Zen 4 / 5)
   CpuInfo c = avx512_cpu();
   c.avx512_bf16 = true;
+  c.bf16_dot_speed = dot_speed;
   return c;
 }
 
@@ -49,6 +51,33 @@ TEST(IsaDecision, LevelFollowsTheCpuFeatures) {
   CpuInfo bf16_without_avx512 = avx2_cpu();
   bf16_without_avx512.avx512_bf16 = true;
   EXPECT_EQ(decide_isa(bf16_without_avx512, nullptr).isa, Isa::Avx2);
+}
+
+TEST(IsaDecision, NativeBf16GemmNeedsFastBf16DotProducts) {
+  EXPECT_TRUE(decide_isa(avx512_bf16_cpu(2.0), nullptr).bf16_gemm_native);
+  EXPECT_TRUE(decide_isa(avx512_bf16_cpu(kNativeBf16GemmMinSpeed), nullptr).bf16_gemm_native);
+  const IsaDecision slow = decide_isa(avx512_bf16_cpu(0.47), nullptr);  // the Intel Xeon measured here
+  EXPECT_EQ(slow.isa, Isa::Avx512Bf16) << "the other bf16 instructions are still used";
+  EXPECT_FALSE(slow.bf16_gemm_native);
+  EXPECT_FALSE(decide_isa(avx512_bf16_cpu(2.0), "avx512").bf16_gemm_native);
+  EXPECT_FALSE(decide_isa(avx512_cpu(), nullptr).bf16_gemm_native);
+  const std::string line = isa_report(slow);
+  EXPECT_NE(line.find("bf16 emulated"), std::string::npos) << line;
+  EXPECT_NE(line.find("bf16 dot products give 0.47x the f32 FMA flops"), std::string::npos) << line;
+  EXPECT_NE(line.find("vcvtneps2bf16"), std::string::npos) << line;
+}
+
+// Where this CPU has AVX-512 BF16 its measured speed is a plausible ratio (one vdpbf16ps issues at most as
+// fast as two FMAs, and at least at a tenth of one FMA's rate on any CPU seen); elsewhere it is not measured.
+TEST(IsaDecision, Bf16DotSpeedIsMeasuredWhereTheCpuHasIt) {
+  const CpuInfo cpu = detect_cpu();
+  if (!(cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq && cpu.avx512_bf16)) {
+    EXPECT_EQ(cpu.bf16_dot_speed, 0.0);
+    GTEST_SKIP() << "this CPU has no AVX-512 BF16: " << cpu.model;
+  }
+  EXPECT_GT(cpu.bf16_dot_speed, 0.1) << cpu.model;
+  EXPECT_LT(cpu.bf16_dot_speed, 2.5) << cpu.model;
+  std::cout << cpu.model << ": bf16 dot products " << cpu.bf16_dot_speed << "x the f32 FMA flops\n";
 }
 
 TEST(IsaDecision, CpuWithoutAvx2OrFmaIsRefusedNamingWhatIsMissing) {
@@ -93,7 +122,8 @@ TEST(IsaDecision, StartUpLineNamesLevelCpuAndEveryFamilysPath) {
 
   const std::string native = isa_report(decide_isa(avx512_bf16_cpu(), nullptr));
   EXPECT_EQ(native.rfind("[cpu] avx512_bf16: using AVX-512 16-lane kernels", 0), 0u) << native;
-  EXPECT_NE(native.find("bf16 native"), std::string::npos) << native;
+  EXPECT_NE(native.find("bf16 native (bf16 dot products; this core's bf16 dot products give 2.00x"),
+            std::string::npos) << native;
   EXPECT_NE(native.find("vcvtneps2bf16"), std::string::npos) << native;
 
   const std::string capped = isa_report(decide_isa(avx512_bf16_cpu(), "avx2"));
@@ -112,6 +142,7 @@ TEST(IsaDecision, ProcessDecisionIsTheCpusUnderGrpoIsa) {
   const IsaDecision again = decide_isa(detect_cpu(), std::getenv("GRPO_ISA"));
   EXPECT_EQ(d.isa, again.isa);
   EXPECT_EQ(d.cpu_level, again.cpu_level);
+  EXPECT_EQ(d.bf16_gemm_native, d.isa >= Isa::Avx512Bf16 && d.cpu.bf16_dot_speed >= kNativeBf16GemmMinSpeed);
   EXPECT_LE(d.isa, d.cpu_level);
   EXPECT_EQ(isa(), d.isa);
   std::cout << isa_report(d) << "\n";
@@ -123,7 +154,17 @@ TEST(IsaDecision, TestOverrideLowersEveryAnswerAndCannotRaise) {
     EXPECT_EQ(isa(), level);
     EXPECT_EQ(cpu_has_avx512(), level >= Isa::Avx512);
     EXPECT_EQ(cpu_has_avx512_bf16(), level >= Isa::Avx512Bf16);
-    EXPECT_EQ(gemm_bf16_native(), level >= Isa::Avx512Bf16);
+    EXPECT_EQ(gemm_bf16_native(), level >= Isa::Avx512Bf16 && isa_decision().bf16_gemm_native);
+    if (level < Isa::Avx512Bf16) {
+      EXPECT_THROW(set_bf16_gemm_for_tests(true), Error) << "native bf16 GEMM below avx512_bf16";
+      continue;
+    }
+    for (bool native : {true, false}) {
+      set_bf16_gemm_for_tests(native);
+      EXPECT_EQ(gemm_bf16_native(), native);
+    }
+    set_bf16_gemm_for_tests(std::nullopt);
+    EXPECT_EQ(gemm_bf16_native(), isa_decision().bf16_gemm_native);
   }
   EXPECT_EQ(isa(), isa_decision().isa) << "the scope restores the decision";
   for (Isa level : {Isa::Avx512, Isa::Avx512Bf16}) {

@@ -1,7 +1,8 @@
 // GEMM on the CPU through oneDNN 2.6 matmul: f32 or bf16 inputs, f32 output and accumulation.
 // Transposes are expressed as memory strides (no copies); beta = 1 is a sum post-op and alpha an output
-// scale. bf16 inputs run natively at the avx512_bf16 level of the one ISA decision (kernels/backend.h);
-// below it (oneDNN 2.6 has no bf16 matmul without AVX-512 BF16) they are emulated: both operands are
+// scale. bf16 inputs run natively where the one ISA decision says so (kernels/backend.h: the avx512_bf16
+// level on a core whose bf16 dot products are fast); elsewhere (oneDNN 2.6 has no bf16 matmul without
+// AVX-512 BF16, and on some cores its bf16 kernels are slower than f32) they are emulated: both operands are
 // widened to f32 (exact) into a scratch buffer of the calling thread and multiplied by the f32 GEMM, with
 // f32 accumulation as the native path. The scratch grows to the largest operands seen and is reused, so
 // repeated shapes (every training step) allocate nothing. A oneDNN or allocation failure is reported with
@@ -198,7 +199,7 @@ void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, cons
     return;
   }
   const Isa level = isa();  // the decision caps oneDNN before its first primitive
-  const bool emulate = ab_dtype == DType::BF16 && level < Isa::Avx512Bf16;
+  const bool emulate = ab_dtype == DType::BF16 && !gemm_bf16_native();
   const uint32_t alpha_bits = std::bit_cast<uint32_t>(alpha), beta_bits = std::bit_cast<uint32_t>(beta);
   try {
     if (!emulate)
