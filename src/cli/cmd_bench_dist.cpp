@@ -21,9 +21,28 @@ namespace {
 
 struct BenchDistArgs {
   GrpoBenchOptions o;
-  int ranks = 2;
+  int ranks = 2, repeats = 1;
   std::string out, mpirun = "mpirun";
 };
+
+// One run of `r` into run_dir (grpo train, through mpirun for several ranks); its summary joins r.results.
+void run_one(const BenchDistArgs& a, const GrpoBenchOptions& o, const std::string& out, const std::string& train_path,
+             DistBenchRun& r, const std::string& run_dir) {
+  std::vector<std::string> argv;
+  if (r.ranks > 1) {
+    argv = {a.mpirun, "-np", std::to_string(r.ranks), "--oversubscribe", "-x", "OMP_NUM_THREADS=1"};
+    if (geteuid() == 0) argv.push_back("--allow-run-as-root");  // Open MPI refuses root otherwise
+  }
+  argv.insert(argv.end(), {self_executable(), "train", out + "/arith-grpo.yaml", "--threads", "1"});
+  for (const std::string& s : grpo_bench_overrides(o, out + "/model", train_path, run_dir, {}))
+    argv.insert(argv.end(), {"--set", s});
+  for (const std::string& s : r.overrides) argv.insert(argv.end(), {"--set", s});
+  std::string line;
+  for (const std::string& s : argv) line += " " + s;
+  std::fprintf(stderr, "[bench dist] %s (round %zu):%s\n", r.name.c_str(), r.results.size() + 1, line.c_str());
+  run_child(argv, r.name);
+  r.results.push_back(summarise_grpo_bench_run(run_dir + "/metrics.jsonl"));
+}
 
 void run(const BenchDistArgs& a) {
   namespace fs = std::filesystem;
@@ -42,24 +61,11 @@ void run(const BenchDistArgs& a) {
   const ArithSplit data = write_arith_dataset(out + "/data", std::max<int64_t>(1000, o.prompts * o.steps), 0, o.seed,
                                               "mixed");
   write_file_atomic(out + "/arith-grpo.yaml", kArithGrpoYaml);
-  for (size_t i = 0; i < runs.size(); ++i) {
-    DistBenchRun& r = runs[i];
-    const std::string run_dir = out + "/run" + std::to_string(i);
-    std::vector<std::string> argv;
-    if (r.ranks > 1) {
-      argv = {a.mpirun, "-np", std::to_string(r.ranks), "--oversubscribe", "-x", "OMP_NUM_THREADS=1"};
-      if (geteuid() == 0) argv.push_back("--allow-run-as-root");  // Open MPI refuses root otherwise
+  for (int rep = 0; rep < a.repeats; ++rep)
+    for (size_t i = 0; i < runs.size(); ++i) {
+      DistBenchRun& r = runs[i];
+      run_one(a, o, out, data.train_path, r, out + "/run" + std::to_string(i) + (rep ? "-" + std::to_string(rep) : ""));
     }
-    argv.insert(argv.end(), {self_executable(), "train", out + "/arith-grpo.yaml", "--threads", "1"});
-    for (const std::string& s : grpo_bench_overrides(o, out + "/model", data.train_path, run_dir, {}))
-      argv.insert(argv.end(), {"--set", s});
-    for (const std::string& s : r.overrides) argv.insert(argv.end(), {"--set", s});
-    std::string line;
-    for (const std::string& s : argv) line += " " + s;
-    std::fprintf(stderr, "[bench dist] %s:%s\n", r.name.c_str(), line.c_str());
-    run_child(argv, r.name);
-    r.result = summarise_grpo_bench_run(run_dir + "/metrics.jsonl");
-  }
   std::printf("%s", dist_bench_table(runs).c_str());
   std::printf("%s\n", dist_bench_json(o, runs).dump().c_str());
   if (a.out.empty()) fs::remove_all(out);
@@ -75,6 +81,11 @@ void setup(CLI::App& app) {
   c->add_option("--arch", a->o.arch, "Architecture of the preset")->capture_default_str();
   c->add_option("--steps", a->o.steps, "Training steps per run; the first is a warm-up")->capture_default_str();
   c->add_option("--prompts", a->o.prompts, "Prompts per step (data.train_batch_size)")->capture_default_str();
+  c->add_option("--mini-batch-prompts", a->o.mini_batch_prompts,
+                "Prompts per optimizer update (ppo_mini_batch_size; default: --prompts, one update per step)");
+  c->add_option("--repeats", a->repeats, "Rounds of the four runs, in turn (medians, ratios paired per round)")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
   c->add_option("--n", a->o.n, "Samples per prompt (rollout.n)")->capture_default_str();
   c->add_option("--max-prompt-length", a->o.max_prompt_length, "Prompt tokens at most (default 48)");
   c->add_option("--max-response-length", a->o.max_response_length,

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 
 #include "comm/op_state.h"
 #include "core/error.h"
@@ -85,7 +86,12 @@ void Communicator::wait(Request& r) {
     else
       error = op.error;
   }
-  blocked_ns_ += nanos(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  blocked_ns_ += nanos(waited);
+  {
+    std::lock_guard<std::mutex> lock(waits_mu_);
+    waits_.push_back({op.ordinal, waited});
+  }
   r.state_.reset();
   if (!error.empty()) throw Error(error);
 }
@@ -132,7 +138,47 @@ void Communicator::check_offsets(const char* op, const std::vector<int64_t>& off
     GRPO_CHECK(off[r] >= 0 && off[r] <= off[r + 1], "[comm] ", op, ": byte offsets must be >= 0 and non-decreasing");
 }
 
-std::shared_ptr<detail::OpState> Communicator::new_op() { return std::make_shared<detail::OpState>(); }
+std::shared_ptr<detail::OpState> Communicator::new_op() {
+  auto op = std::make_shared<detail::OpState>();
+  op->ordinal = ordinals_++;
+  return op;
+}
+
+double Communicator::take_critical_path_wait_s() {
+  std::vector<Wait> mine;
+  {
+    std::lock_guard<std::mutex> lock(waits_mu_);
+    mine.swap(waits_);
+  }
+  if (size() == 1) return 0.0;
+  const std::vector<std::string> all =
+      all_gather_bytes(std::string_view(reinterpret_cast<const char*>(mine.data()), mine.size() * sizeof(Wait)));
+  {
+    std::lock_guard<std::mutex> lock(waits_mu_);
+    waits_.clear();  // the exchange itself is not part of the next interval
+  }
+  // ordinal -> [sum of this rank's waits on it, ranks that waited]; an operation some rank did not wait for
+  // was not on that rank's critical path, so it counts 0.
+  std::map<uint64_t, std::pair<double, int>> least;
+  for (const std::string& b : all) {
+    GRPO_CHECK(b.size() % sizeof(Wait) == 0, "[comm] take_critical_path_wait_s: a rank sent ", b.size(), " bytes");
+    std::map<uint64_t, double> per_op;
+    for (size_t i = 0; i < b.size() / sizeof(Wait); ++i) {
+      Wait w;
+      std::memcpy(&w, b.data() + i * sizeof(Wait), sizeof w);
+      per_op[w.ordinal] += w.seconds;
+    }
+    for (const auto& [ordinal, s] : per_op) {
+      auto [it, fresh] = least.try_emplace(ordinal, s, 0);
+      if (!fresh) it->second.first = std::min(it->second.first, s);
+      it->second.second += 1;
+    }
+  }
+  double total = 0;
+  for (const auto& [ordinal, e] : least)
+    if (e.second == size()) total += e.first;
+  return total;
+}
 
 // ---------------------------------------------------------------- LocalCommunicator
 

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -95,11 +96,17 @@ class Communicator {
   double timeout() const { return timeout_s_.load(); }
   CommStats stats() const;  // since construction or reset_stats()
   void reset_stats();
+  // Collective: the communication on the critical path since the previous call (or construction), in
+  // seconds. For each operation, the wait of the rank that waited least for it (the last to arrive: the
+  // others' longer waits are that rank's extra work, load imbalance, not communication), summed over the
+  // operations. Overlapped operations nobody waited for count 0. Ranks must call it at the same point.
+  double take_critical_path_wait_s();
 
  protected:
   Communicator();
-  // The completion state of a new operation (backends finish it, possibly on another thread).
-  static std::shared_ptr<detail::OpState> new_op();
+  // The completion state of a new operation, numbered in the order operations start (backends finish it,
+  // possibly on another thread).
+  std::shared_ptr<detail::OpState> new_op();
   // Checks the arguments every backend's reduce_scatter / all_gather / gather share.
   void check_range(const char* op, int64_t lo, int64_t hi, const Partition& part) const;
   void check_offsets(const char* op, const std::vector<int64_t>& byte_offsets) const;
@@ -108,7 +115,14 @@ class Communicator {
 
  private:
   std::atomic<int64_t> bytes_sent_{0}, operations_{0}, blocked_ns_{0}, busy_ns_{0};
+  std::atomic<uint64_t> ordinals_{0};
   std::atomic<double> timeout_s_;
+  struct Wait {
+    uint64_t ordinal;
+    double seconds;
+  };
+  std::mutex waits_mu_;
+  std::vector<Wait> waits_;  // since the last take_critical_path_wait_s(), under waits_mu_
 };
 
 // Single process (N = 1): collectives are copies; nothing travels, so the wire type changes nothing.

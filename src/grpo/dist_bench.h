@@ -9,6 +9,9 @@
 // (N x 1-rank tokens/s), i.e. the ratio of perf/throughput, and the CPU seconds per step of all ranks with
 // their ratio to one rank's (on a machine shared with other work, wall-clock scaling measures the
 // neighbours too; CPU time measures what distributing costs). The first step of each run is a warm-up.
+// With R repeats the four runs go round R times in turn; each value is the median over the repeats, and the
+// ratios (scaling, comm share against the baseline) are medians of the ratios within each round, so that a
+// machine whose speed drifts between rounds (seen: the 1-rank step 30% apart on one VM) moves both sides.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
@@ -22,15 +25,20 @@ struct DistBenchRun {
   std::string name;
   int ranks = 1;
   std::vector<std::string> overrides;  // on top of grpo_bench_overrides(optimised)
-  GrpoBenchRun result;
+  std::vector<GrpoBenchRun> results;   // one per repeat, in the order they ran
+  GrpoBenchRun median() const;         // step time, comm, share, bytes, throughput, CPU time: medians
 };
 
 // The runs above for N ranks, results empty.
 std::vector<DistBenchRun> dist_bench_runs(int ranks);
 
+// Median over the repeats of a.results[i].*num / b.results[i].*den (0 where a denominator is 0).
+double paired_ratio(const DistBenchRun& a, double GrpoBenchRun::*num, const DistBenchRun& b,
+                    double GrpoBenchRun::*den);
+
 // The human table and the JSON object (per run: step_time_s, comm_s, comm_share, comm_bytes, throughput,
-// scaling_efficiency; and the two targets: comm share of overlap + bf16 at most half the baseline's,
-// scaling efficiency of overlap + bf16 at least 0.9).
+// scaling_efficiency, medians, and the step times of every repeat; and the two targets: comm share of
+// overlap + bf16 at most half the baseline's, scaling efficiency of overlap + bf16 at least 0.9).
 std::string dist_bench_table(const std::vector<DistBenchRun>& runs);
 nlohmann::json dist_bench_json(const GrpoBenchOptions& o, const std::vector<DistBenchRun>& runs);
 

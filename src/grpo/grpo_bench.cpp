@@ -30,6 +30,9 @@ GrpoBenchOptions grpo_bench_defaults(GrpoBenchOptions o, const char* command) {
                  o.micro_batch >= 1,
              "[", command, "] --steps, --prompts, --n, --max-prompt-length, --max-response-length and --micro-batch "
              "must be >= 1");
+  if (o.mini_batch_prompts <= 0) o.mini_batch_prompts = o.prompts;
+  GRPO_CHECK(o.prompts % o.mini_batch_prompts == 0, "[", command, "] --mini-batch-prompts ", o.mini_batch_prompts,
+             " must divide --prompts ", o.prompts, " (ppo_mini_batch_size divides data.train_batch_size)");
   return o;
 }
 
@@ -52,7 +55,7 @@ std::vector<std::string> grpo_bench_overrides(const GrpoBenchOptions& options, c
       "data.max_response_length=" + std::to_string(o.max_response_length),
       "actor_rollout_ref.rollout.n=" + std::to_string(o.n),
       "actor_rollout_ref.rollout.ignore_eos=true",
-      "actor_rollout_ref.actor.ppo_mini_batch_size=" + std::to_string(o.prompts),
+      "actor_rollout_ref.actor.ppo_mini_batch_size=" + std::to_string(o.mini_batch_prompts),
       "actor_rollout_ref.actor.optim.lr=1e-6",
       "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=" + std::to_string(memory_matched_token_budget(o)),
       "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=" + std::to_string(o.micro_batch),

@@ -30,6 +30,7 @@ struct GrpoBenchOptions {
   std::string dtype = "bf16";         // mixed_precision.enabled (bf16) or f32, the same in every run
   int64_t steps = 3;                  // training steps per run (the first is a warm-up)
   int64_t prompts = 8, n = 8;         // data.train_batch_size, rollout.n
+  int64_t mini_batch_prompts = 0;     // ppo_mini_batch_size (0: prompts, one optimizer update per step)
   int64_t max_prompt_length = 0;      // 0: the task's bound (arith 48, shapes 128: chat turn + picture tokens)
   int64_t max_response_length = 256;  // every response is this long (stop tokens ignored)
   int64_t micro_batch = 8;            // the baseline's fixed micro-batch (sequences; divides prompts x n)
@@ -44,7 +45,8 @@ struct GrpoBenchSwitch {
 const std::vector<GrpoBenchSwitch>& grpo_bench_switches();
 
 // The options with the task's defaults filled in (--vl: arch qwen3-vl; max_prompt_length); refuses sizes
-// below 1 (steps, prompts, n, lengths, micro-batch), naming `command` ("bench grpo", "bench dist").
+// below 1 (steps, prompts, n, lengths, micro-batch) and a mini-batch that does not divide the prompts,
+// naming `command` ("bench grpo", "bench dist").
 GrpoBenchOptions grpo_bench_defaults(GrpoBenchOptions o, const char* command = "bench grpo");
 
 // The optimised run's micro-batch token budget (ppo_max_token_len_per_gpu): what the baseline's fixed

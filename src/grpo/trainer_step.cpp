@@ -350,6 +350,7 @@ nlohmann::json GrpoTrainer::train_step(int64_t step) {
   const VisionWork vision_start = vision_work();
   const double cpu0 = cpu_seconds();
   const comm::CommStats comm0 = comm_.stats();
+  comm_.take_critical_path_wait_s();  // from here: this step's waits
   StepBatch batch = collect_batch(step);
   const VisionWork vision_gen = vision_work() - vision_start;
   if (batch.group_sizes.empty()) return skipped_step_metrics(batch, since(t_step));
@@ -372,22 +373,17 @@ nlohmann::json GrpoTrainer::train_step(int64_t step) {
   nlohmann::json m = step_metrics(batch, adv, minibatches, lp, up, sync, step_s);
   if (s_->weights->config().has_vision()) add_vision_metrics(m, vision_gen, vision_train);
   expected_response_tokens_ = std::max<int64_t>(1, static_cast<int64_t>(m.value("response_length/mean", 1.0)));
-  // [seconds blocked on communication, bytes sent, CPU seconds] of this rank during the step.
+  // [bytes sent, CPU seconds] of this rank during the step.
   const comm::CommStats c = comm_.stats();
-  double v[] = {c.blocked_s - comm0.blocked_s, static_cast<double>(c.bytes_sent - comm0.bytes_sent),
-                cpu_seconds() - cpu0};
+  double v[] = {static_cast<double>(c.bytes_sent - comm0.bytes_sent), cpu_seconds() - cpu0};
   if (comm_.size() > 1) {
-    // Communication on the critical path: the rank that waited least (the slowest one) was held up by the
-    // communication itself; the others' longer waits are also the slowest rank's extra work.
-    double blocked = v[0];
-    for (const std::string& b : comm_.all_gather_bytes(std::string_view(reinterpret_cast<const char*>(v), sizeof v)))
-      blocked = std::min(blocked, reinterpret_cast<const double*>(b.data())[0]);
-    comm_.all_reduce_sum(&v[1], 2);
+    const double blocked = comm_.take_critical_path_wait_s();
+    comm_.all_reduce_sum(v, 2);
     m["timing_s/comm"] = blocked;
     m["perf/comm_share"] = blocked / std::max(1e-9, step_s);
-    m["perf/comm_bytes"] = v[1];
+    m["perf/comm_bytes"] = v[0];
   }
-  m["perf/cpu_time_s"] = v[2];  // all ranks
+  m["perf/cpu_time_s"] = v[1];  // all ranks
   return m;
 }
 

@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -189,6 +191,30 @@ TEST_F(Comm, StatsCountTheBytesSent) {
   EXPECT_EQ(s.bytes_sent, N == 1 ? 0 : 2 * (n - part.size(me)));
   EXPECT_GE(s.blocked_s, 0);
   for (float v : shard) EXPECT_EQ(v, static_cast<float>(N));
+}
+
+TEST_F(Comm, CriticalPathWaitLeavesOutTheWaitForALateRank) {
+  c.take_critical_path_wait_s();  // start of the interval
+  c.reset_stats();
+  // Each rank in turn arrives 0.3 s late at a blocking collective: the others wait for it, which is its
+  // extra work (imbalance), not communication; the late rank itself waits only for the transfer.
+  for (int late = 0; late < N; ++late) {
+    if (me == late) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    c.barrier();
+  }
+  const double slowest_own_wait = c.stats().blocked_s;
+  const double critical = c.take_critical_path_wait_s();
+  EXPECT_GE(critical, 0.0);
+  if (N > 1) {
+    EXPECT_GT(slowest_own_wait, 0.25);  // every rank waited for the others' late arrivals
+    EXPECT_LT(critical, 0.15) << "the waits for late ranks counted as communication";
+  } else {
+    EXPECT_EQ(critical, 0.0);
+  }
+  // Every rank gets the same number, and the exchange itself is not part of the next interval.
+  const double again = c.take_critical_path_wait_s();
+  EXPECT_LT(again, 0.15);
+  EXPECT_EQ(c.all_reduce_sum(again), N * again);
 }
 
 TEST_F(Comm, BadArgumentsAreErrorsNotCollectives) {

@@ -1,12 +1,13 @@
 // Tests of `grpo bench grpo`'s pieces: the runs' overrides load as valid configs that switch exactly the
 // named optimisations off, with the same work (fixed-length responses) and memory-matched micro-batches in
 // every run; the summary of a metrics file (warm-up step left out, peak RSS the maximum) feeds the tables
-// and the JSON keys the mission's table needs.
+// and the JSON keys the mission's table needs; `bench dist`'s repeats give medians and per-round ratios.
 #include <gtest/gtest.h>
 
 #include "core/error.h"
 #include "core/files.h"
 #include "grpo/config.h"
+#include "grpo/dist_bench.h"
 #include "grpo/grpo_bench.h"
 #include "grpo/metrics.h"
 #include "temp_dir.h"
@@ -158,4 +159,50 @@ TEST(GrpoBench, VisionRunsAndTheirTowerRows) {
   EXPECT_NE(table.find("1024"), std::string::npos) << table;
   EXPECT_NE(table.find("50%"), std::string::npos) << table;
   EXPECT_TRUE(grpo_bench_json(GrpoBenchOptions{}, GrpoBenchRun{}, GrpoBenchRun{})["vision"].is_null());
+}
+
+TEST(GrpoBench, MiniBatchPromptsSetPpoMiniBatchSizeAndMustDivideThePrompts) {
+  GrpoBenchOptions o;
+  o.prompts = 16;
+  EXPECT_EQ(bench_config(grpo_bench_defaults(o), {}).actor_rollout_ref.actor.ppo_mini_batch_size, 16);  // one update
+  o.mini_batch_prompts = 4;
+  EXPECT_EQ(bench_config(grpo_bench_defaults(o), {}).actor_rollout_ref.actor.ppo_mini_batch_size, 4);
+  o.mini_batch_prompts = 5;
+  EXPECT_THROW(grpo_bench_defaults(o, "bench dist"), Error);
+}
+
+TEST(DistBench, RepeatsGiveMediansAndRatiosPairedWithinEachRound) {
+  std::vector<DistBenchRun> runs = dist_bench_runs(2);
+  ASSERT_EQ(runs.size(), 4u);
+  // Three rounds on a machine whose speed drifts: the 1-rank run's throughput 100, 50, 200 tokens/s; the
+  // 2-rank runs reach 0.9x of it in every round, so the paired scaling is 0.9 whatever the drift.
+  const double one[] = {100, 50, 200};
+  const double share_base[] = {0.10, 0.02, 0.04}, share_best[] = {0.04, 0.01, 0.03};
+  for (int round = 0; round < 3; ++round)
+    for (size_t i = 0; i < runs.size(); ++i) {
+      GrpoBenchRun x;
+      x.steps_measured = 2;
+      x.distributed = runs[i].ranks > 1;
+      x.throughput = i == 0 ? one[round] : 0.9 * one[round];
+      x.step_time_s = 10.0 + round;
+      x.cpu_time_s = i == 0 ? 10 : 11;
+      x.comm_share = i == 1 ? share_base[round] : i == 2 ? share_best[round] : 0;
+      runs[i].results.push_back(x);
+    }
+  EXPECT_DOUBLE_EQ(runs[0].median().throughput, 100);
+  EXPECT_DOUBLE_EQ(runs[1].median().step_time_s, 11);
+  EXPECT_DOUBLE_EQ(paired_ratio(runs[2], &GrpoBenchRun::throughput, runs[0], &GrpoBenchRun::throughput), 0.9);
+  // Per-round share ratios 0.4, 0.5, 0.75: median 0.5 (the ratio of the medians would be 0.75).
+  EXPECT_DOUBLE_EQ(paired_ratio(runs[2], &GrpoBenchRun::comm_share, runs[1], &GrpoBenchRun::comm_share), 0.5);
+  const nlohmann::json j = dist_bench_json(grpo_bench_defaults({}, "bench dist"), runs);
+  EXPECT_EQ(j["repeats"], 3);
+  EXPECT_DOUBLE_EQ(j["comm_share_ratio"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(j["scaling_efficiency"].get<double>(), 0.9);
+  EXPECT_TRUE(j["targets_met"].get<bool>());
+  EXPECT_EQ(j["runs"][1]["step_time_s_each"].size(), 3u);
+  const std::string t = dist_bench_table(runs);
+  EXPECT_NE(t.find("11.00 (10.00-12.00)"), std::string::npos) << t;
+  EXPECT_NE(t.find("3 rounds"), std::string::npos) << t;
+  runs[3].results.pop_back();
+  EXPECT_THROW(paired_ratio(runs[3], &GrpoBenchRun::throughput, runs[0], &GrpoBenchRun::throughput), Error);
 }
