@@ -6,10 +6,12 @@
 // shape (random weights): generated tokens per second.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <vector>
 
+#include "core/arena.h"
 #include "core/dtype.h"
 #include "core/rng.h"
 #include "kernels/ops.h"
@@ -30,11 +32,27 @@ std::vector<float> random_floats(int64_t n, uint64_t seed) {
   return x;
 }
 
+// n values of T, 64-byte aligned as the engine's arenas and workspaces are (a std::vector this large comes
+// from mmap, 16 bytes past a page boundary, so that half of its 32-byte loads would straddle cache lines).
+template <typename T>
+struct Aligned {
+  Buffer buf;
+  explicit Aligned(int64_t n) : buf(static_cast<size_t>(n) * sizeof(T), "a benchmark buffer") {}
+  T* data() const { return static_cast<T*>(buf.data()); }
+};
+
+Aligned<float> random_aligned(int64_t n, uint64_t seed) {
+  Aligned<float> a(n);
+  const std::vector<float> v = random_floats(n, seed);
+  std::copy(v.begin(), v.end(), a.data());
+  return a;
+}
+
 struct Weights {
-  std::vector<float> f32;
-  std::vector<bf16_t> bf16;
-  Weights(int64_t N, int64_t K) : f32(random_floats(N * K, 1)), bf16(N * K) {
-    for (int64_t i = 0; i < N * K; ++i) bf16[i] = f32_to_bf16(f32[i]);
+  Aligned<float> f32;
+  Aligned<bf16_t> bf16;
+  Weights(int64_t N, int64_t K) : f32(random_aligned(N * K, 1)), bf16(N * K) {
+    for (int64_t i = 0; i < N * K; ++i) bf16.data()[i] = f32_to_bf16(f32.data()[i]);
   }
   const void* data(DType t) const { return t == DType::BF16 ? static_cast<const void*>(bf16.data()) : f32.data(); }
 };
@@ -50,9 +68,8 @@ void BM_Gemv(benchmark::State& st) {
   const int64_t B = st.range(0), N = st.range(1), K = st.range(2);
   const DType t = st.range(3) ? DType::BF16 : DType::F32;
   Weights w(N, K);
-  auto x = random_floats(B * K, 2);
-  std::vector<bf16_t> xb(B * K);
-  std::vector<float> y(B * N);
+  Aligned<float> x = random_aligned(B * K, 2), y(B * N);
+  Aligned<bf16_t> xb(B * K);
   for (auto _ : st) {
     ops::gemv(y.data(), x.data(), w.data(t), t, B, N, K, xb.data());
     benchmark::DoNotOptimize(y.data());
@@ -65,9 +82,8 @@ void BM_GemmDecode(benchmark::State& st) {
   const int64_t B = st.range(0), N = st.range(1), K = st.range(2);
   const DType t = st.range(3) ? DType::BF16 : DType::F32;
   Weights w(N, K);
-  auto x = random_floats(B * K, 2);
-  std::vector<bf16_t> xb(B * K);
-  std::vector<float> y(B * N);
+  Aligned<float> x = random_aligned(B * K, 2), y(B * N);
+  Aligned<bf16_t> xb(B * K);
   for (auto _ : st) {
     if (t == DType::BF16) {
       ops::f32_to_bf16(xb.data(), x.data(), B * K);
