@@ -90,6 +90,9 @@ void Communicator::wait(Request& r) {
   blocked_ns_ += nanos(waited);
   {
     std::lock_guard<std::mutex> lock(waits_mu_);
+    // A caller that never takes them (sft) keeps the newest records only: bounded memory, and an interval
+    // between two takes holds far fewer waits than this.
+    if (waits_.size() >= kMaxWaitRecords) waits_.erase(waits_.begin(), waits_.begin() + kMaxWaitRecords / 2);
     waits_.push_back({op.ordinal, waited});
   }
   r.state_.reset();

@@ -122,7 +122,8 @@ class Communicator {
     double seconds;
   };
   std::mutex waits_mu_;
-  std::vector<Wait> waits_;  // since the last take_critical_path_wait_s(), under waits_mu_
+  static constexpr size_t kMaxWaitRecords = size_t{1} << 16;
+  std::vector<Wait> waits_;  // since the last take_critical_path_wait_s() (the newest kMaxWaitRecords), under waits_mu_
 };
 
 // Single process (N = 1): collectives are copies; nothing travels, so the wire type changes nothing.
