@@ -147,6 +147,11 @@ std::shared_ptr<detail::OpState> Communicator::new_op() {
   return op;
 }
 
+void Communicator::forget_waits() {
+  std::lock_guard<std::mutex> lock(waits_mu_);
+  waits_.clear();
+}
+
 double Communicator::take_critical_path_wait_s() {
   std::vector<Wait> mine;
   {
@@ -156,10 +161,7 @@ double Communicator::take_critical_path_wait_s() {
   if (size() == 1) return 0.0;
   const std::vector<std::string> all =
       all_gather_bytes(std::string_view(reinterpret_cast<const char*>(mine.data()), mine.size() * sizeof(Wait)));
-  {
-    std::lock_guard<std::mutex> lock(waits_mu_);
-    waits_.clear();  // the exchange itself is not part of the next interval
-  }
+  forget_waits();  // the exchange itself is not part of the next interval
   // ordinal -> [sum of this rank's waits on it, ranks that waited]; an operation some rank did not wait for
   // was not on that rank's critical path, so it counts 0.
   std::map<uint64_t, std::pair<double, int>> least;

@@ -101,6 +101,8 @@ class Communicator {
   // others' longer waits are that rank's extra work, load imbalance, not communication), summed over the
   // operations. Overlapped operations nobody waited for count 0. Ranks must call it at the same point.
   double take_critical_path_wait_s();
+  // Local: forgets this rank's waits so far, starting the interval of the next take_critical_path_wait_s().
+  void forget_waits();
 
  protected:
   Communicator();

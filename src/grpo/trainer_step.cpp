@@ -350,7 +350,7 @@ nlohmann::json GrpoTrainer::train_step(int64_t step) {
   const VisionWork vision_start = vision_work();
   const double cpu0 = cpu_seconds();
   const comm::CommStats comm0 = comm_.stats();
-  comm_.take_critical_path_wait_s();  // from here: this step's waits
+  comm_.forget_waits();  // from here: this step's waits
   StepBatch batch = collect_batch(step);
   const VisionWork vision_gen = vision_work() - vision_start;
   if (batch.group_sizes.empty()) return skipped_step_metrics(batch, since(t_step));
