@@ -33,7 +33,8 @@ void run_one(const BenchDistArgs& a, const GrpoBenchOptions& o, const std::strin
     argv = {a.mpirun, "-np", std::to_string(r.ranks), "--oversubscribe", "-x", "OMP_NUM_THREADS=1"};
     if (geteuid() == 0) argv.push_back("--allow-run-as-root");  // Open MPI refuses root otherwise
   }
-  argv.insert(argv.end(), {self_executable(), "train", out + "/arith-grpo.yaml", "--threads", "1"});
+  // --overwrite: the run folders are this benchmark's own, so a re-run into the same --out starts them over
+  argv.insert(argv.end(), {self_executable(), "train", out + "/arith-grpo.yaml", "--threads", "1", "--overwrite"});
   for (const std::string& s : grpo_bench_overrides(o, out + "/model", train_path, run_dir, {}))
     argv.insert(argv.end(), {"--set", s});
   for (const std::string& s : r.overrides) argv.insert(argv.end(), {"--set", s});

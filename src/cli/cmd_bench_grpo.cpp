@@ -34,6 +34,9 @@ struct BenchGrpoArgs {
 void run(const BenchGrpoArgs& a) {
   namespace fs = std::filesystem;
   const GrpoBenchOptions o = grpo_bench_defaults(a.o, "bench grpo");
+  // before any run: the baseline's fixed micro-batches split the step's sequences
+  GRPO_CHECK((o.prompts * o.n) % o.micro_batch == 0, "[bench grpo] --micro-batch ", o.micro_batch,
+             " must divide --prompts x --n = ", o.prompts * o.n, " (the baseline's ppo_micro_batch_size_per_gpu)");
   std::string out = a.out;
   if (out.empty()) {
     std::string tmpl = (fs::temp_directory_path() / "grpo-bench-XXXXXX").string();
@@ -65,7 +68,8 @@ void run(const BenchGrpoArgs& a) {
                  label.c_str(), static_cast<long long>(o.steps), static_cast<long long>(o.prompts),
                  static_cast<long long>(o.n));
     const std::string run_dir = out + "/run" + std::to_string(i);
-    std::vector<std::string> args = {self_executable(), "train", yaml};
+    // --overwrite: the run folders are this benchmark's own, so a re-run into the same --out starts them over
+    std::vector<std::string> args = {self_executable(), "train", yaml, "--overwrite"};
     if (a.threads > 0) args.insert(args.end(), {"--threads", std::to_string(a.threads)});
     for (const std::string& s : grpo_bench_overrides(o, out + "/model", train_path, run_dir, off))
       args.insert(args.end(), {"--set", s});

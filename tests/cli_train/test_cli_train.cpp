@@ -197,6 +197,14 @@ TEST_F(CliTrain, UnknownConfigKeyIsNamedAndFails) {
   EXPECT_FALSE(fs::exists(dir_ + "/bad")) << "nothing is written before the config is valid";
 }
 
+TEST_F(CliTrain, BenchGrpoRefusesAMicroBatchThatDoesNotSplitTheStepBeforeAnyRun) {
+  const test::CommandResult r =
+      run_grpo("bench grpo --preset tiny --prompts 2 --n 2 --micro-batch 8 --out " + dir_ + "/bench");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("--micro-batch 8 must divide --prompts x --n = 4"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir_ + "/bench/run0")) << "no run started";
+}
+
 }  // namespace
 
 namespace {
