@@ -11,18 +11,15 @@
 #include "kernels/backend.h"
 #include "kernels/ops.h"
 
+#include "bench_util.h"
+
 namespace {
+
+using grpo::bench::uniform_floats;
 
 using grpo::DType;
 using grpo::bf16_t;
 using grpo::ops::Trans;
-
-std::vector<float> random_floats(int64_t n, uint64_t seed, float scale = 1.0f) {
-  grpo::Rng rng(seed);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (auto& x : v) x = scale * (2.0f * rng.uniform_f() - 1.0f);
-  return v;
-}
 
 std::vector<bf16_t> to_bf16(const std::vector<float>& v) {
   std::vector<bf16_t> out(v.size());
@@ -36,7 +33,7 @@ void BM_gemm(benchmark::State& state) {
   const Trans ta = state.range(3) ? Trans::T : Trans::N, tb = state.range(4) ? Trans::T : Trans::N;
   const DType dt = state.range(5) ? DType::BF16 : DType::F32;
   const int64_t lda = ta == Trans::N ? K : M, ldb = tb == Trans::N ? N : K;
-  auto a = random_floats(M * K, 1), b = random_floats(K * N, 2);
+  auto a = uniform_floats(M * K, 1), b = uniform_floats(K * N, 2);
   auto a16 = to_bf16(a), b16 = to_bf16(b);
   std::vector<float> c(static_cast<size_t>(M * N));
   const void* A = dt == DType::BF16 ? static_cast<const void*>(a16.data()) : a.data();
@@ -70,7 +67,7 @@ BENCHMARK(BM_gemm)->Apply(gemm_args)->Unit(benchmark::kMillisecond)->UseRealTime
 // Args: H, L, D.
 void BM_gemm_batched(benchmark::State& state) {
   const int64_t H = state.range(0), L = state.range(1), D = state.range(2);
-  auto q = random_floats(H * L * D, 1), k = random_floats(H * L * D, 2);
+  auto q = uniform_floats(H * L * D, 1), k = uniform_floats(H * L * D, 2);
   std::vector<float> s(static_cast<size_t>(H * L * L));
   for (auto _ : state) {
     grpo::ops::gemm_batched(Trans::N, Trans::T, H, L, L, D, 1.0f, q.data(), D, L * D, k.data(), D, L * D, 0.0f,
@@ -92,7 +89,7 @@ void BM_lm_head(benchmark::State& state) {
   const int64_t T = state.range(0), C = state.range(1), V = state.range(2), chunk = state.range(3);
   const DType dt = state.range(4) ? DType::BF16 : DType::F32;
   const bool backward = state.range(5) != 0;
-  auto h = random_floats(T * C, 3), W = random_floats(V * C, 4, 0.05f);
+  auto h = uniform_floats(T * C, 3), W = uniform_floats(V * C, 4, 0.05f);
   auto h16 = to_bf16(h), W16 = to_bf16(W);
   const void* hp = dt == DType::BF16 ? static_cast<const void*>(h16.data()) : h.data();
   const void* Wp = dt == DType::BF16 ? static_cast<const void*>(W16.data()) : W.data();
@@ -132,7 +129,7 @@ BENCHMARK(BM_lm_head)->Apply(lm_head_args)->Unit(benchmark::kMillisecond)->UseRe
 
 void BM_adamw(benchmark::State& state) {
   const int64_t n = state.range(0);
-  auto p = random_floats(n, 5), g = random_floats(n, 6);
+  auto p = uniform_floats(n, 5), g = uniform_floats(n, 6);
   std::vector<float> m(static_cast<size_t>(n), 0.0f), v(static_cast<size_t>(n), 0.0f);
   int64_t step = 0;
   for (auto _ : state) {
@@ -147,7 +144,7 @@ BENCHMARK(BM_adamw)->Arg(25 << 20)->Unit(benchmark::kMillisecond)->UseRealTime()
 
 void BM_sum_squares(benchmark::State& state) {
   const int64_t n = state.range(0);
-  auto x = random_floats(n, 7);
+  auto x = uniform_floats(n, 7);
   for (auto _ : state) benchmark::DoNotOptimize(grpo::ops::sum_squares(x.data(), n));
   state.counters["GB/s"] = benchmark::Counter(4.0 * n * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
@@ -155,7 +152,7 @@ BENCHMARK(BM_sum_squares)->Arg(25 << 20)->Unit(benchmark::kMillisecond)->UseReal
 
 void BM_f32_to_bf16(benchmark::State& state) {
   const int64_t n = state.range(0);
-  auto x = random_floats(n, 8);
+  auto x = uniform_floats(n, 8);
   std::vector<bf16_t> y(static_cast<size_t>(n));
   for (auto _ : state) {
     grpo::ops::f32_to_bf16(y.data(), x.data(), n);
@@ -167,7 +164,7 @@ BENCHMARK(BM_f32_to_bf16)->Arg(1 << 16)->Arg(25 << 20)->Unit(benchmark::kMicrose
 
 void BM_bf16_to_f32(benchmark::State& state) {
   const int64_t n = state.range(0);
-  const auto x = to_bf16(random_floats(n, 9));
+  const auto x = to_bf16(uniform_floats(n, 9));
   std::vector<float> y(static_cast<size_t>(n));
   for (auto _ : state) {
     grpo::ops::bf16_to_f32(y.data(), x.data(), n);

@@ -12,24 +12,18 @@
 #include "kernels/backend.h"
 #include "kernels/ops.h"
 
+#include "bench_util.h"
+
 namespace {
+
+using grpo::bench::normal_floats;
+using grpo::bench::set_rate;
+using grpo::bench::IsaChoice;
 
 constexpr int64_t kT = 4096, kSeqs = 8, kC = 512, kH = 8, kK = 4, kD = 64, kF = 1536, kV = 384;
 
-std::vector<float> random_floats(int64_t n, uint64_t seed) {
-  grpo::Rng rng(seed);
-  std::vector<float> x(n);
-  for (float& v : x) v = static_cast<float>(rng.normal());
-  return x;
-}
-
-void set_rate(benchmark::State& state, const char* name, double per_iteration) {
-  state.counters[name] = benchmark::Counter(per_iteration * static_cast<double>(state.iterations()) * 1e-9,
-                                            benchmark::Counter::kIsRate);
-}
-
 void BM_AddInplace(benchmark::State& state) {
-  auto y = random_floats(kT * kC, 1), x = random_floats(kT * kC, 2);
+  auto y = normal_floats(kT * kC, 1), x = normal_floats(kT * kC, 2);
   for (auto _ : state) {
     grpo::ops::add_inplace(y.data(), x.data(), kT * kC);
     benchmark::ClobberMemory();
@@ -38,7 +32,7 @@ void BM_AddInplace(benchmark::State& state) {
 }
 
 void BM_EmbeddingForward(benchmark::State& state) {
-  const auto table = random_floats(kV * kC, 3);
+  const auto table = normal_floats(kV * kC, 3);
   std::vector<int32_t> ids(kT);
   for (int64_t t = 0; t < kT; ++t) ids[t] = static_cast<int32_t>(t * 131 % kV);
   std::vector<float> out(kT * kC);
@@ -50,7 +44,7 @@ void BM_EmbeddingForward(benchmark::State& state) {
 }
 
 void BM_EmbeddingBackward(benchmark::State& state) {
-  const auto dout = random_floats(kT * kC, 4);
+  const auto dout = normal_floats(kT * kC, 4);
   std::vector<int32_t> ids(kT);
   for (int64_t t = 0; t < kT; ++t) ids[t] = static_cast<int32_t>(t * 131 % kV);
   std::vector<float> dtable(kV * kC, 0.0f);
@@ -64,7 +58,7 @@ void BM_EmbeddingBackward(benchmark::State& state) {
 // state.range(0): 0 = hidden norm (N = T, C = 512), 1 = per-head q norm (N = T*H, C = D).
 void BM_RmsnormForward(benchmark::State& state) {
   const int64_t N = state.range(0) ? kT * kH : kT, C = state.range(0) ? kD : kC;
-  const auto x = random_floats(N * C, 5), w = random_floats(C, 6);
+  const auto x = normal_floats(N * C, 5), w = normal_floats(C, 6);
   std::vector<float> y(N * C), rstd(N);
   for (auto _ : state) {
     grpo::ops::rmsnorm_forward(y.data(), rstd.data(), x.data(), w.data(), N, C, 1e-6f);
@@ -75,7 +69,7 @@ void BM_RmsnormForward(benchmark::State& state) {
 
 void BM_RmsnormBackward(benchmark::State& state) {
   const int64_t N = state.range(0) ? kT * kH : kT, C = state.range(0) ? kD : kC;
-  const auto x = random_floats(N * C, 7), w = random_floats(C, 8), dy = random_floats(N * C, 9);
+  const auto x = normal_floats(N * C, 7), w = normal_floats(C, 8), dy = normal_floats(N * C, 9);
   std::vector<float> y(N * C), rstd(N), dx(N * C), dw(C, 0.0f);
   std::vector<float> ws(grpo::ops::rmsnorm_backward_ws_floats(N, C));
   grpo::ops::rmsnorm_forward(y.data(), rstd.data(), x.data(), w.data(), N, C, 1e-6f);
@@ -88,7 +82,7 @@ void BM_RmsnormBackward(benchmark::State& state) {
 
 void BM_RopeForward(benchmark::State& state) {
   const int64_t P = 512, half = kD / 2;
-  auto x = random_floats(kT * kH * kD, 10);
+  auto x = normal_floats(kT * kH * kD, 10);
   std::vector<float> cos(P * half), sin(P * half);
   for (int64_t p = 0; p < P; ++p)
     for (int64_t i = 0; i < half; ++i) {
@@ -105,7 +99,7 @@ void BM_RopeForward(benchmark::State& state) {
 }
 
 void BM_SwigluForward(benchmark::State& state) {
-  const auto gu = random_floats(kT * 2 * kF, 11);
+  const auto gu = normal_floats(kT * 2 * kF, 11);
   std::vector<float> out(kT * kF);
   for (auto _ : state) {
     grpo::ops::swiglu_forward(out.data(), gu.data(), kT, kF);
@@ -115,7 +109,7 @@ void BM_SwigluForward(benchmark::State& state) {
 }
 
 void BM_SwigluBackward(benchmark::State& state) {
-  const auto gu = random_floats(kT * 2 * kF, 12), dout = random_floats(kT * kF, 13);
+  const auto gu = normal_floats(kT * 2 * kF, 12), dout = normal_floats(kT * kF, 13);
   std::vector<float> dgu(kT * 2 * kF);
   for (auto _ : state) {
     grpo::ops::swiglu_backward(dgu.data(), dout.data(), gu.data(), kT, kF);
@@ -125,8 +119,8 @@ void BM_SwigluBackward(benchmark::State& state) {
 }
 
 struct AttentionData {
-  std::vector<float> q = random_floats(kT * kH * kD, 14), k = random_floats(kT * kK * kD, 15),
-                     v = random_floats(kT * kK * kD, 16), dout = random_floats(kT * kH * kD, 17);
+  std::vector<float> q = normal_floats(kT * kH * kD, 14), k = normal_floats(kT * kK * kD, 15),
+                     v = normal_floats(kT * kK * kD, 16), dout = normal_floats(kT * kH * kD, 17);
   std::vector<float> o = std::vector<float>(kT * kH * kD), lse = std::vector<float>(kT * kH);
   std::vector<float> dq = std::vector<float>(kT * kH * kD), dk = std::vector<float>(kT * kK * kD),
                      dv = std::vector<float>(kT * kK * kD);
@@ -149,14 +143,6 @@ struct AttentionData {
     const double L = static_cast<double>(kT / kSeqs);
     return kSeqs * kH * 2.0 * kD * L * (L + 1.0);
   }
-};
-
-// Forces AVX2 for the benchmark's lifetime when state.range(0) == 1.
-struct IsaChoice {
-  explicit IsaChoice(const benchmark::State& state) {
-    if (state.range(0) == 1) grpo::set_isa_for_tests(grpo::Isa::Avx2);
-  }
-  ~IsaChoice() { grpo::set_isa_for_tests(std::nullopt); }
 };
 
 void BM_AttentionForward(benchmark::State& state) {

@@ -21,16 +21,13 @@
 #include "rollout/decoder_model.h"
 #include "rollout/engine.h"
 
+#include "bench_util.h"
+
 using namespace grpo;
 
 namespace {
 
-std::vector<float> random_floats(int64_t n, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<float> x(n);
-  for (float& v : x) v = static_cast<float>(rng.normal());
-  return x;
-}
+using grpo::bench::normal_floats;
 
 // n values of T, 64-byte aligned as the engine's arenas and workspaces are (a std::vector this large comes
 // from mmap, 16 bytes past a page boundary, so that half of its 32-byte loads would straddle cache lines).
@@ -43,7 +40,7 @@ struct Aligned {
 
 Aligned<float> random_aligned(int64_t n, uint64_t seed) {
   Aligned<float> a(n);
-  const std::vector<float> v = random_floats(n, seed);
+  const std::vector<float> v = normal_floats(n, seed);
   std::copy(v.begin(), v.end(), a.data());
   return a;
 }
@@ -109,7 +106,7 @@ BENCHMARK(BM_GemmDecode)->Apply(DecodeShapes);
 // 256 MiB: DRAM).
 void BM_PlainRead(benchmark::State& st) {
   const int64_t n = st.range(0) / 4;
-  auto x = random_floats(n, 3);
+  auto x = normal_floats(n, 3);
   for (auto _ : st) {
     float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
 #pragma omp parallel for reduction(+ : s0, s1, s2, s3)
@@ -142,7 +139,7 @@ void BM_PagedAttentionDecode(benchmark::State& st) {
   std::iota(table.begin(), table.end(), 0);
   std::iota(seq.begin(), seq.end(), 0);
   for (int64_t s = 0; s <= S; ++s) indptr[s] = static_cast<int32_t>(s * blocks_per_seq);
-  auto q = random_floats(S * H * D, 4);
+  auto q = normal_floats(S * H * D, 4);
   std::vector<float> o(S * H * D), ws(ops::paged_attention_ws_floats(S, H, bs));
   for (auto _ : st) {
     ops::paged_attention(o.data(), q.data(), kv, 0, indptr.data(), table.data(), seq.data(), pos.data(), S, S, H,
@@ -162,7 +159,7 @@ BENCHMARK(BM_PagedAttentionDecode)
 // 384): bytes of logits read and numerators written.
 void BM_SoftmaxNumerators(benchmark::State& st) {
   const int64_t V = st.range(0);
-  auto x = random_floats(V, 5);
+  auto x = normal_floats(V, 5);
   std::vector<float> p(V);
   for (auto _ : st) {
     const ops::SoftmaxRow row = ops::softmax_numerators(p.data(), x.data(), V, 1.0f);

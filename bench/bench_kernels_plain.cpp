@@ -13,7 +13,11 @@
 #include "kernels/ops.h"
 #include "kernels/plain_ops.h"
 
+#include "bench_util.h"
+
 namespace {
+
+using grpo::bench::uniform_floats;
 
 using grpo::DecoderKernels;
 using grpo::DType;
@@ -25,13 +29,6 @@ const DecoderKernels& kernel_set(const benchmark::State& state) {
   return state.range(0) ? grpo::plain_kernels() : grpo::fused_kernels();
 }
 
-std::vector<float> random_floats(int64_t n, uint64_t seed) {
-  grpo::Rng rng(seed);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (auto& x : v) x = 2.0f * rng.uniform_f() - 1.0f;
-  return v;
-}
-
 void label(benchmark::State& state, int64_t ws_floats) {
   state.SetLabel(kernel_set(state).name);
   state.counters["ws_MiB"] = static_cast<double>(ws_floats) * 4.0 / (1 << 20);
@@ -39,7 +36,7 @@ void label(benchmark::State& state, int64_t ws_floats) {
 
 void BM_rmsnorm_fwd_bwd(benchmark::State& state) {
   const DecoderKernels& k = kernel_set(state);
-  const auto x = random_floats(kT * kC, 1), w = random_floats(kC, 2), dy = random_floats(kT * kC, 3);
+  const auto x = uniform_floats(kT * kC, 1), w = uniform_floats(kC, 2), dy = uniform_floats(kT * kC, 3);
   std::vector<float> y(kT * kC), rstd(kT), dx(kT * kC), dw(kC), ws(k.rmsnorm_backward_ws_floats(kT, kC));
   for (auto _ : state) {
     k.rmsnorm_forward(y.data(), rstd.data(), x.data(), w.data(), kT, kC, 1e-6f);
@@ -60,7 +57,7 @@ void BM_rope_fwd_bwd(benchmark::State& state) {
     }
   std::vector<int32_t> pos(kT);
   for (int64_t t = 0; t < kT; ++t) pos[t] = static_cast<int32_t>(t % kSeqLen);
-  auto x = random_floats(kT * kH * kD, 4);
+  auto x = uniform_floats(kT * kH * kD, 4);
   for (auto _ : state) {
     k.rope_forward(x.data(), pos.data(), cos_t.data(), sin_t.data(), kT, kH, kD);
     k.rope_backward(x.data(), pos.data(), cos_t.data(), sin_t.data(), kT, kH, kD);
@@ -71,7 +68,7 @@ void BM_rope_fwd_bwd(benchmark::State& state) {
 
 void BM_swiglu_fwd_bwd(benchmark::State& state) {
   const DecoderKernels& k = kernel_set(state);
-  const auto gu = random_floats(kT * 2 * kF, 5), dout = random_floats(kT * kF, 6);
+  const auto gu = uniform_floats(kT * 2 * kF, 5), dout = uniform_floats(kT * kF, 6);
   std::vector<float> out(kT * kF), dgu(kT * 2 * kF);
   for (auto _ : state) {
     k.swiglu_forward(out.data(), gu.data(), kT, kF);
@@ -85,8 +82,8 @@ void BM_attention_fwd_bwd(benchmark::State& state) {
   const DecoderKernels& k = kernel_set(state);
   std::vector<int32_t> cu(kSeqs + 1);
   for (int64_t s = 0; s <= kSeqs; ++s) cu[s] = static_cast<int32_t>(s * kSeqLen);
-  const auto q = random_floats(kT * kH * kD, 7), kk = random_floats(kT * kK * kD, 8),
-             v = random_floats(kT * kK * kD, 9), dout = random_floats(kT * kH * kD, 10);
+  const auto q = uniform_floats(kT * kH * kD, 7), kk = uniform_floats(kT * kK * kD, 8),
+             v = uniform_floats(kT * kK * kD, 9), dout = uniform_floats(kT * kH * kD, 10);
   std::vector<float> o(kT * kH * kD), lse(kT * kH), dq(kT * kH * kD), dk(kT * kK * kD), dv(kT * kK * kD);
   // The plain set needs sequences up to kSeqLen only: its workspace is sized for the longest sequence.
   const int64_t ws_floats = state.range(0) ? k.attention_ws_floats(kSeqLen, kH, kK, kD)
@@ -111,7 +108,7 @@ void BM_lm_head_fwd_bwd(benchmark::State& state) {
   const DecoderKernels& k = kernel_set(state);
   const int64_t V = state.range(1), chunk = 256;
   const DType dt = state.range(2) ? DType::BF16 : DType::F32;
-  const auto h32 = random_floats(kT * kC, 11), W32 = random_floats(V * kC, 12), dlp = random_floats(kT, 13);
+  const auto h32 = uniform_floats(kT * kC, 11), W32 = uniform_floats(V * kC, 12), dlp = uniform_floats(kT, 13);
   std::vector<grpo::bf16_t> h16(h32.size()), W16(W32.size());
   grpo::ops::f32_to_bf16(h16.data(), h32.data(), kT * kC);
   grpo::ops::f32_to_bf16(W16.data(), W32.data(), V * kC);

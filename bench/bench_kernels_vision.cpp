@@ -13,34 +13,21 @@
 #include "kernels/ops.h"
 #include "kernels/vision_ops.h"
 
+#include "bench_util.h"
+
 namespace {
 
+using grpo::bench::normal_floats;
+using grpo::bench::set_rate;
+using grpo::bench::IsaChoice;
+
 constexpr int64_t kN = 1024, kD = 1152, kH = 16, kHd = 72, kF = 4304, kM = 4608, kSide = 48;
-
-std::vector<float> random_floats(int64_t n, uint64_t seed) {
-  grpo::Rng rng(seed);
-  std::vector<float> x(n);
-  for (float& v : x) v = static_cast<float>(rng.normal());
-  return x;
-}
-
-void set_rate(benchmark::State& state, const char* name, double per_iteration) {
-  state.counters[name] = benchmark::Counter(per_iteration * static_cast<double>(state.iterations()) * 1e-9,
-                                            benchmark::Counter::kIsRate);
-}
-
-struct IsaChoice {  // forces AVX2 for the benchmark's lifetime when state.range(0) == 1
-  explicit IsaChoice(const benchmark::State& state) {
-    if (state.range(0) == 1) grpo::set_isa_for_tests(grpo::Isa::Avx2);
-  }
-  ~IsaChoice() { grpo::set_isa_for_tests(std::nullopt); }
-};
 
 // state.range(1): 0 = the blocks' LayerNorm (N x 1152), 1 = a DeepStack merger's (N/4 x 4608).
 void BM_LayernormForward(benchmark::State& state) {
   IsaChoice isa(state);
   const int64_t N = state.range(1) ? kN / 4 : kN, C = state.range(1) ? kM : kD;
-  const auto x = random_floats(N * C, 1), w = random_floats(C, 2), b = random_floats(C, 3);
+  const auto x = normal_floats(N * C, 1), w = normal_floats(C, 2), b = normal_floats(C, 3);
   std::vector<float> y(N * C), mean(N), rstd(N);
   for (auto _ : state) {
     grpo::ops::layernorm_forward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C, 1e-6f);
@@ -52,7 +39,7 @@ void BM_LayernormForward(benchmark::State& state) {
 void BM_LayernormBackward(benchmark::State& state) {
   IsaChoice isa(state);
   const int64_t N = state.range(1) ? kN / 4 : kN, C = state.range(1) ? kM : kD;
-  const auto x = random_floats(N * C, 4), w = random_floats(C, 5), b = random_floats(C, 6), dy = random_floats(N * C, 7);
+  const auto x = normal_floats(N * C, 4), w = normal_floats(C, 5), b = normal_floats(C, 6), dy = normal_floats(N * C, 7);
   std::vector<float> y(N * C), mean(N), rstd(N), dx(N * C), dw(C), db(C), ws(grpo::ops::layernorm_backward_ws_floats(N, C));
   grpo::ops::layernorm_forward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C, 1e-6f);
   for (auto _ : state) {
@@ -68,7 +55,7 @@ void BM_BiasGeluForward(benchmark::State& state) {
   IsaChoice isa(state);
   const bool erf = state.range(1) == 1;
   const int64_t N = erf ? kN / 4 : kN, F = erf ? kM : kF;
-  const auto x0 = random_floats(N * F, 8), b = random_floats(F, 9);
+  const auto x0 = normal_floats(N * F, 8), b = normal_floats(F, 9);
   std::vector<float> x = x0, y(N * F);
   for (auto _ : state) {
     grpo::ops::bias_gelu_forward(y.data(), x.data(), b.data(), N, F, erf ? grpo::ops::Gelu::Erf : grpo::ops::Gelu::Tanh);
@@ -81,7 +68,7 @@ void BM_GeluBackward(benchmark::State& state) {
   IsaChoice isa(state);
   const bool erf = state.range(1) == 1;
   const int64_t N = erf ? kN / 4 : kN, F = erf ? kM : kF;
-  const auto x = random_floats(N * F, 10), dy = random_floats(N * F, 11);
+  const auto x = normal_floats(N * F, 10), dy = normal_floats(N * F, 11);
   std::vector<float> dx(N * F), db(F, 0.0f);
   for (auto _ : state) {
     grpo::ops::gelu_backward(dx.data(), db.data(), dy.data(), x.data(), N, F, erf ? grpo::ops::Gelu::Erf : grpo::ops::Gelu::Tanh);
@@ -92,7 +79,7 @@ void BM_GeluBackward(benchmark::State& state) {
 
 void BM_BiasGrad(benchmark::State& state) {
   IsaChoice isa(state);
-  const auto dy = random_floats(kN * 3 * kD, 12);
+  const auto dy = normal_floats(kN * 3 * kD, 12);
   std::vector<float> db(3 * kD, 0.0f);
   for (auto _ : state) {
     grpo::ops::bias_grad(db.data(), dy.data(), kN, 3 * kD);
@@ -103,8 +90,8 @@ void BM_BiasGrad(benchmark::State& state) {
 
 void BM_RopeRowsForward(benchmark::State& state) {
   IsaChoice isa(state);
-  auto q = random_floats(kN * kD, 13);
-  const auto cos = random_floats(kN * kHd / 2, 14), sin = random_floats(kN * kHd / 2, 15);
+  auto q = normal_floats(kN * kD, 13);
+  const auto cos = normal_floats(kN * kHd / 2, 14), sin = normal_floats(kN * kHd / 2, 15);
   for (auto _ : state) {
     grpo::ops::rope_rows_forward(q.data(), cos.data(), sin.data(), kN, kH, kHd);
     benchmark::ClobberMemory();
@@ -113,8 +100,8 @@ void BM_RopeRowsForward(benchmark::State& state) {
 }
 
 struct SegmentAttention {
-  std::vector<float> q = random_floats(kN * kD, 16), k = random_floats(kN * kD, 17), v = random_floats(kN * kD, 18),
-                     dout = random_floats(kN * kD, 19);
+  std::vector<float> q = normal_floats(kN * kD, 16), k = normal_floats(kN * kD, 17), v = normal_floats(kN * kD, 18),
+                     dout = normal_floats(kN * kD, 19);
   std::vector<float> o = std::vector<float>(kN * kD), lse = std::vector<float>(kN * kH), dq = o, dk = o, dv = o;
   std::vector<float> ws = std::vector<float>(grpo::ops::attention_ws_floats(kN, kH, kH, kHd));
   std::vector<int32_t> cu{0, static_cast<int32_t>(kN)};
@@ -153,8 +140,8 @@ void BM_VisionAttentionBackward(benchmark::State& state) {
 }
 
 struct Bilinear {
-  std::vector<float> table = random_floats(kSide * kSide * kD, 20), out = std::vector<float>(kN * kD),
-                     dout = random_floats(kN * kD, 21), dtable = std::vector<float>(kSide * kSide * kD);
+  std::vector<float> table = normal_floats(kSide * kSide * kD, 20), out = std::vector<float>(kN * kD),
+                     dout = normal_floats(kN * kD, 21), dtable = std::vector<float>(kSide * kSide * kD);
   std::vector<int32_t> idx = std::vector<int32_t>(4 * kN);
   std::vector<float> w = std::vector<float>(4 * kN, 0.25f);
   Bilinear() {

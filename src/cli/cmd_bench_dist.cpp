@@ -72,7 +72,7 @@ void run(const BenchDistArgs& a) {
   if (a.out.empty()) fs::remove_all(out);
 }
 
-void setup(CLI::App& app) {
+void setup_bench_dist(CLI::App& app) {
   CLI::App* bench = group_command(app, "bench", "Benchmarks (print JSON)");
   auto a = std::make_shared<BenchDistArgs>();
   CLI::App* c = bench->add_subcommand(
@@ -104,7 +104,7 @@ void setup(CLI::App& app) {
   c->callback([a] { run(*a); });
 }
 
-GRPO_REGISTER_COMMAND(setup);
+GRPO_REGISTER_COMMAND(setup_bench_dist);
 
 }  // namespace
 }  // namespace grpo::cli

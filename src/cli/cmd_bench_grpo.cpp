@@ -90,7 +90,7 @@ void run(const BenchGrpoArgs& a) {
   if (a.out.empty()) fs::remove_all(out);
 }
 
-void setup(CLI::App& app) {
+void setup_bench_grpo(CLI::App& app) {
   CLI::App* bench = group_command(app, "bench", "Benchmarks (print JSON)");
   auto a = std::make_shared<BenchGrpoArgs>();
   CLI::App* c = bench->add_subcommand("grpo", "The mission's table: GRPO steps with every optimisation on vs off");
@@ -121,7 +121,7 @@ void setup(CLI::App& app) {
   c->callback([a] { run(*a); });
 }
 
-GRPO_REGISTER_COMMAND(setup);
+GRPO_REGISTER_COMMAND(setup_bench_grpo);
 
 }  // namespace
 }  // namespace grpo::cli

@@ -86,7 +86,7 @@ void run(const BenchRolloutArgs& a) {
   std::printf("%s\n", j.dump(2).c_str());
 }
 
-void setup(CLI::App& app) {
+void setup_bench_rollout(CLI::App& app) {
   CLI::App* bench = group_command(app, "bench", "Benchmarks (print JSON)");
   auto a = std::make_shared<BenchRolloutArgs>();
   CLI::App* c = bench->add_subcommand("rollout", "Generation throughput, optimised vs baseline, and decode vs bandwidth");
@@ -110,7 +110,7 @@ void setup(CLI::App& app) {
   c->callback([a] { run(*a); });
 }
 
-GRPO_REGISTER_COMMAND(setup);
+GRPO_REGISTER_COMMAND(setup_bench_rollout);
 
 }  // namespace
 }  // namespace grpo::cli

@@ -131,7 +131,7 @@ void run_bench_train(const BenchTrainArgs& a) {
   std::printf("%s\n", out.dump(2).c_str());
 }
 
-void setup(CLI::App& app) {
+void setup_bench_train(CLI::App& app) {
   CLI::App* bench = group_command(app, "bench", "Benchmarks (print JSON)");
   auto a = std::make_shared<BenchTrainArgs>();
   CLI::App* c = bench->add_subcommand("train", "Training step (forward, backward, AdamW): optimised vs plain path");
@@ -149,7 +149,7 @@ void setup(CLI::App& app) {
   c->callback([a] { run_bench_train(*a); });
 }
 
-GRPO_REGISTER_COMMAND(setup);
+GRPO_REGISTER_COMMAND(setup_bench_train);
 
 }  // namespace
 }  // namespace grpo::cli

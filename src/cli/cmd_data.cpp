@@ -15,7 +15,7 @@ struct ArithArgs {
   double columns_fraction = 0;
 };
 
-void setup(CLI::App& app) {
+void setup_data(CLI::App& app) {
   CLI::App* data = group_command(app, "data", "Datasets: built-in task generators");
   auto args = std::make_shared<ArithArgs>();
   CLI::App* cmd = data->add_subcommand(
@@ -43,7 +43,7 @@ void setup(CLI::App& app) {
   });
 }
 
-GRPO_REGISTER_COMMAND(setup);
+GRPO_REGISTER_COMMAND(setup_data);
 
 }  // namespace
 }  // namespace grpo::cli

@@ -15,7 +15,7 @@ struct ShapesArgs {
   double listing_fraction = 0;
 };
 
-void setup(CLI::App& app) {
+void setup_data_shapes(CLI::App& app) {
   CLI::App* data = group_command(app, "data", "Datasets: built-in task generators");
   auto args = std::make_shared<ShapesArgs>();
   CLI::App* cmd = data->add_subcommand(
@@ -48,7 +48,7 @@ void setup(CLI::App& app) {
   });
 }
 
-GRPO_REGISTER_COMMAND(setup);
+GRPO_REGISTER_COMMAND(setup_data_shapes);
 
 }  // namespace
 }  // namespace grpo::cli

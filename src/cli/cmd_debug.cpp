@@ -41,7 +41,7 @@ void run_forward_backward(const DebugArgs& a) {
   std::fprintf(stderr, "wrote %zu tensors to %s\n", tensors.size(), a.out.c_str());
 }
 
-void setup(CLI::App& app) {
+void setup_debug(CLI::App& app) {
   CLI::App* debug = group_command(app, "debug", "Debugging tools");
   auto a = std::make_shared<DebugArgs>();
   CLI::App* c = debug->add_subcommand("forward-backward",
@@ -56,7 +56,7 @@ void setup(CLI::App& app) {
   c->callback([a] { run_forward_backward(*a); });
 }
 
-GRPO_REGISTER_COMMAND(setup);
+GRPO_REGISTER_COMMAND(setup_debug);
 
 }  // namespace
 }  // namespace grpo::cli

@@ -10,7 +10,7 @@
 namespace grpo::cli {
 namespace {
 
-void setup(CLI::App& app) {
+void setup_demo(CLI::App& app) {
   auto o = std::make_shared<DemoOptions>();
   auto threads = std::make_shared<int>(0);
   CLI::App* c = app.add_subcommand("demo", "Demo: SFT a small model from scratch on a built-in task, then GRPO");
@@ -44,7 +44,7 @@ void setup(CLI::App& app) {
   });
 }
 
-GRPO_REGISTER_COMMAND(setup);
+GRPO_REGISTER_COMMAND(setup_demo);
 
 }  // namespace
 }  // namespace grpo::cli

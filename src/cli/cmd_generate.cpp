@@ -430,7 +430,7 @@ void run_generate(const GenerateArgs& a) {
   GRPO_CHECK(lines.bad == 0, "[generate] ", lines.bad, " line(s) of ", a.prompts, " were skipped (see above)");
 }
 
-void setup(CLI::App& app) {
+void setup_generate(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
   CLI::App* c = app.add_subcommand("generate", "Sample completions for JSONL prompts with the rollout engine");
   c->add_option("--model", a->model,
@@ -463,7 +463,7 @@ void setup(CLI::App& app) {
   c->callback([a] { run_generate(*a); });
 }
 
-GRPO_REGISTER_COMMAND(setup);
+GRPO_REGISTER_COMMAND(setup_generate);
 
 }  // namespace
 }  // namespace grpo::cli

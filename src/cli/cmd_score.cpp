@@ -80,7 +80,7 @@ void run_score(const ScoreArgs& a) {
     write_file_atomic(a.out, out);
 }
 
-void setup(CLI::App& app) {
+void setup_score(CLI::App& app) {
   auto a = std::make_shared<ScoreArgs>();
   CLI::App* c = app.add_subcommand("score", "Per-token log-probs and entropies of {\"input_ids\": [...]} lines");
   c->add_option("--model", a->model, "Hugging Face model folder")->required();
@@ -93,7 +93,7 @@ void setup(CLI::App& app) {
   c->callback([a] { run_score(*a); });
 }
 
-GRPO_REGISTER_COMMAND(setup);
+GRPO_REGISTER_COMMAND(setup_score);
 
 }  // namespace
 }  // namespace grpo::cli

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/threads.h"
@@ -222,10 +223,6 @@ struct BenchOptions {
   bool json_output = false;
 };
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 void run_bench(const BenchOptions& o) {
   const Tokenizer tok = Tokenizer::load(o.tokenizer);
   const std::string data = read_file(o.input);
@@ -284,7 +281,7 @@ void run_bench(const BenchOptions& o) {
   std::printf("  %d threads: %8.2f MB/s  %10.0f tokens/s\n", num_threads(), mb / best_all, tokens / best_all);
 }
 
-void setup(CLI::App& app) {
+void setup_tokenize(CLI::App& app) {
   {
     auto o = std::make_shared<TokenizeOptions>();
     CLI::App* cmd = app.add_subcommand("tokenize", "Encode JSONL {\"text\"} (or --chat conversations) into {\"ids\"}");
@@ -318,7 +315,7 @@ void setup(CLI::App& app) {
   }
 }
 
-GRPO_REGISTER_COMMAND(setup);
+GRPO_REGISTER_COMMAND(setup_tokenize);
 
 }  // namespace
 }  // namespace grpo::cli

@@ -51,7 +51,7 @@ void run_sft_cmd(const TrainArgs& a) {
                  s.model_dir.c_str());
 }
 
-void setup(CLI::App& app) {
+void setup_train(CLI::App& app) {
   auto a = std::make_shared<TrainArgs>();
   CLI::App* t = app.add_subcommand("train", "GRPO post-training from a YAML config (verl key names)");
   t->add_option("config", a->config, "YAML config (e.g. examples/arith-grpo.yaml)");
@@ -75,7 +75,7 @@ void setup(CLI::App& app) {
   s->callback([b] { run_sft_cmd(*b); });
 }
 
-GRPO_REGISTER_COMMAND(setup);
+GRPO_REGISTER_COMMAND(setup_train);
 
 }  // namespace
 }  // namespace grpo::cli

@@ -24,4 +24,4 @@ CLI::App* group_command(CLI::App& app, const std::string& parent, const std::str
 #define GRPO_CLI_CAT2(a, b) a##b
 #define GRPO_CLI_CAT(a, b) GRPO_CLI_CAT2(a, b)
 #define GRPO_REGISTER_COMMAND(fn) \
-  static ::grpo::cli::CommandRegistrar GRPO_CLI_CAT(grpo_command_registrar_, __LINE__)(fn)
+  static ::grpo::cli::CommandRegistrar GRPO_CLI_CAT(grpo_command_registrar_, __COUNTER__)(fn)

@@ -45,6 +45,8 @@ class Rng {
   float uniform_f() { return static_cast<float>(next_u64() >> 40) * 0x1.0p-24f; }
   // Uniform integer in [0, n).
   uint64_t below(uint64_t n) { return n ? next_u64() % n : 0; }
+  // An integer in [lo, hi] (lo <= hi).
+  int64_t between(int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(below(static_cast<uint64_t>(hi - lo + 1))); }
   // Standard normal (Box-Muller, no cached second value, so the state stays one struct).
   double normal() {
     double u1 = uniform(), u2 = uniform();

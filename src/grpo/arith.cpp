@@ -12,10 +12,6 @@ namespace grpo {
 
 namespace {
 
-int64_t uniform_int(Rng& rng, int64_t lo, int64_t hi) {  // [lo, hi]
-  return lo + static_cast<int64_t>(rng.below(static_cast<uint64_t>(hi - lo + 1)));
-}
-
 char random_op(Rng& rng, const char* ops) {
   const std::string s = ops;
   return s[rng.below(s.size())];
@@ -141,20 +137,20 @@ std::string column_work(const ArithStep& st) {
 
 std::string level_expression(Rng& rng, int level) {
   switch (level) {
-    case 1: return join_expression({uniform_int(rng, 0, 9), uniform_int(rng, 0, 9)}, "+");
-    case 2: return join_expression({uniform_int(rng, 0, 99), uniform_int(rng, 0, 99)}, std::string(1, random_op(rng, "+-")));
+    case 1: return join_expression({rng.between(0, 9), rng.between(0, 9)}, "+");
+    case 2: return join_expression({rng.between(0, 99), rng.between(0, 99)}, std::string(1, random_op(rng, "+-")));
     case 3:
-      if (rng.below(2) == 0) return join_expression({uniform_int(rng, 2, 9), uniform_int(rng, 2, 99)}, "*");
-      return join_expression({uniform_int(rng, 100, 999), uniform_int(rng, 10, 99)}, std::string(1, random_op(rng, "+-")));
+      if (rng.below(2) == 0) return join_expression({rng.between(2, 9), rng.between(2, 99)}, "*");
+      return join_expression({rng.between(100, 999), rng.between(10, 99)}, std::string(1, random_op(rng, "+-")));
     case 4: {
-      std::vector<int64_t> nums = {uniform_int(rng, 1, 20), uniform_int(rng, 1, 20), uniform_int(rng, 1, 20)};
+      std::vector<int64_t> nums = {rng.between(1, 20), rng.between(1, 20), rng.between(1, 20)};
       return join_expression(nums, {random_op(rng, "+-*"), random_op(rng, "+-*")});
     }
     case 5: {
       const int count = 3 + static_cast<int>(rng.below(2));
       std::vector<int64_t> nums;
       std::string ops;
-      for (int i = 0; i < count; ++i) nums.push_back(uniform_int(rng, 1, 20));
+      for (int i = 0; i < count; ++i) nums.push_back(rng.between(1, 20));
       for (int i = 1; i < count; ++i) ops += random_op(rng, "+-*");
       // A parenthesised span of 2..count-1 operands (never the whole expression).
       const int len = 2 + static_cast<int>(rng.below(static_cast<uint64_t>(count - 2)));

@@ -14,12 +14,6 @@ const char* kReduce = "actor_rollout_ref.actor.fsdp_config.mixed_precision.reduc
 const char* kOverlap = "actor_rollout_ref.actor.fsdp_config.overlap_comm=";
 const char* kPerMicro = "actor_rollout_ref.actor.fsdp_config.reduce_per_micro_batch=";
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
 double median(std::vector<double> v) {
   if (v.empty()) return 0.0;
   std::sort(v.begin(), v.end());
@@ -45,12 +39,12 @@ double cpu_efficiency(const DistBenchRun& r, const DistBenchRun& one) {
 
 // "9.07" or, with several repeats, "9.07 (8.81-9.90)".
 std::string step_times(const DistBenchRun& r) {
-  std::string s = fmt("%.2f", median_of(r, &GrpoBenchRun::step_time_s));
+  std::string s = format_number("%.2f", median_of(r, &GrpoBenchRun::step_time_s));
   if (r.results.size() > 1) {
     auto [lo, hi] = std::minmax_element(r.results.begin(), r.results.end(), [](const auto& a, const auto& b) {
       return a.step_time_s < b.step_time_s;
     });
-    s += fmt(" (%.2f", lo->step_time_s) + fmt("-%.2f)", hi->step_time_s);
+    s += format_number(" (%.2f", lo->step_time_s) + format_number("-%.2f)", hi->step_time_s);
   }
   return s;
 }
@@ -105,11 +99,11 @@ std::string dist_bench_table(const std::vector<DistBenchRun>& runs) {
     const GrpoBenchRun x = r.median();
     std::snprintf(buf, sizeof buf, "| %-32s | %5d | %*s | %8s | %10s | %9s | %13.0f | %7s | %9.2f | %11s |\n",
                   r.name.c_str(), r.ranks, repeated ? 24 : 8, step_times(r).c_str(),
-                  x.distributed ? fmt("%.3f", x.comm_s).c_str() : "-",
-                  x.distributed ? fmt("%.1f%%", 100 * x.comm_share).c_str() : "-",
-                  x.distributed ? fmt("%.1f", x.comm_bytes / 1e6).c_str() : "-", x.throughput,
-                  r.ranks > 1 ? fmt("%.2f", efficiency(r, runs[0])).c_str() : "1", x.cpu_time_s,
-                  r.ranks > 1 ? fmt("%.2f", cpu_efficiency(r, runs[0])).c_str() : "1");
+                  x.distributed ? format_number("%.3f", x.comm_s).c_str() : "-",
+                  x.distributed ? format_number("%.1f%%", 100 * x.comm_share).c_str() : "-",
+                  x.distributed ? format_number("%.1f", x.comm_bytes / 1e6).c_str() : "-", x.throughput,
+                  r.ranks > 1 ? format_number("%.2f", efficiency(r, runs[0])).c_str() : "1", x.cpu_time_s,
+                  r.ranks > 1 ? format_number("%.2f", cpu_efficiency(r, runs[0])).c_str() : "1");
     t += buf;
   }
   t += "targets: overlap + bf16 comm share <= half the baseline's (the mission: 18% -> 9%); scaling efficiency "

@@ -1,4 +1,5 @@
 // Held-out evaluation (see evaluate.h).
+#include "core/clock.h"
 #include "grpo/evaluate.h"
 
 #include <algorithm>
@@ -99,10 +100,6 @@ EvalResult summarise(const Outcomes& o, int32_t n, bool with_rewards) {
     r.reward_best = reward_top / r.examples;
   }
   return r;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace

@@ -129,6 +129,12 @@ GrpoBenchRun summarise_grpo_bench_run(const std::string& metrics_path) {
   return r;
 }
 
+std::string format_number(const char* printf_format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, printf_format, v);
+  return buf;
+}
+
 namespace {
 
 std::string row(const char* name, const std::string& base, const std::string& opt, const std::string& change,
@@ -139,13 +145,7 @@ std::string row(const char* name, const std::string& base, const std::string& op
   return buf;
 }
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-std::string relative(double opt, double base) { return fmt("%+.1f%%", 100.0 * (opt / base - 1.0)); }
+std::string relative(double opt, double base) { return format_number("%+.1f%%", 100.0 * (opt / base - 1.0)); }
 
 }  // namespace
 
@@ -170,18 +170,18 @@ std::string grpo_bench_ablation_table(const std::vector<GrpoBenchRun>& runs) {
 std::string grpo_bench_table(const GrpoBenchRun& o, const GrpoBenchRun& b) {
   std::string t = row("metric", "baseline", "optimised", "change", "mission (8 GPUs)");
   t += "|------------------------------|--------------|--------------|------------|------------------------|\n";
-  t += row("step time (s)", fmt("%.2f", b.step_time_s), fmt("%.2f", o.step_time_s),
+  t += row("step time (s)", format_number("%.2f", b.step_time_s), format_number("%.2f", o.step_time_s),
            relative(o.step_time_s, b.step_time_s), "-31%");
-  t += row("rollout tokens/s", fmt("%.0f", b.rollout_tokens_per_s), fmt("%.0f", o.rollout_tokens_per_s),
+  t += row("rollout tokens/s", format_number("%.0f", b.rollout_tokens_per_s), format_number("%.0f", o.rollout_tokens_per_s),
            relative(o.rollout_tokens_per_s, b.rollout_tokens_per_s), "+45.6%");
-  t += row("packing efficiency", fmt("%.1f%%", 100 * b.packing_efficiency), fmt("%.1f%%", 100 * o.packing_efficiency),
-           fmt("%+.1f pt", 100 * (o.packing_efficiency - b.packing_efficiency)), "68% -> 85%");
-  t += row("peak RSS (MiB)", fmt("%.0f", b.peak_rss_bytes / 1048576.0), fmt("%.0f", o.peak_rss_bytes / 1048576.0),
+  t += row("packing efficiency", format_number("%.1f%%", 100 * b.packing_efficiency), format_number("%.1f%%", 100 * o.packing_efficiency),
+           format_number("%+.1f pt", 100 * (o.packing_efficiency - b.packing_efficiency)), "68% -> 85%");
+  t += row("peak RSS (MiB)", format_number("%.0f", b.peak_rss_bytes / 1048576.0), format_number("%.0f", o.peak_rss_bytes / 1048576.0),
            relative(static_cast<double>(o.peak_rss_bytes), static_cast<double>(b.peak_rss_bytes)), "");
-  t += row("rollout share of the step", fmt("%.1f%%", 100 * b.rollout_share), fmt("%.1f%%", 100 * o.rollout_share),
+  t += row("rollout share of the step", format_number("%.1f%%", 100 * b.rollout_share), format_number("%.1f%%", 100 * o.rollout_share),
            "", "58% before");
   t += row("communication share", "n/a", "n/a", "", "18% -> 9%");  // one process; see grpo bench dist
-  t += row("training tokens per step", fmt("%.0f", b.train_tokens_per_step), fmt("%.0f", o.train_tokens_per_step),
+  t += row("training tokens per step", format_number("%.0f", b.train_tokens_per_step), format_number("%.0f", o.train_tokens_per_step),
            "", "");
   return t;
 }
@@ -190,15 +190,15 @@ std::string grpo_bench_vision_table(const GrpoBenchRun& o, double peak) {
   const double gflops = o.vision_train_flops * 1e-9 / std::max(1e-9, o.vision_train_s);
   std::string t = row("vision tower (all on)", "per step", "share", "", "");
   t += "|------------------------------|--------------|--------------|------------|------------------------|\n";
-  t += row("in rollout (s)", fmt("%.3f", o.vision_gen_s), fmt("%.1f%%", 100 * o.vision_gen_s / o.step_time_s), "",
+  t += row("in rollout (s)", format_number("%.3f", o.vision_gen_s), format_number("%.1f%%", 100 * o.vision_gen_s / o.step_time_s), "",
            "once per prompt");
-  t += row("in training (s)", fmt("%.3f", o.vision_train_s), fmt("%.1f%%", 100 * o.vision_train_s / o.step_time_s),
+  t += row("in training (s)", format_number("%.3f", o.vision_train_s), format_number("%.1f%%", 100 * o.vision_train_s / o.step_time_s),
            "", "forward + backward");
-  t += row("patch rows (rollout/train)", fmt("%.0f", o.vision_gen_patches), fmt("%.0f", o.vision_train_patches), "",
+  t += row("patch rows (rollout/train)", format_number("%.0f", o.vision_gen_patches), format_number("%.0f", o.vision_train_patches), "",
            "");
-  t += row("training patches/s", fmt("%.0f", o.vision_train_patches / std::max(1e-9, o.vision_train_s)), "", "",
+  t += row("training patches/s", format_number("%.0f", o.vision_train_patches / std::max(1e-9, o.vision_train_s)), "", "",
            "forward + backward");
-  t += row("training GFLOP/s", fmt("%.1f", gflops), fmt("%.0f%%", 100 * gflops / std::max(1e-9, peak)), "",
+  t += row("training GFLOP/s", format_number("%.1f", gflops), format_number("%.0f%%", 100 * gflops / std::max(1e-9, peak)), "",
            "of the GEMM peak");
   return t;
 }

@@ -83,6 +83,9 @@ GrpoBenchRun summarise_grpo_bench_run(const std::string& metrics_path);
 
 // The human tables: every run against the all-on run (what each optimisation adds on its own), then the
 // mission's table (baseline = all off, optimised = all on, change, the mission's result).
+// v printed with a printf format of one double ("%.2f"), for the tables.
+std::string format_number(const char* printf_format, double v);
+
 std::string grpo_bench_ablation_table(const std::vector<GrpoBenchRun>& runs);
 std::string grpo_bench_table(const GrpoBenchRun& optimised, const GrpoBenchRun& baseline);
 // The vision tower rows (--vl): its time in rollout and in training, each as a share of the step, and its

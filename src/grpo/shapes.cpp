@@ -39,10 +39,6 @@ constexpr int64_t kGap = 2;  // pixels between shapes and from the border
 const uint8_t kColors[][3] = {{215, 40, 40}, {40, 160, 60}, {45, 85, 220}, {230, 195, 35}, {150, 65, 190}};
 const uint8_t kBackground = 238;
 
-int64_t uniform_int(Rng& rng, int64_t lo, int64_t hi) {  // [lo, hi]
-  return lo + static_cast<int64_t>(rng.below(static_cast<uint64_t>(hi - lo + 1)));
-}
-
 bool overlaps(const DrawnShape& a, const DrawnShape& b) {
   return a.x < b.x + b.side + kGap && b.x < a.x + a.side + kGap && a.y < b.y + b.side + kGap &&
          b.y < a.y + a.side + kGap;
@@ -50,7 +46,7 @@ bool overlaps(const DrawnShape& a, const DrawnShape& b) {
 
 // Shapes at random places without overlaps; empty when they do not fit (the caller draws again).
 std::vector<DrawnShape> draw_scene(Rng& rng, const LevelSpec& spec) {
-  const int n = static_cast<int>(uniform_int(rng, spec.min_shapes, spec.max_shapes));
+  const int n = static_cast<int>(rng.between(spec.min_shapes, spec.max_shapes));
   std::vector<DrawnShape> shapes;
   for (int i = 0; i < n; ++i) {
     DrawnShape s;
@@ -60,8 +56,8 @@ std::vector<DrawnShape> draw_scene(Rng& rng, const LevelSpec& spec) {
     s.side = spec.sides[static_cast<size_t>(s.size)];
     bool placed = false;
     for (int attempt = 0; attempt < 100 && !placed; ++attempt) {
-      s.x = uniform_int(rng, kGap, spec.canvas - kGap - s.side);
-      s.y = uniform_int(rng, kGap, spec.canvas - kGap - s.side);
+      s.x = rng.between(kGap, spec.canvas - kGap - s.side);
+      s.y = rng.between(kGap, spec.canvas - kGap - s.side);
       placed = std::none_of(shapes.begin(), shapes.end(), [&](const DrawnShape& o) { return overlaps(s, o); });
     }
     if (!placed) return {};
@@ -193,7 +189,7 @@ Image render_shapes(const ShapesProblem& p) {
     Rng jitter({p.picture_seed, i});
     uint8_t rgb[3];
     for (int c = 0; c < 3; ++c)
-      rgb[c] = static_cast<uint8_t>(std::clamp<int64_t>(kColors[s.color][c] + uniform_int(jitter, -10, 10), 0, 255));
+      rgb[c] = static_cast<uint8_t>(std::clamp<int64_t>(kColors[s.color][c] + jitter.between(-10, 10), 0, 255));
     for (int64_t y = 0; y < s.side; ++y)
       for (int64_t x = 0; x < s.side; ++x)
         if (inside(s.kind, static_cast<double>(x) + 0.5, static_cast<double>(y) + 0.5, s)) {

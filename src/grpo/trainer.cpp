@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "core/checked.h"
+#include "core/clock.h"
 #include "core/error_context.h"
 #include "core/files.h"
 #include "core/profiler.h"
@@ -19,9 +20,6 @@
 namespace grpo {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Keeps the lines of metrics.jsonl up to `step` (resume: the run continues from its checkpoint).
 void truncate_metrics(const std::string& path, int64_t step) {
@@ -273,11 +271,11 @@ TrainSummary GrpoTrainer::run() {
                                 cfg_.trainer.max_actor_ckpt_to_keep);
       comm_.barrier();
       if (!opt_.quiet)
-        std::fprintf(stderr, "[train] saved %s (%.1fs)\n", sum.final_checkpoint.c_str(), since(t0));
+        std::fprintf(stderr, "[train] saved %s (%.1fs)\n", sum.final_checkpoint.c_str(), seconds_since(t0));
     }
   }
   sum.steps = state_.global_step;
-  sum.seconds = since(t_run);
+  sum.seconds = seconds_since(t_run);
   if (!console_) return sum;  // rank 0 writes the report and the trace
   if (logger_->jsonl()) {  // the report is drawn from metrics.jsonl
     ReportInfo info;

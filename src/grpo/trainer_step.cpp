@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "core/checked.h"
+#include "core/clock.h"
 #include "core/error_context.h"
 #include "core/profiler.h"
 #include "grpo/distributed.h"
@@ -21,9 +22,6 @@
 namespace grpo {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 int64_t peak_rss_bytes() {
   struct rusage ru {};
@@ -37,7 +35,7 @@ rollout::ProgressFn generation_progress(int64_t step, bool quiet) {
   if (quiet) return {};
   auto last = std::make_shared<Clock::time_point>(Clock::now());
   return [step, last](const rollout::Progress& p) {
-    if (since(*last) >= 30.0) {
+    if (seconds_since(*last) >= 30.0) {
       std::fprintf(stderr, "[train] step %lld: generating, %lld/%lld requests done, %lld tokens, %.0f tokens/s\n",
                    static_cast<long long>(step), static_cast<long long>(p.requests_done),
                    static_cast<long long>(p.requests_total), static_cast<long long>(p.tokens_generated),
@@ -137,7 +135,7 @@ GenerationResult GrpoTrainer::generate(const std::vector<const Example*>& prompt
       }
     g.group_sizes.push_back(group_size);
   }
-  g.seconds = since(t0);
+  g.seconds = seconds_since(t0);
   return g;
 }
 
@@ -164,7 +162,7 @@ ScoreResult GrpoTrainer::score(const GenerationResult& gen) {
     for (size_t i = 0; i < gen.samples.size(); ++i)
       sc.rewards[i] += train::overlong_penalty(gen.samples[i].response_len(), cfg_.data.max_response_length, ob.len,
                                                static_cast<float>(ob.penalty_factor));
-  sc.seconds = since(t0);
+  sc.seconds = seconds_since(t0);
   return sc;
 }
 
@@ -242,7 +240,7 @@ AdvantageResult GrpoTrainer::compute_advantages(StepBatch& batch) {
   AdvantageResult a;
   a.advantages = train::grpo_advantages(batch.rewards, batch.group_sizes, advantage_scaling(cfg_), 1e-6);
   for (size_t i = 0; i < batch.samples.size(); ++i) batch.samples[i].advantage = a.advantages[i];
-  a.seconds = since(t0);
+  a.seconds = seconds_since(t0);
   return a;
 }
 
@@ -277,7 +275,7 @@ LogProbResult GrpoTrainer::compute_log_probs(std::vector<std::vector<train::Trai
       actor_->share_logprobs(actor_->decoder(), mb, &lp);
       for (size_t i = 0; i < mb.size(); ++i) mb[i].old_logprobs = std::move(lp[i]);
     }
-    r.old_s = since(t0);
+    r.old_s = seconds_since(t0);
   }
   if (ref_decoder_) {
     GRPO_PROFILE("ref");
@@ -287,7 +285,7 @@ LogProbResult GrpoTrainer::compute_log_probs(std::vector<std::vector<train::Trai
       actor_->share_logprobs(*ref_decoder_, mb, &lp, &ref_micro_batching_);
       for (size_t i = 0; i < mb.size(); ++i) mb[i].ref_logprobs = std::move(lp[i]);
     }
-    r.ref_s = since(t0);
+    r.ref_s = seconds_since(t0);
   }
   return r;
 }
@@ -328,7 +326,7 @@ UpdateResult GrpoTrainer::update(std::vector<std::vector<train::TrainSample>>& m
       r.train_tokens += u.tokens;
       r.useful_tokens += u.useful_tokens;
     }
-  r.seconds = since(t0) - r.update_weights_s;
+  r.seconds = seconds_since(t0) - r.update_weights_s;
   return r;
 }
 
@@ -340,7 +338,7 @@ SyncResult GrpoTrainer::sync_weights() {
   const auto t0 = Clock::now();
   actor_->gather_for_rollout();
   s_->engine->clear_prefix_cache();
-  return {since(t0)};
+  return {seconds_since(t0)};
 }
 
 nlohmann::json GrpoTrainer::train_step(int64_t step) {
@@ -353,12 +351,12 @@ nlohmann::json GrpoTrainer::train_step(int64_t step) {
   comm_.forget_waits();  // from here: this step's waits
   StepBatch batch = collect_batch(step);
   const VisionWork vision_gen = vision_work() - vision_start;
-  if (batch.group_sizes.empty()) return skipped_step_metrics(batch, since(t_step));
+  if (batch.group_sizes.empty()) return skipped_step_metrics(batch, seconds_since(t_step));
   const AdvantageResult adv = compute_advantages(batch);
   std::vector<std::vector<train::TrainSample>> minibatches = split_minibatches(batch);
-  if (!opt_.quiet && since(t_step) >= 30.0)  // a long step: say where it is
+  if (!opt_.quiet && seconds_since(t_step) >= 30.0)  // a long step: say where it is
     std::fprintf(stderr, "[train] step %lld: %zu samples generated and scored in %.0f s; log-probs and update...\n",
-                 static_cast<long long>(step), batch.samples.size(), since(t_step));
+                 static_cast<long long>(step), batch.samples.size(), seconds_since(t_step));
   const LogProbResult lp = compute_log_probs(minibatches);
   const UpdateResult up = update(minibatches);
   const VisionWork vision_train = vision_work() - vision_start - vision_gen;
@@ -369,7 +367,7 @@ nlohmann::json GrpoTrainer::train_step(int64_t step) {
   GRPO_CHECK(state_.consecutive_skips < 5, "[train] ", state_.consecutive_skips,
              " steps in a row had a non-finite loss or gradient and were skipped; stopping. Lower "
              "actor_rollout_ref.actor.optim.lr or check the data and rewards.");
-  const double step_s = since(t_step);
+  const double step_s = seconds_since(t_step);
   nlohmann::json m = step_metrics(batch, adv, minibatches, lp, up, sync, step_s);
   if (s_->weights->config().has_vision()) add_vision_metrics(m, vision_gen, vision_train);
   expected_response_tokens_ = std::max<int64_t>(1, static_cast<int64_t>(m.value("response_length/mean", 1.0)));

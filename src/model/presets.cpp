@@ -9,18 +9,18 @@ namespace grpo {
 
 namespace {
 
-struct Shape {
+struct PresetShape {
   int64_t vocab, hidden, ffn, layers, heads, kv, head_dim, max_positions;
   const char* dtype;
   int64_t bos, eos_im_end, eos_endoftext;
 };
 
 // Byte-tokenizer special ids: 256 <|endoftext|>, 257 <|im_start|>, 258 <|im_end|>.
-constexpr Shape kTiny{384, 128, 384, 4, 4, 2, 32, 4096, "float32", 256, 258, 256};
-constexpr Shape kSmall{384, 512, 1536, 8, 8, 4, 64, 4096, "float32", 256, 258, 256};
-constexpr Shape kQwen3_06B{151936, 1024, 3072, 28, 16, 8, 128, 40960, "bfloat16", 151643, 151645, 151643};
+constexpr PresetShape kTiny{384, 128, 384, 4, 4, 2, 32, 4096, "float32", 256, 258, 256};
+constexpr PresetShape kSmall{384, 512, 1536, 8, 8, 4, 64, 4096, "float32", 256, 258, 256};
+constexpr PresetShape kQwen3_06B{151936, 1024, 3072, 28, 16, 8, 128, 40960, "bfloat16", 151643, 151645, 151643};
 // Qwen3-VL-2B's text decoder (tied embeddings, rope_theta 5e6, 262144 positions).
-constexpr Shape kQwen3VL_2B{151936, 2048, 6144, 28, 16, 8, 128, 262144, "bfloat16", 151643, 151645, 151643};
+constexpr PresetShape kQwen3VL_2B{151936, 2048, 6144, 28, 16, 8, 128, 262144, "bfloat16", 151643, 151645, 151643};
 
 struct VisionShape {
   int64_t depth, hidden, ffn, heads, positions;
@@ -33,7 +33,7 @@ struct VisionIds {
 constexpr VisionIds kByteVisionIds{261, 262, 263, 264};
 constexpr VisionIds kQwenVisionIds{151652, 151653, 151655, 151656};
 
-nlohmann::json text_json(const Shape& s, const std::string& arch) {
+nlohmann::json text_json(const PresetShape& s, const std::string& arch) {
   nlohmann::json j = {
       {"vocab_size", s.vocab},
       {"hidden_size", s.hidden},
@@ -60,7 +60,7 @@ nlohmann::json text_json(const Shape& s, const std::string& arch) {
 }
 
 // Qwen3-VL: the text decoder with interleaved M-RoPE in text_config, the tower in vision_config.
-nlohmann::json vl_json(const Shape& s, const VisionShape& v, const VisionIds& ids) {
+nlohmann::json vl_json(const PresetShape& s, const VisionShape& v, const VisionIds& ids) {
   nlohmann::json text = text_json(s, "qwen3-vl");
   text["model_type"] = "qwen3_vl_text";
   text["rope_theta"] = 5e6;
@@ -124,7 +124,7 @@ ModelConfig preset_config(const std::string& arch, const std::string& preset) {
     if (preset == "small") return parse_model_config(vl_json(kSmall, {4, 256, 1024, 4, 2304, {1, 2}}, kByteVisionIds), source);
     return parse_model_config(vl_json(kQwen3VL_2B, {24, 1024, 4096, 16, 2304, {5, 11, 17}}, kQwenVisionIds), source);
   }
-  const Shape* s = preset == "tiny" ? &kTiny : preset == "small" ? &kSmall : &kQwen3_06B;
+  const PresetShape* s = preset == "tiny" ? &kTiny : preset == "small" ? &kSmall : &kQwen3_06B;
   const char* architecture = arch == "qwen3" ? "Qwen3ForCausalLM" : arch == "qwen2" ? "Qwen2ForCausalLM" : "LlamaForCausalLM";
   nlohmann::json j = text_json(*s, arch);
   j["architectures"] = {architecture};

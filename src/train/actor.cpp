@@ -1,4 +1,5 @@
 // The actor's micro-batched, data-parallel updates and log-prob passes (see actor.h).
+#include "core/clock.h"
 #include "train/actor.h"
 
 #include <chrono>
@@ -11,10 +12,6 @@
 namespace grpo::train {
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // Packs the micro-batch's sequences (each padded to the longest when `padded`) with their pictures;
 // row_of[j] is the first row of sequence j in the batch.

@@ -14,6 +14,7 @@
 #include "model/checkpoint.h"
 #include "tokenizer/byte_tokenizer.h"
 #include "tokenizer/tokenizer.h"
+#include "test_util.h"
 
 using namespace grpo;
 namespace fs = std::filesystem;
@@ -21,11 +22,7 @@ using test::run_grpo;
 
 namespace {
 
-std::string temp_dir(const std::string& name) {
-  std::string d = (fs::temp_directory_path() / ("grpo_cli_ckpt_" + std::to_string(::getpid()) + "_" + name)).string();
-  fs::remove_all(d);
-  return d;
-}
+using grpo::test::fresh_temp_dir;
 
 std::vector<float> load(const Checkpoint& ck, const std::string& name) {
   const StTensor* t = ck.find(name);
@@ -39,7 +36,7 @@ std::vector<float> load(const Checkpoint& ck, const std::string& name) {
 TEST(CliInit, EveryArchitectureTinyInitialisesAndInspects) {
   for (const char* arch : {"qwen3", "qwen2", "llama"}) {
     SCOPED_TRACE(arch);
-    const std::string out = temp_dir(std::string("init_") + arch);
+    const std::string out = fresh_temp_dir("cli_ckpt", std::string("init_") + arch, /*create=*/false);
     test::CommandResult r = run_grpo(std::string("init --arch ") + arch + " --preset tiny --seed 3 --out " + out);
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_NE(r.output.find("parameters:"), std::string::npos) << r.output;
@@ -73,7 +70,7 @@ TEST(CliInit, EveryArchitectureTinyInitialisesAndInspects) {
 }
 
 TEST(CliInit, SeedIsDeterministicAndBf16AndRefusesToOverwrite) {
-  const std::string a = temp_dir("seed_a"), b = temp_dir("seed_b"), c = temp_dir("seed_c");
+  const std::string a = fresh_temp_dir("cli_ckpt", "seed_a", /*create=*/false), b = fresh_temp_dir("cli_ckpt", "seed_b", /*create=*/false), c = fresh_temp_dir("cli_ckpt", "seed_c", /*create=*/false);
   ASSERT_EQ(run_grpo("init --arch qwen3 --preset tiny --seed 5 --out " + a).status, 0);
   ASSERT_EQ(run_grpo("init --arch qwen3 --preset tiny --seed 5 --out " + b).status, 0);
   ASSERT_EQ(run_grpo("init --arch qwen3 --preset tiny --seed 6 --dtype bf16 --out " + c).status, 0);
@@ -94,7 +91,7 @@ TEST(CliInit, SeedIsDeterministicAndBf16AndRefusesToOverwrite) {
 }
 
 TEST(CliInit, FromConfigFileAndCopiedTokenizer) {
-  const std::string out = temp_dir("from_config");
+  const std::string out = fresh_temp_dir("cli_ckpt", "from_config", /*create=*/false);
   const std::string ref = std::string(GRPO_SHARED_DIR) + "/reference/models/qwen3/config.json";
   const std::string tok = std::string(GRPO_SHARED_DIR) + "/models/qwen3-tokenizer";
   // The Qwen3 tokenizer has 151669 ids, more than this config's 512: refused.
@@ -114,7 +111,7 @@ TEST(CliInit, FromConfigFileAndCopiedTokenizer) {
 }
 
 TEST(CliInspect, CorruptedCheckpointsExitNonZeroWithTheError) {
-  const std::string out = temp_dir("corrupt");
+  const std::string out = fresh_temp_dir("cli_ckpt", "corrupt", /*create=*/false);
   ASSERT_EQ(run_grpo("init --arch qwen2 --preset tiny --out " + out).status, 0);
   // Truncate the weights file.
   const std::string weights = out + "/model.safetensors";
@@ -140,7 +137,7 @@ TEST(CliInspect, CorruptedCheckpointsExitNonZeroWithTheError) {
 }
 
 TEST(ByteTokenizer, LoadsAndEncodesBytesAndSpecials) {
-  const std::string dir = temp_dir("bytetok");
+  const std::string dir = fresh_temp_dir("cli_ckpt", "bytetok", /*create=*/false);
   write_byte_tokenizer(dir);
   nlohmann::json j = nlohmann::json::parse(read_file(dir + "/tokenizer.json"));
   EXPECT_EQ(j["model"]["vocab"].size(), 256u);

@@ -13,6 +13,7 @@
 #include "model/checkpoint.h"
 #include "tokenizer/tokenizer.h"
 #include "train/case_eval.h"
+#include "test_util.h"
 
 using namespace grpo;
 namespace fs = std::filesystem;
@@ -20,29 +21,18 @@ using test::run_grpo;
 
 namespace {
 
+using grpo::test::rel_err;
+
+using grpo::test::fresh_temp_dir;
+
 const std::string kVl = std::string(GRPO_SHARED_DIR) + "/reference/models/qwen3-vl/";
-
-std::string temp_dir(const std::string& name) {
-  std::string d = (fs::temp_directory_path() / ("grpo_cli_vl_" + std::to_string(::getpid()) + "_" + name)).string();
-  fs::remove_all(d);
-  return d;
-}
-
-double rel_err(const std::vector<float>& a, const std::vector<float>& b) {
-  double md = 0, mb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    md = std::max(md, std::fabs(static_cast<double>(a[i]) - b[i]));
-    mb = std::max(mb, std::fabs(static_cast<double>(b[i])));
-  }
-  return md / std::max(mb, 1e-12);
-}
 
 }  // namespace
 
 TEST(CliVl, InitTinyAndSmallThenInspect) {
   for (const char* preset : {"tiny", "small"}) {
     SCOPED_TRACE(preset);
-    const std::string out = temp_dir(std::string("init_") + preset);
+    const std::string out = fresh_temp_dir("cli_vl", std::string("init_") + preset, /*create=*/false);
     const test::CommandResult r = run_grpo(std::string("init --arch qwen3-vl --preset ") + preset + " --out " + out);
     ASSERT_EQ(r.status, 0) << r.output;
     Checkpoint ck = Checkpoint::open(out);
@@ -82,7 +72,7 @@ TEST(CliVl, InitTinyAndSmallThenInspect) {
 }
 
 TEST(CliVl, RefusesMismatchedPresetsAndTokenizers) {
-  const std::string out = temp_dir("bad");
+  const std::string out = fresh_temp_dir("cli_vl", "bad", /*create=*/false);
   test::CommandResult r = run_grpo("init --arch qwen3-vl --preset qwen3-0.6b --out " + out);
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.output.find("qwen3-vl-2b"), std::string::npos) << r.output;
@@ -95,7 +85,7 @@ TEST(CliVl, RefusesMismatchedPresetsAndTokenizers) {
 }
 
 TEST(CliVl, DebugForwardBackwardOnTheReferenceCases) {
-  const std::string d = temp_dir("debug");
+  const std::string d = fresh_temp_dir("cli_vl", "debug", /*create=*/false);
   fs::create_directories(d);
   for (const char* kase : {"vl_case", "grpo_case"}) {
     const std::string out = d + "/" + kase + ".safetensors";

@@ -19,9 +19,12 @@
 #include "cli_run.h"
 #include "core/files.h"
 #include "grpo/temp_dir.h"
+#include "test_util.h"
 
 namespace grpo {
 namespace {
+
+using grpo::test::read_jsonl;
 
 using nlohmann::json;
 
@@ -29,12 +32,6 @@ using test::CommandResult;
 
 // Runs `grpo args`, stdout discarded (--out writes files), stderr captured in `output`.
 CommandResult run(const std::string& args) { return test::run_grpo(args, "2>&1 >/dev/null"); }
-
-std::vector<json> lines_of(const std::string& path) {
-  std::vector<json> out;
-  for_each_line(path, [&](int64_t, const std::string& line) { out.push_back(json::parse(line)); });
-  return out;
-}
 
 // The stderr lines "error: PATH:LINE: ..." by line number.
 std::map<int, std::string> errors_by_line(const std::string& err, const std::string& path) {
@@ -126,7 +123,7 @@ TEST_F(CliGenerate, BadLinesAreNamedAndSkippedTheRestIsGenerated) {
   EXPECT_NE(r.output.find("15 line(s) of"), std::string::npos) << r.output;
   EXPECT_NE(errors.at(7).find("context of 4096 tokens"), std::string::npos) << errors.at(7);
 
-  const std::vector<json> got = lines_of(out());
+  const std::vector<json> got = read_jsonl(out());
   ASSERT_EQ(got.size(), 3u);
   EXPECT_EQ(got[0]["prompt"], "good one");
   EXPECT_EQ(got[0]["tag"], "a");
@@ -148,7 +145,7 @@ TEST_F(CliGenerate, PerLineMaxNewTokensIsCheckedAgainstContextAndKvCache) {
   EXPECT_NE(errors.at(1).find("5 tokens + max_new_tokens 4092 exceed the model's context"), std::string::npos)
       << errors.at(1);
   EXPECT_NE(errors.at(3).find("KV blocks"), std::string::npos) << errors.at(3);
-  const std::vector<json> got = lines_of(out());
+  const std::vector<json> got = read_jsonl(out());
   ASSERT_EQ(got.size(), 1u);
   expect_completions(got[0], 1, 3);
 }
@@ -181,7 +178,7 @@ TEST_F(CliGenerate, InvalidOptionsFailBeforeLoadingTheModel) {
 
 // The "completions" of output line i of the JSONL file at path (null when there is no such line).
 json completions_of(const std::string& path, size_t i) {
-  const std::vector<json> out = lines_of(path);
+  const std::vector<json> out = read_jsonl(path);
   return i < out.size() ? out[i]["completions"] : json();
 }
 
@@ -212,7 +209,7 @@ TEST_F(CliGenerate, GreedyDoesNotDependOnTheThreadCount) {
   CommandResult r = generate(kMixed, kGreedy + "--threads 1");
   ASSERT_EQ(r.status, 0) << r.output;
   const std::string one_thread = read_file(out());
-  ASSERT_EQ(lines_of(out()).size(), 4u);
+  ASSERT_EQ(read_jsonl(out()).size(), 4u);
   r = generate(kMixed, kGreedy + "--threads 2");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(read_file(out()), one_thread);
@@ -252,7 +249,7 @@ TEST_F(CliGenerate, InputIdsNeedNoTokenizer) {
       << bad.output;
   EXPECT_NE(errors.at(3).find("field \"stop\": stop strings need the model's tokenizer"), std::string::npos)
       << bad.output;
-  EXPECT_EQ(lines_of(out()).size(), 1u);
+  EXPECT_EQ(read_jsonl(out()).size(), 1u);
   for (const std::string option : {"--chat", "--stop x"}) {
     const CommandResult refused = run("generate --model " + bare + common + "--out " + out() + " " + option);
     EXPECT_NE(refused.status, 0) << option;

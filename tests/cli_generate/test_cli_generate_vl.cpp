@@ -13,17 +13,14 @@
 #include "core/files.h"
 #include "grpo/temp_dir.h"
 #include "image/image.h"
+#include "test_util.h"
 
 namespace grpo {
 namespace {
 
-using nlohmann::json;
+using grpo::test::read_jsonl;
 
-std::vector<json> lines_of(const std::string& path) {
-  std::vector<json> out;
-  for_each_line(path, [&](int64_t, const std::string& line) { out.push_back(json::parse(line)); });
-  return out;
-}
+using nlohmann::json;
 
 // A 64x64 picture (4 merged tokens with the tiny preset's processor): left half red, right half blue.
 void write_picture(const std::string& path) {
@@ -68,7 +65,7 @@ TEST(CliGenerateVl, PicturesByPathSameCompletionInEveryForm) {
       << r.output;
   EXPECT_NE(r.output.find(prompts + ":6: field \"images\": images[0]: "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("missing.png"), std::string::npos) << r.output;
-  const std::vector<json> got = lines_of(out);
+  const std::vector<json> got = read_jsonl(out);
   ASSERT_EQ(got.size(), 4u) << r.output;
   const json first = got[0]["completions"][0]["token_ids"];
   EXPECT_EQ(first.size(), 6u);

@@ -15,6 +15,7 @@
 #include "core/files.h"
 #include "model/safetensors.h"
 #include "train/case_eval.h"
+#include "test_util.h"
 
 using namespace grpo;
 using test::run_grpo;
@@ -22,21 +23,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using grpo::test::rel_err;
+
 const std::string kModels = std::string(GRPO_SHARED_DIR) + "/reference/models/";
 
 fs::path tmpdir() {
   fs::path d = fs::temp_directory_path() / ("grpo_cli_model_" + std::to_string(getpid()));
   fs::create_directories(d);
   return d;
-}
-
-double rel_err(const std::vector<float>& a, const std::vector<float>& b) {
-  double md = 0, mb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    md = std::max(md, std::fabs(static_cast<double>(a[i]) - b[i]));
-    mb = std::max(mb, std::fabs(static_cast<double>(b[i])));
-  }
-  return md / std::max(mb, 1e-12);
 }
 
 TEST(CliModel, DebugForwardBackwardMatchesReference) {

@@ -10,10 +10,13 @@
 #include "grpo/session.h"
 #include "temp_dir.h"
 #include "error_of.h"
+#include "test_util.h"
 
 using namespace grpo;
 
 namespace {
+
+using grpo::test::contains;
 
 const char* kMinimal =
     "data:\n"
@@ -23,8 +26,6 @@ const char* kMinimal =
     "    path: models/tiny\n";
 
 using test::error_of;
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 }  // namespace
 

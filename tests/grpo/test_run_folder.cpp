@@ -11,15 +11,16 @@
 #include "grpo/run_folder.h"
 #include "temp_dir.h"
 #include "error_of.h"
+#include "test_util.h"
 
 using namespace grpo;
 namespace fs = std::filesystem;
 
 namespace {
 
-using test::error_of;
+using grpo::test::contains;
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using test::error_of;
 
 Config config(const std::string& run, const std::vector<std::string>& more = {}) {
   std::vector<std::string> sets = {"data.train_files=t.jsonl", "actor_rollout_ref.model.path=m",

@@ -25,7 +25,7 @@ struct AttnCase {
 };
 
 // Softmax over <= 70 keys and dot products over D terms in fp32: errors ~1e-6 of the magnitude.
-constexpr double kTol = 3e-5;
+constexpr double kAttentionTol = 3e-5;
 
 void check_case(const AttnCase& c) {
   std::vector<int32_t> cu = {0};
@@ -49,11 +49,11 @@ void check_case(const AttnCase& c) {
                           kd.data(), vd.data(), cu.data(), S, T, H, K, D, static_cast<double>(scale));
   const std::string what = ::testing::PrintToString(c.lens) + " H=" + std::to_string(H) + " K=" +
                            std::to_string(K) + " D=" + std::to_string(D);
-  EXPECT_LT(rel_err(o.values(), o_ref), kTol) << what;
-  EXPECT_LT(rel_err(lse.values(), lse_ref), kTol) << what;
-  EXPECT_LT(rel_err(dq.values(), dq_ref), kTol) << what;
-  EXPECT_LT(rel_err(dk.values(), dk_ref), kTol) << what;
-  EXPECT_LT(rel_err(dv.values(), dv_ref), kTol) << what;
+  EXPECT_LT(rel_err(o.values(), o_ref), kAttentionTol) << what;
+  EXPECT_LT(rel_err(lse.values(), lse_ref), kAttentionTol) << what;
+  EXPECT_LT(rel_err(dq.values(), dq_ref), kAttentionTol) << what;
+  EXPECT_LT(rel_err(dk.values(), dk_ref), kAttentionTol) << what;
+  EXPECT_LT(rel_err(dv.values(), dv_ref), kAttentionTol) << what;
   EXPECT_TRUE(o.intact() && lse.intact() && dq.intact() && dk.intact() && dv.intact()) << what;
 
   // The fused kernel on the same inputs.
@@ -63,11 +63,11 @@ void check_case(const AttnCase& c) {
                          fws.data());
   ops::attention_backward(fdq.data(), fdk.data(), fdv.data(), dout.data(), q.data(), k.data(), v.data(), fo.data(),
                           flse.data(), cu.data(), S, T, H, K, D, scale, fws.data());
-  EXPECT_LT(rel_err(o.values(), fo), kTol) << what;
-  EXPECT_LT(rel_err(lse.values(), flse), kTol) << what;
-  EXPECT_LT(rel_err(dq.values(), fdq), kTol) << what;
-  EXPECT_LT(rel_err(dk.values(), fdk), kTol) << what;
-  EXPECT_LT(rel_err(dv.values(), fdv), kTol) << what;
+  EXPECT_LT(rel_err(o.values(), fo), kAttentionTol) << what;
+  EXPECT_LT(rel_err(lse.values(), flse), kAttentionTol) << what;
+  EXPECT_LT(rel_err(dq.values(), fdq), kAttentionTol) << what;
+  EXPECT_LT(rel_err(dk.values(), fdk), kAttentionTol) << what;
+  EXPECT_LT(rel_err(dv.values(), fdv), kAttentionTol) << what;
 }
 
 TEST(PlainAttention, MatchesRefAndFusedOnPackedSequences) {

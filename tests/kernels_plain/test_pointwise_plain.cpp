@@ -20,7 +20,7 @@ using plain_test::rel_err;
 using plain_test::to_double;
 
 // fp32 kernels vs a float64 oracle: sums over at most a few hundred terms, errors ~1e-6 of the magnitude.
-constexpr double kTol = 2e-5;
+constexpr double kPointwiseTol = 2e-5;
 
 TEST(PlainPointwise, AddInplaceMatchesRefOnLongAndOddSizes) {
   for (int64_t n : {0, 1, 17, 100003}) {
@@ -51,7 +51,7 @@ TEST(PlainPointwise, EmbeddingForwardAndBackwardWithRepeatedIds) {
   plain::embedding_backward(dtable.data(), dout.data(), ids.data(), T, C);
   std::vector<double> want_d = to_double(dtable0);
   ref::embedding_backward(want_d.data(), to_double(dout).data(), ids.data(), T, C);
-  EXPECT_LT(rel_err(dtable.values(), want_d), kTol);
+  EXPECT_LT(rel_err(dtable.values(), want_d), kPointwiseTol);
   EXPECT_TRUE(dtable.intact());
 }
 
@@ -78,8 +78,8 @@ TEST(PlainPointwise, RmsNormForwardBackwardMatchesRefAndFused) {
     std::vector<double> y_ref(N * C), rstd_ref(N);
     ref::rmsnorm_forward(y_ref.data(), rstd_ref.data(), to_double(x).data(), to_double(w).data(), N, C,
                          static_cast<double>(eps));
-    EXPECT_LT(rel_err(y.values(), y_ref), kTol) << "N=" << N << " C=" << C;
-    EXPECT_LT(rel_err(rstd.values(), rstd_ref), kTol);
+    EXPECT_LT(rel_err(y.values(), y_ref), kPointwiseTol) << "N=" << N << " C=" << C;
+    EXPECT_LT(rel_err(rstd.values(), rstd_ref), kPointwiseTol);
     EXPECT_TRUE(y.intact() && rstd.intact());
 
     std::vector<float> ws(plain::rmsnorm_backward_ws_floats(N, C));
@@ -88,17 +88,17 @@ TEST(PlainPointwise, RmsNormForwardBackwardMatchesRefAndFused) {
     std::vector<double> dx_ref(N * C), dw_ref = to_double(dw0);
     ref::rmsnorm_backward(dx_ref.data(), dw_ref.data(), to_double(dy).data(), to_double(x).data(),
                           to_double(w).data(), rstd_ref.data(), N, C);
-    EXPECT_LT(rel_err(dx.values(), dx_ref), kTol) << "N=" << N << " C=" << C;
-    EXPECT_LT(rel_err(dw.values(), dw_ref), kTol);
+    EXPECT_LT(rel_err(dx.values(), dx_ref), kPointwiseTol) << "N=" << N << " C=" << C;
+    EXPECT_LT(rel_err(dw.values(), dw_ref), kPointwiseTol);
     EXPECT_TRUE(dx.intact() && dw.intact());
 
     // The fused kernels on the same inputs (a cross-check of both).
     std::vector<float> fy(N * C), frstd(N), fdx(N * C), fdw = dw0, fws(ops::rmsnorm_backward_ws_floats(N, C));
     ops::rmsnorm_forward(fy.data(), frstd.data(), x.data(), w.data(), N, C, eps);
     ops::rmsnorm_backward(fdx.data(), fdw.data(), dy.data(), x.data(), w.data(), frstd.data(), N, C, fws.data());
-    EXPECT_LT(rel_err(y.values(), fy), kTol);
-    EXPECT_LT(rel_err(dx.values(), fdx), kTol);
-    EXPECT_LT(rel_err(dw.values(), fdw), kTol);
+    EXPECT_LT(rel_err(y.values(), fy), kPointwiseTol);
+    EXPECT_LT(rel_err(dx.values(), fdx), kPointwiseTol);
+    EXPECT_LT(rel_err(dw.values(), fdw), kPointwiseTol);
   }
 }
 
@@ -169,14 +169,14 @@ TEST(PlainPointwise, SwigluForwardBackwardMatchesRefAndFused) {
     std::vector<double> out_ref(T * F), dgu_ref(T * 2 * F);
     ref::swiglu_forward(out_ref.data(), to_double(gu).data(), T, F);
     ref::swiglu_backward(dgu_ref.data(), to_double(dout).data(), to_double(gu).data(), T, F);
-    EXPECT_LT(rel_err(out.values(), out_ref), kTol) << "F=" << F;
-    EXPECT_LT(rel_err(dgu.values(), dgu_ref), kTol) << "F=" << F;
+    EXPECT_LT(rel_err(out.values(), out_ref), kPointwiseTol) << "F=" << F;
+    EXPECT_LT(rel_err(dgu.values(), dgu_ref), kPointwiseTol) << "F=" << F;
     EXPECT_TRUE(out.intact() && dgu.intact());
     std::vector<float> fout(T * F), fdgu(T * 2 * F);
     ops::swiglu_forward(fout.data(), gu.data(), T, F);
     ops::swiglu_backward(fdgu.data(), dout.data(), gu.data(), T, F);
-    EXPECT_LT(rel_err(out.values(), fout), kTol);
-    EXPECT_LT(rel_err(dgu.values(), fdgu), kTol);
+    EXPECT_LT(rel_err(out.values(), fout), kPointwiseTol);
+    EXPECT_LT(rel_err(dgu.values(), fdgu), kPointwiseTol);
   }
 }
 

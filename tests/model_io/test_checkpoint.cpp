@@ -10,20 +10,16 @@
 #include "core/files.h"
 #include "model/checkpoint.h"
 #include "model/presets.h"
+#include "test_util.h"
 
 using namespace grpo;
 namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kRef = std::string(GRPO_SHARED_DIR) + "/reference/models/";
+using grpo::test::kReferenceModels;
 
-std::string temp_dir(const std::string& name) {
-  std::string d = (fs::temp_directory_path() / ("grpo_ckpt_" + std::to_string(::getpid()) + "_" + name)).string();
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+using grpo::test::fresh_temp_dir;
 
 // Deterministic f32 values for every parameter of c; `salt` changes them.
 struct Params {
@@ -68,7 +64,7 @@ ModelConfig small_qwen2() {  // tiny shapes with biases, fast to write
 }  // namespace
 
 TEST(Checkpoint, OpensEveryReferenceModel) {
-  Checkpoint q3 = Checkpoint::open(kRef + "qwen3");
+  Checkpoint q3 = Checkpoint::open(kReferenceModels + "qwen3");
   EXPECT_EQ(q3.config().head_dim, 32);
   EXPECT_FALSE(q3.config().tie_word_embeddings);
   ASSERT_NE(q3.find("lm_head.weight"), nullptr);
@@ -76,18 +72,18 @@ TEST(Checkpoint, OpensEveryReferenceModel) {
   EXPECT_EQ(q3.names().size(), 25u);
   EXPECT_TRUE(q3.notes().empty());
 
-  Checkpoint tied = Checkpoint::open(kRef + "qwen3-tied");
+  Checkpoint tied = Checkpoint::open(kReferenceModels + "qwen3-tied");
   EXPECT_TRUE(tied.config().tie_word_embeddings);
   EXPECT_EQ(tied.find("lm_head.weight"), nullptr);
 
-  Checkpoint q2 = Checkpoint::open(kRef + "qwen2");
+  Checkpoint q2 = Checkpoint::open(kReferenceModels + "qwen2");
   EXPECT_TRUE(q2.config().qkv_bias);
   EXPECT_EQ(q2.find("model.layers.0.self_attn.k_proj.bias")->shape, (std::vector<int64_t>{32}));
   for (const std::string& n : q2.names()) EXPECT_NE(q2.find(n), nullptr) << n;
 }
 
 TEST(Checkpoint, SaveThenOpenRoundTripsSingleFile) {
-  const std::string root = temp_dir("single");
+  const std::string root = fresh_temp_dir("ckpt", "single");
   ModelConfig c = small_qwen2();
   Params p(c, 0.5f);
   save_checkpoint(root + "/ck", c, p.named, DType::F32);
@@ -106,7 +102,7 @@ TEST(Checkpoint, SaveThenOpenRoundTripsSingleFile) {
 }
 
 TEST(Checkpoint, ShardedBf16SaveRoundTrips) {
-  const std::string root = temp_dir("sharded");
+  const std::string root = fresh_temp_dir("ckpt", "sharded");
   ModelConfig c = small_qwen2();
   Params p(c, -1.25f);
   save_checkpoint(root + "/ck", c, p.named, DType::BF16, /*max_shard_bytes=*/60000);
@@ -134,7 +130,7 @@ TEST(Checkpoint, ShardedBf16SaveRoundTrips) {
 }
 
 TEST(Checkpoint, CrashedSaveNeverReplacesTheOldCheckpoint) {
-  const std::string root = temp_dir("atomic");
+  const std::string root = fresh_temp_dir("ckpt", "atomic");
   const std::string dir = root + "/ck";
   ModelConfig c = small_qwen2();
   Params old_params(c, 1.0f), new_params(c, 2.0f);
@@ -166,7 +162,7 @@ TEST(Checkpoint, CrashedSaveNeverReplacesTheOldCheckpoint) {
 }
 
 TEST(Checkpoint, SaveRefusesBadInputsAndNonCheckpointFolders) {
-  const std::string root = temp_dir("refuse");
+  const std::string root = fresh_temp_dir("ckpt", "refuse");
   ModelConfig c = small_qwen2();
   Params p(c, 0.f);
   std::vector<NamedF32> missing(p.named.begin() + 1, p.named.end());
@@ -191,7 +187,7 @@ TEST(Checkpoint, SaveRefusesBadInputsAndNonCheckpointFolders) {
 }
 
 TEST(Checkpoint, RejectsMissingAndMisshapenTensors) {
-  const std::string root = temp_dir("misshapen");
+  const std::string root = fresh_temp_dir("ckpt", "misshapen");
   ModelConfig c = small_qwen2();
   Params p(c, 0.f);
   save_checkpoint(root + "/ck", c, p.named, DType::F32);
@@ -232,7 +228,7 @@ TEST(Checkpoint, RejectsMissingAndMisshapenTensors) {
 }
 
 TEST(Checkpoint, ToleratesDuplicateTiedLmHeadAndMissingUntiedLmHead) {
-  const std::string root = temp_dir("lmhead");
+  const std::string root = fresh_temp_dir("ckpt", "lmhead");
   ModelConfig untied = small_qwen2();
   Params p(untied, 0.f);  // includes lm_head.weight
   ModelConfig tied = untied;
@@ -259,7 +255,7 @@ TEST(Checkpoint, ToleratesDuplicateTiedLmHeadAndMissingUntiedLmHead) {
 }
 
 TEST(Checkpoint, RejectsInconsistentShardIndexes) {
-  const std::string root = temp_dir("index");
+  const std::string root = fresh_temp_dir("ckpt", "index");
   const std::string dir = root + "/ck";
   ModelConfig c = small_qwen2();
   Params p(c, 0.f);

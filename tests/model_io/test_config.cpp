@@ -6,13 +6,14 @@
 #include "core/error.h"
 #include "model/config.h"
 #include "model/presets.h"
+#include "test_util.h"
 
 using namespace grpo;
 using nlohmann::json;
 
 namespace {
 
-const std::string kRef = std::string(GRPO_SHARED_DIR) + "/reference/models/";
+using grpo::test::kReferenceModels;
 
 json qwen3_json() {
   return json::parse(R"({
@@ -37,7 +38,7 @@ void expect_bad(const json& j, std::initializer_list<const char*> needles) {
 }  // namespace
 
 TEST(Config, ReferenceQwen3HasExplicitHeadDimAndQkNorm) {
-  ModelConfig c = load_model_config(kRef + "qwen3/config.json");
+  ModelConfig c = load_model_config(kReferenceModels + "qwen3/config.json");
   EXPECT_EQ(c.architecture, "Qwen3ForCausalLM");
   EXPECT_EQ(c.model_type, "qwen3");
   EXPECT_EQ(c.head_dim, 32);  // != hidden / heads = 16
@@ -63,7 +64,7 @@ TEST(Config, ReferenceQwen3HasExplicitHeadDimAndQkNorm) {
 }
 
 TEST(Config, ReferenceQwen3TiedHasNoLmHead) {
-  ModelConfig c = load_model_config(kRef + "qwen3-tied/config.json");
+  ModelConfig c = load_model_config(kReferenceModels + "qwen3-tied/config.json");
   EXPECT_TRUE(c.tie_word_embeddings);
   EXPECT_EQ(c.head_dim, 16);
   EXPECT_EQ(c.num_attention_heads / c.num_key_value_heads, 3);
@@ -72,7 +73,7 @@ TEST(Config, ReferenceQwen3TiedHasNoLmHead) {
 }
 
 TEST(Config, ReferenceQwen2DerivesHeadDimAndHasBiases) {
-  ModelConfig c = load_model_config(kRef + "qwen2/config.json");
+  ModelConfig c = load_model_config(kReferenceModels + "qwen2/config.json");
   EXPECT_EQ(c.architecture, "Qwen2ForCausalLM");
   EXPECT_EQ(c.head_dim, 8);  // 64 / 8
   EXPECT_TRUE(c.qkv_bias);

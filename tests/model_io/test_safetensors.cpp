@@ -12,18 +12,14 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "model/safetensors.h"
+#include "test_util.h"
 
 using namespace grpo;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string temp_dir(const std::string& name) {
-  std::string d = (fs::temp_directory_path() / ("grpo_model_io_" + std::to_string(::getpid()) + "_" + name)).string();
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+using grpo::test::fresh_temp_dir;
 
 // A safetensors file from a literal header and `data_size` bytes of data (values 0, 1, 2, ...).
 std::vector<uint8_t> make_file(const std::string& header, size_t data_size) {
@@ -50,7 +46,7 @@ void expect_rejected(const std::vector<uint8_t>& bytes, std::initializer_list<co
 }  // namespace
 
 TEST(Safetensors, RoundTripEveryDtypeIncludingZeroSizeAndRank0) {
-  const std::string dir = temp_dir("roundtrip");
+  const std::string dir = fresh_temp_dir("model_io", "roundtrip");
   const StDType all[] = {StDType::BOOL, StDType::U8,  StDType::I8,  StDType::I16,     StDType::U16,
                          StDType::F16,  StDType::BF16, StDType::I32, StDType::U32,     StDType::F32,
                          StDType::F64,  StDType::I64, StDType::U64, StDType::F8_E4M3, StDType::F8_E5M2};
@@ -97,7 +93,7 @@ TEST(Safetensors, RoundTripEveryDtypeIncludingZeroSizeAndRank0) {
 }
 
 TEST(Safetensors, WriterPadsHeaderAndPutsLargerDtypesFirst) {
-  const std::string dir = temp_dir("layout");
+  const std::string dir = fresh_temp_dir("model_io", "layout");
   uint8_t u8[3] = {1, 2, 3};
   double f64[2] = {1.0, -2.0};
   uint16_t bf[1] = {0x3f80};
@@ -243,7 +239,7 @@ TEST(Safetensors, RejectsNonObjectAndNonJsonAndBadUtf8Headers) {
 }
 
 TEST(Safetensors, OpenNamesMissingAndEmptyFiles) {
-  const std::string dir = temp_dir("open");
+  const std::string dir = fresh_temp_dir("model_io", "open");
   EXPECT_THROW(SafetensorsFile::open(dir + "/nope.safetensors"), Error);
   write_file_atomic(dir + "/empty.safetensors", "");
   try {

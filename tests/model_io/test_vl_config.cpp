@@ -12,6 +12,7 @@
 #include "model/checkpoint.h"
 #include "model/presets.h"
 #include "model/weights.h"
+#include "test_util.h"
 
 using namespace grpo;
 using nlohmann::json;
@@ -19,11 +20,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using grpo::test::fresh_temp_dir;
+
 const std::string kVl = std::string(GRPO_SHARED_DIR) + "/reference/models/qwen3-vl";
 
 json vl_json() { return json::parse(read_file(kVl + "/config.json")); }
 
-void expect_bad(const json& j, std::initializer_list<const char*> needles) {
+void expect_vl_refused(const json& j, std::initializer_list<const char*> needles) {
   try {
     parse_model_config(j, "vl.json");
     ADD_FAILURE() << "accepted " << j.dump();
@@ -32,13 +35,6 @@ void expect_bad(const json& j, std::initializer_list<const char*> needles) {
     EXPECT_NE(msg.find("vl.json"), std::string::npos) << msg;
     for (const char* n : needles) EXPECT_NE(msg.find(n), std::string::npos) << "missing \"" << n << "\" in: " << msg;
   }
-}
-
-std::string temp_dir(const std::string& name) {
-  std::string d = (fs::temp_directory_path() / ("grpo_vlcfg_" + std::to_string(::getpid()) + "_" + name)).string();
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
 }
 
 }  // namespace
@@ -148,31 +144,31 @@ TEST(VlConfig, RejectsBadFieldsNamingThem) {
     f(j);
     return j;
   };
-  expect_bad(edit([](json& j) { j.erase("text_config"); }), {"text_config", "missing"});
-  expect_bad(edit([](json& j) { j["text_config"]["vocab_size"] = -1; }), {"text_config.vocab_size"});
-  expect_bad(edit([](json& j) { j["text_config"]["model_type"] = "qwen2"; }), {"text_config.model_type"});
-  expect_bad(edit([](json& j) { j["text_config"]["rope_scaling"]["mrope_section"] = {4, 2}; }),
+  expect_vl_refused(edit([](json& j) { j.erase("text_config"); }), {"text_config", "missing"});
+  expect_vl_refused(edit([](json& j) { j["text_config"]["vocab_size"] = -1; }), {"text_config.vocab_size"});
+  expect_vl_refused(edit([](json& j) { j["text_config"]["model_type"] = "qwen2"; }), {"text_config.model_type"});
+  expect_vl_refused(edit([](json& j) { j["text_config"]["rope_scaling"]["mrope_section"] = {4, 2}; }),
              {"text_config.rope_scaling.mrope_section"});
-  expect_bad(edit([](json& j) { j["text_config"]["rope_scaling"]["mrope_interleaved"] = false; }),
+  expect_vl_refused(edit([](json& j) { j["text_config"]["rope_scaling"]["mrope_interleaved"] = false; }),
              {"mrope_interleaved", "interleave"});
-  expect_bad(edit([](json& j) { j["text_config"]["rope_scaling"]["rope_type"] = "yarn"; }), {"rope_type"});
-  expect_bad(edit([](json& j) { j["vision_config"]["num_heads"] = 3; }), {"vision_config.num_heads"});
-  expect_bad(edit([](json& j) { j["vision_config"]["num_heads"] = 8; }), {"vision_config.num_heads", "divisible by 4"});
-  expect_bad(edit([](json& j) { j["vision_config"]["num_position_embeddings"] = 24; }),
+  expect_vl_refused(edit([](json& j) { j["text_config"]["rope_scaling"]["rope_type"] = "yarn"; }), {"rope_type"});
+  expect_vl_refused(edit([](json& j) { j["vision_config"]["num_heads"] = 3; }), {"vision_config.num_heads"});
+  expect_vl_refused(edit([](json& j) { j["vision_config"]["num_heads"] = 8; }), {"vision_config.num_heads", "divisible by 4"});
+  expect_vl_refused(edit([](json& j) { j["vision_config"]["num_position_embeddings"] = 24; }),
              {"vision_config.num_position_embeddings", "square"});
-  expect_bad(edit([](json& j) { j["vision_config"]["deepstack_visual_indexes"] = {1, 0}; }),
+  expect_vl_refused(edit([](json& j) { j["vision_config"]["deepstack_visual_indexes"] = {1, 0}; }),
              {"vision_config.deepstack_visual_indexes"});
-  expect_bad(edit([](json& j) { j["vision_config"]["deepstack_visual_indexes"] = {0, 3}; }),
+  expect_vl_refused(edit([](json& j) { j["vision_config"]["deepstack_visual_indexes"] = {0, 3}; }),
              {"vision_config.deepstack_visual_indexes", "below depth 3"});
-  expect_bad(edit([](json& j) { j["vision_config"].erase("deepstack_visual_indexes"); }),
+  expect_vl_refused(edit([](json& j) { j["vision_config"].erase("deepstack_visual_indexes"); }),
              {"vision_config.deepstack_visual_indexes"});  // defaults [8, 16, 24] do not fit depth 3
-  expect_bad(edit([](json& j) { j["vision_config"]["out_hidden_size"] = 64; }),
+  expect_vl_refused(edit([](json& j) { j["vision_config"]["out_hidden_size"] = 64; }),
              {"vision_config.out_hidden_size", "text_config.hidden_size 32"});
-  expect_bad(edit([](json& j) { j["vision_config"]["hidden_act"] = "gelu"; }), {"vision_config.hidden_act"});
-  expect_bad(edit([](json& j) { j["vision_config"] = 5; }), {"vision_config"});
-  expect_bad(edit([](json& j) { j["image_token_id"] = 320; }), {"image_token_id", "vocab_size 320"});
-  expect_bad(edit([](json& j) { j["video_token_id"] = 312; }), {"four different ids"});
-  expect_bad(edit([](json& j) { j["architectures"] = {"Qwen2VLForConditionalGeneration"}; }),
+  expect_vl_refused(edit([](json& j) { j["vision_config"]["hidden_act"] = "gelu"; }), {"vision_config.hidden_act"});
+  expect_vl_refused(edit([](json& j) { j["vision_config"] = 5; }), {"vision_config"});
+  expect_vl_refused(edit([](json& j) { j["image_token_id"] = 320; }), {"image_token_id", "vocab_size 320"});
+  expect_vl_refused(edit([](json& j) { j["video_token_id"] = 312; }), {"four different ids"});
+  expect_vl_refused(edit([](json& j) { j["architectures"] = {"Qwen2VLForConditionalGeneration"}; }),
              {"architectures", "Qwen3VLForConditionalGeneration"});
 }
 
@@ -225,7 +221,7 @@ TEST(VlWeights, TowerIsTheLastPartOfTheArena) {
 
 TEST(VlWeights, LoadAndShardedBf16SaveKeepEveryName) {
   auto w = ModelWeights::load(kVl);
-  const std::string root = temp_dir("save");
+  const std::string root = fresh_temp_dir("vlcfg", "save");
   save_checkpoint(root + "/ck", w->config(), w->named_tensors(), DType::BF16, /*max_shard_bytes=*/100000);
   ASSERT_TRUE(fs::exists(root + "/ck/model.safetensors.index.json"));
   Checkpoint ck = Checkpoint::open(root + "/ck");

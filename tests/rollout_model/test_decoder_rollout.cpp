@@ -10,12 +10,13 @@
 #include "model/decoder.h"
 #include "rollout/decoder_model.h"
 #include "rollout/engine.h"
+#include "test_util.h"
 
 using namespace grpo;
 
 namespace {
 
-const std::string kModels = std::string(GRPO_SHARED_DIR) + "/reference/models/";
+using grpo::test::kReferenceModels;
 
 // Greedy continuation of `prompt` by full recomputation: argmax of the last row's logits each step.
 std::vector<int32_t> greedy_by_recompute(ModelWeights& w, std::vector<int32_t> seq, int n) {
@@ -47,7 +48,7 @@ rollout::Request greedy_request(std::vector<int32_t> prompt, int n_new, uint64_t
 class DecoderRollout : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(DecoderRollout, GreedyWithCacheEqualsFullRecompute) {
-  auto w = ModelWeights::load(kModels + GetParam());
+  auto w = ModelWeights::load(kReferenceModels + GetParam());
   rollout::EngineConfig ec;
   ec.kv_memory_bytes = 8 << 20;
   ec.token_budget = 7;  // forces chunked prefill
@@ -102,7 +103,7 @@ std::vector<rollout::SampleResult> first_request_samples(ModelWeights& w, Comput
 }
 
 TEST_P(DecoderRollout, SamplesDoNotDependOnBatchCompositionOrThreads) {
-  auto w = ModelWeights::load(kModels + GetParam());
+  auto w = ModelWeights::load(kReferenceModels + GetParam());
   const std::vector<int32_t> mine = {1, 5, 9, 2, 7, 3, 3, 8, 20, 11, 4, 4, 9, 30, 2, 1, 6, 8, 19};
   std::vector<std::vector<int32_t>> crowd = {mine};  // the same request among 12 others (some sharing its prefix)
   for (int i = 0; i < 12; ++i) {

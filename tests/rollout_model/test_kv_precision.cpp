@@ -15,12 +15,13 @@
 
 #include "core/arena.h"
 #include "model/infer.h"
+#include "test_util.h"
 
 using namespace grpo;
 
 namespace {
 
-const std::string kModels = std::string(GRPO_SHARED_DIR) + "/reference/models/";
+using grpo::test::kReferenceModels;
 
 // One sequence over a private paged cache: prefill, then one token per step; returns logits per step.
 class SingleSequence {
@@ -89,7 +90,7 @@ double kl(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 double mean_kl(const std::string& model, ops::KvDType dtype) {
-  auto w = ModelWeights::load(kModels + model);
+  auto w = ModelWeights::load(kReferenceModels + model);
   std::vector<int32_t> prompt = {1, 5, 9, 2, 7, 3, 3, 8, 20, 11, 42, 17, 4, 4, 90, 2, 33};
   const int steps = 40;
   SingleSequence ref(*w, ops::KvDType::F32, prompt.size() + steps + 1), other(*w, dtype, prompt.size() + steps + 1);

@@ -10,13 +10,16 @@
 
 #include "core/files.h"
 #include "train/case_eval.h"
+#include "test_util.h"
 
 using namespace grpo;
 using namespace grpo::train;
 
 namespace {
 
-const std::string kModels = std::string(GRPO_SHARED_DIR) + "/reference/models/";
+using grpo::test::kReferenceModels;
+
+using grpo::test::rel_err;
 
 struct Tolerance {
   double values;  // max |ours - ref| / max(|ref|) for logits, log-probs, entropy, losses (relative)
@@ -30,15 +33,6 @@ struct Tolerance {
 // by 6%. Set GRPO_PRINT_ERRORS=1 to print every measured error.
 constexpr Tolerance kF32{1e-4, 1e-3};
 constexpr Tolerance kBF16{2e-2, 6e-2};
-
-double rel_err(const std::vector<float>& a, const std::vector<float>& b) {
-  double md = 0, mb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    md = std::max(md, std::fabs(static_cast<double>(a[i]) - b[i]));
-    mb = std::max(mb, std::fabs(static_cast<double>(b[i])));
-  }
-  return md / std::max(mb, 1e-12);
-}
 
 void compare(const CaseOutputs& out, const SafetensorsFile& ref, const Tolerance& tol, const std::string& what) {
   int grads = 0;
@@ -73,8 +67,8 @@ class ReferenceCases : public ::testing::TestWithParam<Variant> {};
 
 TEST_P(ReferenceCases, LmCase) {
   const Variant& v = GetParam();
-  auto w = ModelWeights::load(kModels + v.name);
-  SafetensorsFile ref = SafetensorsFile::open(kModels + v.name + "/lm_case.safetensors");
+  auto w = ModelWeights::load(kReferenceModels + v.name);
+  SafetensorsFile ref = SafetensorsFile::open(kReferenceModels + v.name + "/lm_case.safetensors");
   CaseOptions opt;
   opt.mode = v.mode;
   opt.checkpoint_activations = v.ckpt;
@@ -85,9 +79,9 @@ TEST_P(ReferenceCases, LmCase) {
 
 TEST_P(ReferenceCases, GrpoCase) {
   const Variant& v = GetParam();
-  auto w = ModelWeights::load(kModels + v.name);
-  SafetensorsFile ref = SafetensorsFile::open(kModels + v.name + "/grpo_case.safetensors");
-  nlohmann::json j = nlohmann::json::parse(read_file(kModels + v.name + "/grpo_case.json"));
+  auto w = ModelWeights::load(kReferenceModels + v.name);
+  SafetensorsFile ref = SafetensorsFile::open(kReferenceModels + v.name + "/grpo_case.safetensors");
+  nlohmann::json j = nlohmann::json::parse(read_file(kReferenceModels + v.name + "/grpo_case.json"));
   CaseOptions opt;
   opt.mode = v.mode;
   opt.checkpoint_activations = v.ckpt;

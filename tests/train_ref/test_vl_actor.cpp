@@ -7,16 +7,17 @@
 #include "model/picture.h"
 #include "train/actor.h"
 #include "train/case_eval.h"
+#include "test_util.h"
 
 using namespace grpo;
 using namespace grpo::train;
 
 namespace {
 
-const std::string kVl = std::string(GRPO_SHARED_DIR) + "/reference/models/qwen3-vl/";
+using grpo::test::kReferenceVl;
 
 std::vector<TrainSample> samples_with_pictures() {
-  SafetensorsFile f = SafetensorsFile::open(kVl + "vl_case.safetensors");
+  SafetensorsFile f = SafetensorsFile::open(kReferenceVl + "vl_case.safetensors");
   const std::vector<float> px = case_floats(f, "pixel_values");
   auto rows = [&](int64_t r0, int64_t r1) {
     return std::vector<float>(px.begin() + r0 * 1536, px.begin() + r1 * 1536);
@@ -49,7 +50,7 @@ TEST(VlActor, SftUpdateReachesTheTowerAndMicroBatchingIsExact) {
   adam.weight_decay = 0;
   std::vector<double> norms;
   for (int64_t budget : {1000, 25}) {  // one micro-batch, or one per sample
-    auto w = ModelWeights::load(kVl);
+    auto w = ModelWeights::load(kReferenceVl);
     const auto before = tensor(*w, "model.visual.blocks.1.mlp.linear_fc1.weight");
     MicroBatching mb;
     mb.max_tokens = budget;
@@ -64,7 +65,7 @@ TEST(VlActor, SftUpdateReachesTheTowerAndMicroBatchingIsExact) {
 }
 
 TEST(VlActor, FrozenTowerHasNoGradientsNoMomentsAndKeepsItsWeights) {
-  auto w = ModelWeights::load(kVl);
+  auto w = ModelWeights::load(kReferenceVl);
   const auto tower = tensor(*w, "model.visual.merger.linear_fc1.weight");
   const auto patch = tensor(*w, "model.visual.patch_embed.proj.weight");
   const auto lm = tensor(*w, "model.language_model.layers.0.mlp.up_proj.weight");

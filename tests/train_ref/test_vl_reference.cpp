@@ -16,22 +16,16 @@
 #include "model/rope_tables.h"
 #include "model/vision_layout.h"
 #include "train/case_eval.h"
+#include "test_util.h"
 
 using namespace grpo;
 using namespace grpo::train;
 
 namespace {
 
-const std::string kVl = std::string(GRPO_SHARED_DIR) + "/reference/models/qwen3-vl/";
+using grpo::test::rel_err;
 
-double rel_err(const std::vector<float>& a, const std::vector<float>& b) {
-  double md = 0, mb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    md = std::max(md, std::fabs(static_cast<double>(a[i]) - b[i]));
-    mb = std::max(mb, std::fabs(static_cast<double>(b[i])));
-  }
-  return md / std::max(mb, 1e-12);
-}
+using grpo::test::kReferenceVl;
 
 struct Bounds {
   double values, grads, vision;  // logits/log-probs/losses; gradients; tower intermediates (all relative)
@@ -39,8 +33,8 @@ struct Bounds {
 // f32: the reference README's bounds. bf16: the text cases' (tests/train_ref/test_reference_cases.cpp: GEMM
 // inputs rounded to 8 bits, 2% of the values' scale and 6% of a gradient's); the tower's outputs go through
 // five bf16 GEMMs per block and the merger's two: bounded like the values.
-constexpr Bounds kF32{1e-4, 1e-3, 1e-5};
-constexpr Bounds kBF16{2e-2, 6e-2, 2e-2};
+constexpr Bounds kVlF32{1e-4, 1e-3, 1e-5};
+constexpr Bounds kVlBF16{2e-2, 6e-2, 2e-2};
 
 void compare(const CaseOutputs& out, const SafetensorsFile& ref, const Bounds& b, const std::string& what) {
   int grads = 0, vision = 0;
@@ -65,7 +59,7 @@ void compare(const CaseOutputs& out, const SafetensorsFile& ref, const Bounds& b
     ASSERT_EQ(it->second.data.size(), r.size()) << what << ": " << n;
     const double e = rel_err(it->second.data, r);
     double bound = is_grad ? b.grads : is_vision ? b.vision : b.values;
-    if (n == "pg_clipfrac") bound = b.values == kF32.values ? 1e-6 : 0.1;
+    if (n == "pg_clipfrac") bound = b.values == kVlF32.values ? 1e-6 : 0.1;
     if (std::getenv("GRPO_PRINT_ERRORS")) std::printf("%s %s %.3g\n", what.c_str(), n.c_str(), e);
     EXPECT_LE(e, bound) << what << ": " << n << " relative error " << e;
     grads += is_grad;
@@ -75,17 +69,17 @@ void compare(const CaseOutputs& out, const SafetensorsFile& ref, const Bounds& b
   (void)vision;
 }
 
-struct Variant {
+struct VlVariant {
   ComputeMode mode;
   bool ckpt;
 };
 
-class VlReference : public ::testing::TestWithParam<Variant> {};
+class VlReference : public ::testing::TestWithParam<VlVariant> {};
 
 TEST_P(VlReference, PackedCaseWithPictures) {
-  const Variant v = GetParam();
-  auto w = ModelWeights::load(kVl);
-  SafetensorsFile ref = SafetensorsFile::open(kVl + "vl_case.safetensors");
+  const VlVariant v = GetParam();
+  auto w = ModelWeights::load(kReferenceVl);
+  SafetensorsFile ref = SafetensorsFile::open(kReferenceVl + "vl_case.safetensors");
   CaseOptions opt;
   opt.mode = v.mode;
   opt.checkpoint_activations = v.ckpt;
@@ -94,31 +88,31 @@ TEST_P(VlReference, PackedCaseWithPictures) {
   for (const char* n : {"vision_pos_embeds", "vision_block_input", "image_embeds", "deepstack_embeds.0",
                         "deepstack_embeds.1", "position_ids", "rope_deltas"})
     EXPECT_TRUE(out.count(n)) << n;
-  compare(out, ref, v.mode == ComputeMode::F32 ? kF32 : kBF16, "vl_case");
+  compare(out, ref, v.mode == ComputeMode::F32 ? kVlF32 : kVlBF16, "vl_case");
 }
 
 TEST_P(VlReference, GrpoCaseWithAPicture) {
-  const Variant v = GetParam();
-  auto w = ModelWeights::load(kVl);
-  SafetensorsFile ref = SafetensorsFile::open(kVl + "grpo_case.safetensors");
-  const nlohmann::json j = nlohmann::json::parse(read_file(kVl + "grpo_case.json"));
+  const VlVariant v = GetParam();
+  auto w = ModelWeights::load(kReferenceVl);
+  SafetensorsFile ref = SafetensorsFile::open(kReferenceVl + "grpo_case.safetensors");
+  const nlohmann::json j = nlohmann::json::parse(read_file(kReferenceVl + "grpo_case.json"));
   CaseOptions opt;
   opt.mode = v.mode;
   opt.checkpoint_activations = v.ckpt;
-  compare(evaluate_case(*w, ref, &j, opt), ref, v.mode == ComputeMode::F32 ? kF32 : kBF16, "grpo_case");
+  compare(evaluate_case(*w, ref, &j, opt), ref, v.mode == ComputeMode::F32 ? kVlF32 : kVlBF16, "grpo_case");
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, VlReference,
-                         ::testing::Values(Variant{ComputeMode::F32, false}, Variant{ComputeMode::F32, true},
-                                           Variant{ComputeMode::BF16, false}),
-                         [](const ::testing::TestParamInfo<Variant>& i) {
+                         ::testing::Values(VlVariant{ComputeMode::F32, false}, VlVariant{ComputeMode::F32, true},
+                                           VlVariant{ComputeMode::BF16, false}),
+                         [](const ::testing::TestParamInfo<VlVariant>& i) {
                            return std::string(i.param.mode == ComputeMode::F32 ? "f32" : "bf16") +
                                   (i.param.ckpt ? "_ckpt" : "");
                          });
 
 // Qwen3-VL-8B's config (the fields the tables read).
 ModelConfig config_8b() {
-  nlohmann::json j = nlohmann::json::parse(read_file(kVl + "config.json"));
+  nlohmann::json j = nlohmann::json::parse(read_file(kReferenceVl + "config.json"));
   nlohmann::json& t = j["text_config"];
   t["vocab_size"] = 151936;
   t["hidden_size"] = 4096;
@@ -147,7 +141,7 @@ ModelConfig config_8b() {
 
 TEST(VlTables, MropeAndVisionTablesAtThe8bSizes) {
   const ModelConfig c = config_8b();
-  SafetensorsFile ref = SafetensorsFile::open(kVl + "rope_8b_case.safetensors");
+  SafetensorsFile ref = SafetensorsFile::open(kReferenceVl + "rope_8b_case.safetensors");
   // Positions and frequency axes.
   const std::vector<int64_t> ids64 = case_ints(ref, "text.input_ids");
   const std::vector<int32_t> ids(ids64.begin(), ids64.end());
@@ -194,7 +188,7 @@ TEST(VlTables, MropeAndVisionTablesAtThe8bSizes) {
 
 // The text decoder of the reference model as a Qwen3ForCausalLM, with the same weights.
 std::unique_ptr<ModelWeights> text_twin(const ModelWeights& vl) {
-  nlohmann::json j = nlohmann::json::parse(read_file(kVl + "config.json"))["text_config"];
+  nlohmann::json j = nlohmann::json::parse(read_file(kReferenceVl + "config.json"))["text_config"];
   j["architectures"] = {"Qwen3ForCausalLM"};
   j["model_type"] = "qwen3";
   j["rope_scaling"] = nullptr;
@@ -212,7 +206,7 @@ std::unique_ptr<ModelWeights> text_twin(const ModelWeights& vl) {
 class VlWithoutPictures : public ::testing::TestWithParam<ComputeMode> {};
 
 TEST_P(VlWithoutPictures, ItIsExactlyTheTextDecoder) {
-  auto vl = ModelWeights::load(kVl);
+  auto vl = ModelWeights::load(kReferenceVl);
   auto text = text_twin(*vl);
   const PackedBatch b = PackedBatch::from_sequences({{301, 10, 12, 5, 6, 7, 302, 12, 301, 11, 12, 40, 41},
                                                      {301, 10, 12, 99, 302}});
@@ -255,8 +249,8 @@ INSTANTIATE_TEST_SUITE_P(Modes, VlWithoutPictures, ::testing::Values(ComputeMode
 // Prompt A: text, then a picture (image_b: 1 pad); prompt B: the same text, then text where the picture was.
 // The log-probs of the tokens before the picture are the same.
 TEST(VlDecoder, APictureChangesNothingBeforeIt) {
-  auto w = ModelWeights::load(kVl);
-  SafetensorsFile pre = SafetensorsFile::open(kVl + "vl_case.safetensors");
+  auto w = ModelWeights::load(kReferenceVl);
+  SafetensorsFile pre = SafetensorsFile::open(kReferenceVl + "vl_case.safetensors");
   const std::vector<float> pixels = case_floats(pre, "pixel_values");
   const float* image_b = pixels.data() + 24 * 1536;  // rows 24..27: a 2x2-patch picture, one pad
   const std::vector<int32_t> prefix{301, 10, 12, 7, 8, 9, 10, 11};
@@ -280,7 +274,7 @@ TEST(VlDecoder, APictureChangesNothingBeforeIt) {
 }
 
 TEST(VlDecoder, RejectsPicturesThatDoNotMatchThePads) {
-  auto w = ModelWeights::load(kVl);
+  auto w = ModelWeights::load(kReferenceVl);
   Decoder dec(*w, DecoderOptions{});
   std::vector<float> pixels(8 * 1536, 0.1f), lp(16), ent(16);
   PackedBatch short_run = PackedBatch::from_sequences({{301, 309, 312, 310, 5}});
@@ -300,8 +294,8 @@ TEST(VlDecoder, RejectsPicturesThatDoNotMatchThePads) {
 // Pad (and video pad) tokens past a sequence's pictures are text: a response may sample them, and training
 // on it must neither fail nor treat them as pictures. They keep their embedding (and its gradient).
 TEST(VlDecoder, PadTokensPastTheSequencesPicturesAreText) {
-  auto w = ModelWeights::load(kVl);
-  SafetensorsFile f = SafetensorsFile::open(kVl + "vl_case.safetensors");
+  auto w = ModelWeights::load(kReferenceVl);
+  SafetensorsFile f = SafetensorsFile::open(kReferenceVl + "vl_case.safetensors");
   const std::vector<float> pixels = case_floats(f, "pixel_values");
   PackedBatch b;
   b.clear();

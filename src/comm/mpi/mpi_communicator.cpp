@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "comm/op_state.h"
+#include "core/clock.h"
 #include "core/dtype.h"
 #include "core/error.h"
 
@@ -23,10 +24,7 @@ namespace grpo::comm {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 constexpr int64_t kMaxMessage = int64_t{1} << 28;  // bytes per MPI message
-
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 std::string mpi_error_text(int code) {
   char text[MPI_MAX_ERROR_STRING] = {};
@@ -269,7 +267,7 @@ class MpiCommunicator final : public Communicator {
         failed_ = true;
       }
     }
-    count_operation(sent, since(t0));
+    count_operation(sent, seconds_since(t0));
     t.state->finish(error);
   }
 
@@ -302,7 +300,7 @@ class MpiCommunicator final : public Communicator {
       int done = 0;
       check(MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE));
       if (done) return;
-      if (polls % 64 == 0 && since(t0) > timeout())
+      if (polls % 64 == 0 && seconds_since(t0) > timeout())
         fail("[comm] rank ", rank_, "/", size_, ": ", *what_, " did not complete within ", timeout(),
              " s: another rank died, is stopped or took a different code path (timeout: trainer.comm_timeout_s or "
              "GRPO_COMM_TIMEOUT_S)");

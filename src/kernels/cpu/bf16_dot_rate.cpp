@@ -5,6 +5,7 @@
 // measured here issues it at half that rate, so its native bf16 GEMM ran at 0.69x of the emulated one.
 // Each measurement runs 12 independent accumulator chains (more than latency x ports on any of those CPUs)
 // of one instruction; the fastest of several alternating trials counts, so a preempted trial does not.
+#include "core/clock.h"
 #include "kernels/cpu/bf16_dot_rate.h"
 
 // GCC 12's AVX-512 headers trip -Wuninitialized on their own _mm512_undefined_*() (GCC bug 105593) in
@@ -24,10 +25,6 @@ namespace {
 constexpr int kChains = 12;
 constexpr long kSteps = 8192;  // per trial: 12 x 8192 instructions, ~50-100 us
 constexpr int kTrials = 7;
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // The accumulators' sum, so that the compiler keeps every chain.
 GRPO_AVX512_BF16 float sum_of(const __m512 (&acc)[kChains]) {
