@@ -20,14 +20,6 @@
 
 namespace grpo::rollout {
 
-namespace {
-struct SampleJob {
-  int64_t row;     // logits row
-  Sequence* seq;   // the sample that draws
-  SampledToken out;
-};
-}  // namespace
-
 int64_t kv_blocks_for(int64_t sequences, int64_t tokens, int64_t block_size, const char* what) {
   GRPO_CHECK(sequences >= 0 && tokens >= 0 && block_size > 0, what, ": KV sizing needs sequences, tokens >= 0 and "
              "block_size > 0, got ", sequences, ", ", tokens, ", ", block_size);
@@ -83,6 +75,12 @@ std::string KvBudget::describe() const {
 }
 
 struct Engine::Run {
+  struct SampleJob {
+    int64_t row;     // logits row
+    Sequence* seq;   // the sample that draws
+    SampledToken out;
+  };
+
   Run(const std::vector<Request>& requests, KvCache& kv, const EngineConfig& cfg, size_t total_seqs)
       : requests(requests), scheduler(kv, cfg.token_budget, cfg.max_seqs, total_seqs) {}
   const std::vector<Request>& requests;
@@ -355,7 +353,7 @@ void Engine::step(Run& run) {
     std::exception_ptr error;  // an exception may not leave the parallel region: the first is rethrown
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (njobs > 1 && njobs * V > (1 << 16))
     for (int64_t j = 0; j < njobs; ++j) {
-      SampleJob& job = run.jobs[j];
+      Run::SampleJob& job = run.jobs[j];
       const Request& req = run.requests[job.seq->request];
       try {
         job.out = samplers_[omp_get_thread_num()].sample(logits + job.row * V, req.sampling, job.seq->rng);
@@ -380,7 +378,7 @@ void Engine::step(Run& run) {
     run.scheduler.fork(seq, run.fork_buf);
     seq->finished = true;
   }
-  for (SampleJob& job : run.jobs) {
+  for (Run::SampleJob& job : run.jobs) {
     Sequence& s = *job.seq;
     const Request& req = run.requests[s.request];
     s.tokens.push_back(job.out.token);

@@ -64,6 +64,8 @@ RolloutBenchResult run_rollout_bench(ModelWeights& w, const RolloutBenchOptions&
   r.prefilled = st.prefill_tokens;
   r.gen_tokens_per_s = r.generated / std::max(1e-9, r.seconds);
   r.prefill_tokens_per_s = r.prefilled / std::max(1e-9, st.prefill_s);
+  const int64_t first_tokens = std::min(r.generated, opt.prompts * opt.n);
+  r.decode_tokens_per_s = static_cast<double>(r.generated - first_tokens) / std::max(1e-9, r.seconds - st.prefill_s);
   return r;
 }
 

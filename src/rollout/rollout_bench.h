@@ -20,6 +20,9 @@ struct RolloutBenchOptions {
 struct RolloutBenchResult {
   double seconds = 0, gen_tokens_per_s = 0;
   double prefill_tokens_per_s = 0;  // prefill tokens / the time spent on them (EngineStats::prefill_s)
+  // Tokens of the decode steps / the time not spent on prefill: each sample's first token comes from its
+  // prompt's prefill, the others from decode (the rate llama.cpp's text-generation test reports).
+  double decode_tokens_per_s = 0;
   int64_t generated = 0, prefilled = 0;
   int64_t kv_bytes = 0;       // peak KV cache bytes in use
   int64_t blocks_shared = 0;  // peak number of blocks referenced by more than one sequence
