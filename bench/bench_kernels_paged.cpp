@@ -14,6 +14,7 @@
 #include "core/arena.h"
 #include "core/dtype.h"
 #include "core/rng.h"
+#include "kernels/measure.h"
 #include "kernels/ops.h"
 #include "kernels/paged_ops.h"
 #include "model/presets.h"
@@ -106,18 +107,8 @@ BENCHMARK(BM_GemmDecode)->Apply(DecodeShapes);
 // 256 MiB: DRAM).
 void BM_PlainRead(benchmark::State& st) {
   const int64_t n = st.range(0) / 4;
-  auto x = normal_floats(n, 3);
-  for (auto _ : st) {
-    float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-#pragma omp parallel for reduction(+ : s0, s1, s2, s3)
-    for (int64_t i = 0; i < n; i += 4) {
-      s0 += x[i];
-      s1 += x[i + 1];
-      s2 += x[i + 2];
-      s3 += x[i + 3];
-    }
-    benchmark::DoNotOptimize(s0 + s1 + s2 + s3);
-  }
+  const Aligned<float> x = random_aligned(n, 3);
+  for (auto _ : st) benchmark::DoNotOptimize(sum_for_bandwidth(x.data(), n));
   st.counters["bytes/s"] = benchmark::Counter(static_cast<double>(n * 4), benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_PlainRead)->Arg(1536 * 512 * 4)->Arg(256 << 20);

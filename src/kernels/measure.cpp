@@ -1,21 +1,17 @@
 // Measured machine limits (see measure.h).
 #include "kernels/measure.h"
 
+#include <emmintrin.h>
+
 #include <algorithm>
-#include <chrono>
 #include <vector>
 
 #include "core/arena.h"
+#include "core/clock.h"
 #include "core/rng.h"
 #include "kernels/ops.h"
 
 namespace grpo {
-
-namespace {
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-}  // namespace
 
 double measure_gemm_gflops(DType dtype, int64_t M, int64_t N, int64_t K, int reps) {
   const int64_t es = dtype_size(dtype);
@@ -30,16 +26,33 @@ double measure_gemm_gflops(DType dtype, int64_t M, int64_t N, int64_t K, int rep
   }
   double best = 1e30;
   for (int r = 0; r <= reps; ++r) {  // the first run creates the primitive and is not timed
-    double t0 = now_s();
+    const auto t0 = Clock::now();
     ops::gemm(ops::Trans::N, ops::Trans::N, M, N, K, 1.0f, a.data(), K, b.data(), N, 0.0f,
               static_cast<float*>(c.data()), N, dtype);
-    if (r > 0) best = std::min(best, now_s() - t0);
+    if (r > 0) best = std::min(best, seconds_since(t0));
   }
   return 2.0 * M * N * K / best / 1e9;
 }
 
+float sum_for_bandwidth(const float* x, int64_t n) {
+  float total = 0;
+#pragma omp parallel reduction(+ : total)
+  {
+    __m128 acc[8];
+    for (__m128& a : acc) a = _mm_setzero_ps();
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < n; i += 32)
+      for (int j = 0; j < 8; ++j) acc[j] = _mm_add_ps(acc[j], _mm_load_ps(x + i + 4 * j));
+    alignas(16) float lanes[4];
+    _mm_store_ps(lanes, _mm_add_ps(_mm_add_ps(_mm_add_ps(acc[0], acc[1]), _mm_add_ps(acc[2], acc[3])),
+                                   _mm_add_ps(_mm_add_ps(acc[4], acc[5]), _mm_add_ps(acc[6], acc[7]))));
+    total += lanes[0] + lanes[1] + lanes[2] + lanes[3];
+  }
+  return total;
+}
+
 double measure_read_bandwidth(int64_t bytes, int reps) {
-  const int64_t n = bytes / static_cast<int64_t>(sizeof(float));
+  const int64_t n = bytes / static_cast<int64_t>(sizeof(float)) / 32 * 32;
   Buffer buf(n * sizeof(float));
   float* x = static_cast<float*>(buf.data());
 #pragma omp parallel for schedule(static)
@@ -47,11 +60,9 @@ double measure_read_bandwidth(int64_t bytes, int reps) {
   double best = 1e30;
   volatile float sink = 0;
   for (int r = 0; r < reps; ++r) {
-    double t0 = now_s();
-    float total = 0;
-#pragma omp parallel for simd schedule(static) reduction(+ : total)
-    for (int64_t i = 0; i < n; ++i) total += x[i];
-    best = std::min(best, now_s() - t0);
+    const auto t0 = Clock::now();
+    const float total = sum_for_bandwidth(x, n);
+    best = std::min(best, seconds_since(t0));
     sink = sink + total;
   }
   return static_cast<double>(n * sizeof(float)) / best;

@@ -11,5 +11,10 @@ namespace grpo {
 double measure_gemm_gflops(DType dtype, int64_t M, int64_t N, int64_t K, int reps = 5);
 // Best DRAM read bandwidth in bytes/s (all threads summing a buffer of `bytes`, far larger than caches).
 double measure_read_bandwidth(int64_t bytes = int64_t{1} << 29, int reps = 5);
+// The sum of x[0 .. n) (n a multiple of 32, x 16-byte aligned) read as fast as the memory allows: all threads,
+// 8 independent SSE accumulators each (baseline x86-64), so that even an L3-resident buffer is read at its
+// bandwidth and never waits on the latency of one chain of additions (one 4-lane chain caps a core at
+// ~5 bytes per cycle, below what one Zen 5 core reads from DRAM). The result only defeats dead-code removal.
+float sum_for_bandwidth(const float* x, int64_t n);
 
 }  // namespace grpo

@@ -309,15 +309,9 @@ TEST_F(GrpoLoop, NonFiniteStepsAreSkippedCountedAndStopTheRun) {
   EXPECT_EQ(state["optimizer_steps"], 1);
 }
 
-}  // namespace
-
 // Issue 10: ordinary situations of a real run, each ending in a logged step or a clear error before the
 // first step, never a crash or an endless loop.
-namespace {
-
 using test::error_of;
-
-}  // namespace
 
 // A hard task: no response is ever rewarded, so every group's rewards are equal and DAPO filtering keeps
 // nothing. With max_num_gen_batches 0 a step samples a bounded number of batches (10: one pass over these
@@ -466,3 +460,5 @@ TEST(RequestIds, DistinctForEveryStepBatchAndRequest) {
       for (int64_t r = 0; r < requests; ++r) seen.insert(rollout_request_id(step, gb, r, batches, requests));
   EXPECT_EQ(seen.size(), static_cast<size_t>(3 * batches * requests));
 }
+
+}  // namespace

@@ -125,7 +125,11 @@ GRPO_AVX512 void wide_tile_fma(float* y, const float* x, const float* W, int64_t
     const __mmask16 mask = k + 16 <= K ? 0xffff : static_cast<__mmask16>((1u << (K - k)) - 1);
     __m512 w[NR];
 #pragma GCC unroll 16
-    for (int r = 0; r < NR; ++r) w[r] = _mm512_maskz_loadu_ps(mask, W + (n0 + r) * K + k);
+    for (int r = 0; r < NR; ++r) {
+      w[r] = _mm512_maskz_loadu_ps(mask, W + (n0 + r) * K + k);
+      if constexpr (MR == 1)  // as wide_tile_dot: one 64-byte line of each row a step, kPrefetchTiles ahead
+        _mm_prefetch(reinterpret_cast<const char*>(W + (n0 + r + kPrefetchTiles * NR) * K + k), _MM_HINT_T0);
+    }
 #pragma GCC unroll 16
     for (int m = 0; m < MR; ++m) {
       const __m512 xv = _mm512_maskz_loadu_ps(mask, x + (b0 + m) * K + k);

@@ -690,7 +690,10 @@ class Parser {
 
   std::string dotted_name() {
     std::string n = expect_name();
-    while (skip_op(".")) n += "." + expect_name();
+    while (skip_op(".")) {
+      n += '.';
+      n += expect_name();
+    }
     return n;
   }
 
