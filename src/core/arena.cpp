@@ -17,6 +17,7 @@ namespace grpo {
 namespace {
 std::atomic<uint64_t> g_allocs{0};
 constexpr size_t kAlign = 64;
+constexpr size_t kHugePageMinBytes = size_t{8} << 20;  // buffers from 8 MiB on ask for huge pages
 size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 // A buffer larger than physical memory could never be zeroed, let alone used: it is refused up front, the
@@ -39,6 +40,10 @@ Buffer::Buffer(size_t bytes, std::string_view purpose) : size_(bytes) {
     if (p == MAP_FAILED)
       fail("[memory] cannot reserve ", bytes, " bytes (", static_cast<double>(bytes) / gib, " GiB) of address space for ",
            purpose, ": ", std::strerror(errno));
+    // Transparent huge pages where the kernel offers them (`madvise` mode, Debian's default): first touch
+    // then commits 2 MiB at a time, 512x fewer page faults (writing a fresh KV cache or workspace was
+    // dominated by them: paged_kv_write took 12% of a 128-sample rollout), and fewer TLB misses.
+    if (bytes >= kHugePageMinBytes) madvise(p, bytes, MADV_HUGEPAGE);
     data_ = p;
     mapped_ = true;
   } else {
