@@ -100,7 +100,14 @@ void DecodeShapes(benchmark::internal::Benchmark* b) {
       for (int64_t B : {1, 2, 4, 8, 16, 32, 64, 128}) b->Args({B, N, K, t});
   b->ArgNames({"B", "N", "K", "bf16"});
 }
+// One row against weights far larger than the caches (128 MiB in bf16, 256 MiB in f32): single-sequence
+// decode's W_bytes/s, to hold against BM_PlainRead's DRAM rate.
+void DramShapes(benchmark::internal::Benchmark* b) {
+  for (int64_t t : {0, 1}) b->Args({1, 16384, 4096, t});
+  b->ArgNames({"B", "N", "K", "bf16"});
+}
 BENCHMARK(BM_Gemv)->Apply(DecodeShapes);
+BENCHMARK(BM_Gemv)->Apply(DramShapes);
 BENCHMARK(BM_GemmDecode)->Apply(DecodeShapes);
 
 // A plain read (sum) of `bytes`: the bandwidth ceiling of GEMV at B=1 (3 MiB: the weights above, in cache;

@@ -5,8 +5,10 @@
 // status is non-zero; an invalid option fails before the model is loaded, naming the option, and writes
 // nothing; greedy results do not depend on the other lines of the file or on the thread count. A model folder
 // without tokenizer.json generates "input_ids" lines (ids in, ids out) and refuses what needs text.
+// `grpo bench rollout` pairs each round's bandwidth with its own single-sequence decode and reports medians.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -257,6 +259,27 @@ TEST_F(CliGenerate, InputIdsNeedNoTokenizer) {
     EXPECT_NE(refused.output.find(flag + " needs the model's tokenizer (no tokenizer.json"), std::string::npos)
         << refused.output;
   }
+}
+
+TEST(CliBenchRollout, DecodeRoundsPairBandwidthWithDecodeAndReportMedians) {
+  const auto r = grpo::test::run_grpo(
+      "bench rollout --preset tiny --prompts 2 --n 2 --prompt-len 4 --max-new-tokens 4 --skip-baseline", "2>/dev/null");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const json j = json::parse(r.output);
+  const json& rounds = j.at("decode1_rounds");
+  ASSERT_EQ(rounds.size(), 3u);
+  const double bytes = j.at("weight_bytes_per_token").get<double>();
+  ASSERT_GT(bytes, 0);
+  std::vector<double> fractions;
+  for (const json& round : rounds) {
+    const double f =
+        round.at("decode1_tokens_per_s").get<double>() * bytes / round.at("bandwidth_bytes_per_s").get<double>();
+    EXPECT_NEAR(round.at("bandwidth_fraction").get<double>(), f, 1e-9 * f);
+    fractions.push_back(f);
+  }
+  std::sort(fractions.begin(), fractions.end());
+  EXPECT_NEAR(j.at("bandwidth_fraction").get<double>(), fractions[1], 1e-9 * fractions[1]);
+  EXPECT_TRUE(j.at("speedup").is_null());
 }
 
 }  // namespace

@@ -277,14 +277,14 @@ TEST(Gemv, MatchesReferenceOnOddSizesWithGuards) {
         }
 }
 
-// Bitwise: a row's result is the same alone and in a batch (small batches read W unpacked, larger ones
-// packed; wide register tiles, leftover rows in narrower ones, chunks along k) and whatever the thread
-// count, for f32 and bf16 weights. The second shape has rows long enough to be cut into several chunks.
+// Bitwise: a row's result is the same alone and in a batch (register tiles of several shapes, leftover
+// rows in narrower ones; AVX2 bf16 batches over 32 rows packed) and whatever the thread count, for f32 and
+// bf16 weights. K: not a multiple of 16, long rows packed in groups of another size, rows too long to pack.
 TEST(Gemv, RowResultIndependentOfBatchSizeTilesAndThreads) {
   struct Shape {
     int64_t B, N, K;
   };
-  for (const Shape sh : {Shape{11, 301, 333}, Shape{30, 8, 4100}}) {
+  for (const Shape sh : {Shape{40, 301, 333}, Shape{37, 45, 1501}, Shape{34, 8, 4100}}) {
     const int64_t B = sh.B, N = sh.N, K = sh.K;
     auto x = randn(B * K, 5), wf = randn(N * K, 6);
     std::vector<bf16_t> wb(N * K), scratch(B * K);
@@ -301,7 +301,7 @@ TEST(Gemv, RowResultIndependentOfBatchSizeTilesAndThreads) {
           ASSERT_EQ(one[n], all[b * N + n]) << dtype_name(wt) << " B=" << B << " b=" << b << " n=" << n;
       }
       set_num_threads(threads);
-      for (int64_t sub : {2, 3, 4, 5, 7, 8, 9}) {  // batches of other sizes, from row 1 on
+      for (int64_t sub : {2, 3, 4, 5, 7, 8, 9, 33}) {  // batches of other sizes, from row 1 on
         std::vector<float> part(sub * N);
         ops::gemv(part.data(), x.data() + K, W, wt, sub, N, K, scratch.data());
         for (int64_t i = 0; i < sub * N; ++i)
