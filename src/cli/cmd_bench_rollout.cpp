@@ -11,6 +11,7 @@
 
 #include "cli/command.h"
 #include "core/profiler.h"
+#include "core/stats.h"
 #include "core/threads.h"
 #include "kernels/measure.h"
 #include "model/init.h"
@@ -21,12 +22,6 @@ namespace grpo::cli {
 namespace {
 
 constexpr int kDecodeRounds = 3;
-
-// The median of a few values.
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 struct Decode1 {
   double tokens_per_s = 0, run_tokens_per_s = 0, bandwidth = 0, fraction = 0;  // medians over the rounds

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/stats.h"
 
 namespace grpo {
 
@@ -13,13 +14,6 @@ namespace {
 const char* kReduce = "actor_rollout_ref.actor.fsdp_config.mixed_precision.reduce_dtype=";
 const char* kOverlap = "actor_rollout_ref.actor.fsdp_config.overlap_comm=";
 const char* kPerMicro = "actor_rollout_ref.actor.fsdp_config.reduce_per_micro_batch=";
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
 
 double median_of(const DistBenchRun& r, double GrpoBenchRun::*field) {
   std::vector<double> v;

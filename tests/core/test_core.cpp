@@ -1,4 +1,5 @@
-// Tests of the core level: arenas, workspace, RNG determinism, bf16 conversion, atomic files, profiler.
+// Tests of the core level: arenas, workspace, RNG determinism, bf16 conversion, atomic files, profiler,
+// medians.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include "core/files.h"
 #include "core/profiler.h"
 #include "core/rng.h"
+#include "core/stats.h"
 
 using namespace grpo;
 
@@ -95,6 +97,13 @@ TEST(Rng, DeterministicAndKeyed) {
     sum += v;
   }
   EXPECT_NEAR(sum / 10000, 0.5, 0.02);
+}
+
+TEST(Stats, MedianOfOddEvenAndNoValues) {
+  EXPECT_EQ(median({3.0, 1.0, 2.0}), 2.0);
+  EXPECT_EQ(median({4.0, 1.0, 3.0, 2.0}), 2.5);
+  EXPECT_EQ(median({7.0}), 7.0);
+  EXPECT_EQ(median({}), 0.0);
 }
 
 TEST(BF16, RoundToNearestEvenAndNaN) {
