@@ -278,8 +278,8 @@ TEST(Gemv, MatchesReferenceOnOddSizesWithGuards) {
 }
 
 // Bitwise: a row's result is the same alone and in a batch (register tiles of several shapes, leftover
-// rows in narrower ones; AVX2 bf16 batches over 32 rows packed) and whatever the thread count, for f32 and
-// bf16 weights. K: not a multiple of 16, long rows packed in groups of another size, rows too long to pack.
+// rows in narrower ones; AVX2 bf16 batches over 16 rows split to f32 first) and whatever the thread count,
+// for f32 and bf16 weights. K: not a multiple of 16, long rows, rows too long to split (AVX2).
 TEST(Gemv, RowResultIndependentOfBatchSizeTilesAndThreads) {
   struct Shape {
     int64_t B, N, K;

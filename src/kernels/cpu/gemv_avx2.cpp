@@ -10,10 +10,11 @@
 // (batch-invariant rollouts, bitwise). Threads share out blocks of weight rows; the tiles:
 //   direct (x and W read along k, no transposes): MR batch rows x 4 weight rows, MR = 3 (f32) or 2 (bf16),
 //   the 4 rows staying in L1 for every batch row. A batch of one row streams W from memory with prefetches
-//   ahead (decode is bandwidth-bound): 4 rows at a time read W from DRAM at 62-66 (f32) and 78-81 (bf16)
-//   GB/s on a Zen 5 against 80-84 for a plain read, 8 rows at a time (more chains) at 52 and 57-60.
-//   packed (bf16 W, batches over kDirectMaxB rows): a GEMM-like kernel that computes the same sums, see
-//   packed_rows. The 8 x 8 transposes and the broadcasts it needs cost more than direct tiles below that.
+//   ahead (decode is bandwidth-bound) through 8 (bf16) or 4 (f32) weight rows at a time: the measured best
+//   on a Zen 5 (f32 from DRAM: 62-66 GB/s with 4 rows, 52 with 8; bf16 decode of the `small` model faster
+//   with 8).
+//   bf16 batches over kDirectMaxB rows: x and W split into f32 first, then the f32 tiles (see
+//   split_rows_then_f32): the splits are shared by more multiply-adds than in the bf16 tiles.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -31,13 +32,12 @@ namespace {
 #define GRPO_AVX2 [[gnu::target("avx2,fma")]]
 
 constexpr int kRowTile = 4;              // weight rows per direct tile
-constexpr int kDirectMaxB = 32;          // bf16 W: batches up to this size run direct tiles, larger ones packed
-constexpr int64_t kPackRows = 16;        // bf16 W, larger batches: weight rows per packed group (2 panels) ...
-constexpr int kPackBatch = 6;            // ... against this many batch rows (12 accumulators)
-constexpr int64_t kPackMaxK = 2048;      // ... for rows up to this long (padded to 16)
-constexpr int64_t kPackFloats = 64 * 1024;  // packed weight rows (f32): at most 256 KiB, kept in L2
-static_assert(kPackRows * kPackMaxK <= kPackFloats);
-constexpr int64_t kBlockRows = 128;      // weight rows per thread block
+constexpr int kDirectMaxB = 16;          // bf16 W: larger batches split x and W to f32 first ...
+constexpr int64_t kSplitMaxK = 2048;     // ... for rows up to this long (padded to 16)
+constexpr int64_t kSplitFloats = 64 * 1024;  // ... at most 256 KiB of split weight rows at a time (in L2)
+static_assert(kSplitFloats >= kRowTile * kSplitMaxK);
+constexpr int64_t kBlockRows = 128;      // weight rows per thread block ...
+constexpr int64_t kBlockAlign = 8;       // ... a multiple of this (the widest one-row tile)
 constexpr int64_t kBlocksPerThread = 4;  // when W is small, at least this many blocks per thread
 constexpr int64_t kPrefetchTiles = 2;    // one-row tiles prefetch W this many tiles ahead
 
@@ -155,74 +155,8 @@ void tile_any(int64_t mr, int64_t nr, float* y, int64_t ldy, const E* x, int64_t
   }
 }
 
-// Larger batches of bf16 W (B > kDirectMaxB): the summation above, computed like a GEMM. A group of weight
-// rows is widened to f32 once and packed by lane ("class" j < 8: the values of k lane j takes, in its
-// order 2j, 2j+1, 16+2j, 16+2j+1, ..., zeros past K), 8 weight rows per vector; a tile of MR batch rows
-// (split to f32 the same way) runs class after class with one x value broadcast per multiply-add, each
-// class's sums from zero, and the 8 class sums of each output are added in reduce8's tree. The sums are
-// bitwise those of the direct tiles (tested in tests/kernels_paged).
-
-// c[j] = u[0..3][j] in each 128-bit half: four 4 x 4 transposes at once (in-lane shuffles only).
-GRPO_AVX2 [[gnu::always_inline]] inline void transpose4x2(__m256* c, const __m256 (&u)[4]) {
-  const __m256 t0 = _mm256_unpacklo_ps(u[0], u[1]), t1 = _mm256_unpackhi_ps(u[0], u[1]);
-  const __m256 t2 = _mm256_unpacklo_ps(u[2], u[3]), t3 = _mm256_unpackhi_ps(u[2], u[3]);
-  c[0] = _mm256_shuffle_ps(t0, t2, 0x44);
-  c[1] = _mm256_shuffle_ps(t0, t2, 0xEE);
-  c[2] = _mm256_shuffle_ps(t1, t3, 0x44);
-  c[3] = _mm256_shuffle_ps(t1, t3, 0xEE);
-}
-
-// c[j] = (w[0][j], w[ld][j], .., w[7 ld][j]) as f32 for j < 8: 8 rows x 8 bf16 values of k, transposed as
-// pairs (32-bit elements; rows i and i+4 share a register, so in-lane shuffles suffice), then split: value
-// 2q is pair q's low half shifted up, value 2q+1 its high half.
-GRPO_AVX2 [[gnu::always_inline]] inline void columns8(__m256 (&c)[8], const bf16_t* w, int64_t ld) {
-  __m256 u[4], p[4];
-#pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i)
-    u[i] = _mm256_castsi256_ps(_mm256_inserti128_si256(
-        _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + i * ld))),
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + (i + 4) * ld)), 1));
-  transpose4x2(p, u);
-  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
-#pragma GCC unroll 4
-  for (int q = 0; q < 4; ++q) {
-    c[2 * q] = even_bf16(_mm256_castps_si256(p[q]));
-    c[2 * q + 1] = odd_bf16(_mm256_castps_si256(p[q]), high);
-  }
-}
-
-// rows <= 8 * panels weight rows (bf16, stride K) -> wp, panel p (8 rows) and class j at
-// wp + (p * 8 + j) * L * 8: L = Kpad / 8 vectors of 8 rows, zeros past K and past the rows.
-GRPO_AVX2 void pack_group(float* wp, const bf16_t* w, int64_t K, int64_t rows, int64_t panels, int64_t L) {
-  for (int64_t p = 0; p < panels; ++p) {
-    const int64_t prow = std::min<int64_t>(8, rows - p * 8);
-    float* dst = wp + p * 8 * L * 8;
-    for (int64_t i = 0; 16 * i < K; ++i) {
-      const int64_t k = 16 * i;
-      alignas(32) bf16_t t[8][16] = {};
-      const bf16_t* src = w + p * 8 * K + k;
-      int64_t ld = K;
-      if (prow < 8 || k + 16 > K) {  // the last rows or values: a zero-filled copy
-        const int64_t n = std::min<int64_t>(16, K - k);
-        for (int64_t r = 0; r < prow; ++r) std::memcpy(t[r], src + r * K, n * sizeof(bf16_t));
-        src = t[0], ld = 16;
-      }
-      __m256 c[8];
-      for (int half = 0; half < 2; ++half) {  // values k .. k+8: classes 0..3, k+8 .. k+16: classes 4..7
-        columns8(c, src + 8 * half, ld);
-#pragma GCC unroll 4
-        for (int q = 0; q < 4; ++q) {
-          float* cls = dst + (4 * half + q) * L * 8;
-          _mm256_store_ps(cls + (2 * i) * 8, c[2 * q]);
-          _mm256_store_ps(cls + (2 * i + 1) * 8, c[2 * q + 1]);
-        }
-      }
-    }
-  }
-}
-
-// rows rows of bf16 x (stride K) -> f32 [rows][ldx], per step of 16 k its 8 even values then its 8 odd ones
-// (as step() splits them), zeros past K (ldx: K rounded up to 16).
+// rows rows of bf16 (x or W, stride K) -> f32 [rows][ldx], per step of 16 k its 8 even values then its 8 odd
+// ones (as step() splits them), zeros past K (ldx: K rounded up to 16).
 GRPO_AVX2 void split_rows(float* dst, int64_t ldx, const bf16_t* x, int64_t rows, int64_t K) {
   const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
   for (int64_t r = 0; r < rows; ++r)
@@ -236,82 +170,28 @@ GRPO_AVX2 void split_rows(float* dst, int64_t ldx, const bf16_t* x, int64_t rows
     }
 }
 
-// y[m, 0 .. cols) (row stride ldy) for m < MR from the split x rows xs (stride ldx = 8 L) and NV packed
-// panels wp (cols <= 8 NV weight rows).
-template <int MR, int NV>
-GRPO_AVX2 void packed_tile(float* y, int64_t ldy, const float* xs, int64_t ldx, const float* wp, int64_t L,
-                           int64_t cols) {
-  alignas(32) float part[8][MR][NV * 8];  // each class's sums
-  for (int j = 0; j < 8; ++j) {
-    __m256 acc[MR][NV];
-#pragma GCC unroll 8
-    for (int m = 0; m < MR; ++m)
-#pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) acc[m][v] = _mm256_setzero_ps();
-    const float* wj = wp + j * L * 8;
-    for (int64_t t = 0; t < L; ++t) {  // value t of the class: x at 16 (t / 2) + 8 (t % 2) + j
-      const float* xt = xs + 8 * t + j;
-      __m256 w[NV];
-#pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) w[v] = _mm256_load_ps(wj + (v * 8 * L + t) * 8);
-#pragma GCC unroll 8
-      for (int m = 0; m < MR; ++m) {
-        const __m256 xv = _mm256_broadcast_ss(xt + m * ldx);
-#pragma GCC unroll 8
-        for (int v = 0; v < NV; ++v) acc[m][v] = _mm256_fmadd_ps(xv, w[v], acc[m][v]);
-      }
-    }
-#pragma GCC unroll 8
-    for (int m = 0; m < MR; ++m)
-#pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) _mm256_store_ps(&part[j][m][v * 8], acc[m][v]);
-  }
-  for (int m = 0; m < MR; ++m)
-    for (int v = 0; v < NV; ++v) {  // reduce8's tree: (0+4 + 2+6) + (1+5 + 3+7)
-      __m256 s4[4];
-      for (int i = 0; i < 4; ++i)
-        s4[i] = _mm256_add_ps(_mm256_load_ps(&part[i][m][v * 8]), _mm256_load_ps(&part[i + 4][m][v * 8]));
-      const __m256 s = _mm256_add_ps(_mm256_add_ps(s4[0], s4[2]), _mm256_add_ps(s4[1], s4[3]));
-      const int64_t n = std::min<int64_t>(8, cols - v * 8);
-      if (n == 8) {
-        _mm256_storeu_ps(y + m * ldy + v * 8, s);
-      } else if (n > 0) {
-        alignas(32) float out[8];
-        _mm256_store_ps(out, s);
-        std::copy_n(out, n, y + m * ldy + v * 8);
-      }
-    }
-}
-
-// packed_tile<mr, NV> for a run-time mr <= MR (the last batch rows).
-template <int MR, int NV>
-void packed_tile_any(int64_t mr, float* y, int64_t ldy, const float* xs, int64_t ldx, const float* wp, int64_t L,
-                     int64_t cols) {
-  if constexpr (MR > 0) {
-    if (mr < MR) return packed_tile_any<MR - 1, NV>(mr, y, ldy, xs, ldx, wp, L, cols);
-    packed_tile<MR, NV>(y, ldy, xs, ldx, wp, L, cols);
-  }
-}
-
-// Weight rows n0 .. n1 (bf16) against B > kDirectMaxB batch rows (bf16, rounded), K <= kPackMaxK: as many
-// groups of kPackRows rows as kPackFloats holds are packed, then each tile of kPackBatch batch rows is
-// split once and runs against all of them.
-// Not inlined into block(): its buffers would take their stack pages on every call of the other paths too.
-[[gnu::noinline]] void packed_rows(float* y, const bf16_t* x, const bf16_t* W, int64_t B, int64_t n0, int64_t n1,
-                                   int64_t N, int64_t K) {
-  constexpr int64_t G = kPackRows;
-  const int64_t ldx = (K + 15) / 16 * 16, L = ldx / 8;
-  alignas(32) float wp[kPackFloats];            // groups of [G / 8 panels][8 classes][L][8 rows]
-  alignas(32) float xs[kPackBatch * kPackMaxK];  // [kPackBatch][ldx]
-  const int64_t region = kPackFloats / (G * ldx) * G;
+// Weight rows n0 .. n1 (bf16) against B > kDirectMaxB batch rows (bf16, rounded), K <= kSplitMaxK: the bf16
+// values split once into f32, then the f32 tiles. A split row holds per step of 16 k its 8 even values, then
+// its 8 odd ones, so the f32 tiles' steps of 8 over it add exactly what the bf16 steps do, in the same order.
+// As many weight rows as kSplitFloats holds are split at a time (kept in L2), then each tile of batch rows is
+// split once (kept in L1) and runs against all of them. Not inlined into block(): its buffers would take
+// their stack pages on every call of the other paths too.
+[[gnu::noinline]] void split_rows_then_f32(float* y, const bf16_t* x, const bf16_t* W, int64_t B, int64_t n0,
+                                           int64_t n1, int64_t N, int64_t K) {
+  constexpr int MR = kBatchTile<float>;
+  const int64_t ld = (K + 15) / 16 * 16;
+  alignas(32) float ws[kSplitFloats];     // [rows][ld]
+  alignas(32) float xs[MR * kSplitMaxK];  // [MR][ld]
+  const int64_t region = kSplitFloats / ld / kRowTile * kRowTile;
   for (int64_t n = n0; n < n1; n += region) {
     const int64_t rows = std::min(region, n1 - n);
-    for (int64_t g = 0; g < rows; g += G) pack_group(wp + g * ldx, W + (n + g) * K, K, std::min(G, rows - g), G / 8, L);
-    for (int64_t b = 0; b < B; b += kPackBatch) {
-      const int64_t mr = std::min<int64_t>(kPackBatch, B - b);
-      split_rows(xs, ldx, x + b * K, mr, K);
-      for (int64_t g = 0; g < rows; g += G)
-        packed_tile_any<kPackBatch, G / 8>(mr, y + b * N + n + g, N, xs, ldx, wp + g * ldx, L, std::min(G, rows - g));
+    split_rows(ws, ld, W + n * K, rows, K);
+    for (int64_t b = 0; b < B; b += MR) {
+      const int64_t mr = std::min<int64_t>(MR, B - b);
+      split_rows(xs, ld, x + b * K, mr, K);
+      for (int64_t r = 0; r < rows; r += kRowTile)
+        tile_any<MR, kRowTile, false>(mr, std::min<int64_t>(kRowTile, rows - r), y + b * N + n + r, N,
+                                      static_cast<const float*>(xs), ld, static_cast<const float*>(ws + r * ld), ld);
     }
   }
 }
@@ -327,8 +207,8 @@ void block(float* y, const E* x, const E* W, int64_t B, int64_t n0, int64_t n1, 
   }
   if constexpr (std::is_same_v<E, bf16_t>) {
     const int64_t padded = (K + 15) / 16 * 16;
-    if (B > kDirectMaxB && padded <= kPackMaxK) {
-      return packed_rows(y, x, W, B, n0, n1, N, K);
+    if (B > kDirectMaxB && padded <= kSplitMaxK) {
+      return split_rows_then_f32(y, x, W, B, n0, n1, N, K);
     }
   }
   // W's tile of rows stays in L1 while every batch row runs against it
@@ -341,12 +221,12 @@ void block(float* y, const E* x, const E* W, int64_t B, int64_t n0, int64_t n1, 
 
 template <typename E>
 void run(float* y, const E* x, const E* W, int64_t B, int64_t N, int64_t K) {
-  // blocks of at most kBlockRows rows (a multiple of the packed group), at least kBlocksPerThread per
+  // blocks of at most kBlockRows rows (a multiple of the one-row tile), at least kBlocksPerThread per
   // thread when W is small
   const int64_t threads = num_threads();
   const int64_t by_threads = (N + kBlocksPerThread * threads - 1) / (kBlocksPerThread * threads);
   const int64_t rows_per_block =
-      std::min(kBlockRows, std::max<int64_t>(kPackRows, (by_threads + kPackRows - 1) / kPackRows * kPackRows));
+      std::min(kBlockRows, std::max<int64_t>(kBlockAlign, (by_threads + kBlockAlign - 1) / kBlockAlign * kBlockAlign));
   const int64_t blocks = (N + rows_per_block - 1) / rows_per_block;
 #pragma omp parallel for schedule(static) if (B * N * K > (1 << 17))
   for (int64_t i = 0; i < blocks; ++i) {
