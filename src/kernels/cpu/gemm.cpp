@@ -7,23 +7,18 @@
 // f32 accumulation as the native path. The scratch grows to the largest operands seen and is reused, so
 // repeated shapes (every training step) allocate nothing. A oneDNN or allocation failure is reported with
 // the operation, shapes, dtype and ISA ("[gemm] bf16 1357x256x128 NT on avx512_bf16: ...").
-// Primitives are created once per shape and kept in a process-wide cache ("shape cache"), so a repeated
-// shape costs only the execute (creating one costs ~1 ms). Packed batches vary T from step to step, so the
-// cache is bounded: past `capacity` shapes (1024) it starts over (plans in use stay alive through their
-// shared_ptr). One global engine and stream serve every call.
+// Primitives are created once per shape and kept in a bounded process-wide cache (dnnl_matmul.h), so a
+// repeated shape costs only the execute.
 #include <dnnl.hpp>
 
 #include <algorithm>
 #include <bit>
-#include <functional>
-#include <memory>
-#include <mutex>
-#include <unordered_map>
 
 #include "core/arena.h"
 #include "core/error.h"
 #include "core/profiler.h"
 #include "kernels/backend.h"
+#include "kernels/cpu/dnnl_matmul.h"
 #include "kernels/cpu/head_bf16.h"
 #include "kernels/cpu/head_gemm.h"
 #include "kernels/ops.h"
@@ -35,40 +30,15 @@ struct GemmKey {
   Trans ta, tb;
   int64_t M, N, K, lda, ldb, ldc;
   DType dtype;
-  uint32_t alpha_bits, beta_bits;  // compared as bits, so that hashing and equality agree
-  bool operator==(const GemmKey&) const = default;
+  uint32_t alpha_bits, beta_bits;  // compared as bits
+  auto operator<=>(const GemmKey&) const = default;
   float alpha() const { return std::bit_cast<float>(alpha_bits); }
   float beta() const { return std::bit_cast<float>(beta_bits); }
 };
 
-struct GemmKeyHash {
-  size_t operator()(const GemmKey& k) const {
-    size_t h = 0;
-    auto mix = [&h](uint64_t v) { h ^= std::hash<uint64_t>{}(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
-    for (int64_t v : {k.M, k.N, k.K, k.lda, k.ldb, k.ldc}) mix(static_cast<uint64_t>(v));
-    mix((static_cast<uint64_t>(k.ta) << 0) | (static_cast<uint64_t>(k.tb) << 8) |
-        (static_cast<uint64_t>(k.dtype) << 16) | (static_cast<uint64_t>(k.alpha_bits) << 32));
-    mix(k.beta_bits);
-    return h;
-  }
-};
-
-struct GemmPlan {
-  dnnl::memory::desc a_md, b_md, c_md;
-  dnnl::matmul prim;
-};
-
-struct DnnlContext {
-  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream{engine};
-  std::mutex mu;
-  std::unordered_map<GemmKey, std::shared_ptr<const GemmPlan>, GemmKeyHash> plans;
-  size_t capacity = 1024;
-};
-
-DnnlContext& context() {
-  static DnnlContext ctx;
-  return ctx;
+cpu_dnnl::PlanCache<GemmKey>& plans() {
+  static cpu_dnnl::PlanCache<GemmKey> cache;
+  return cache;
 }
 
 // op(X) of logical shape [rows, cols] stored with leading dimension ld, transposed or not.
@@ -77,23 +47,12 @@ dnnl::memory::desc strided_desc(Trans t, int64_t rows, int64_t cols, int64_t ld,
   return dnnl::memory::desc({rows, cols}, dt, strides);
 }
 
-GemmPlan make_plan(DnnlContext& ctx, const GemmKey& k) {
+cpu_dnnl::MatmulPlan make_plan(const GemmKey& k) {
   using dt = dnnl::memory::data_type;
   const dt in_dt = k.dtype == DType::BF16 ? dt::bf16 : dt::f32;
-  GemmPlan p;
-  p.a_md = strided_desc(k.ta, k.M, k.K, k.lda, in_dt);
-  p.b_md = strided_desc(k.tb, k.K, k.N, k.ldb, in_dt);
-  p.c_md = dnnl::memory::desc({k.M, k.N}, dt::f32, dnnl::memory::dims{k.ldc, 1});
-  dnnl::primitive_attr attr;
-  if (k.alpha() != 1.0f) attr.set_output_scales(0, {k.alpha()});
-  if (k.beta() != 0.0f) {
-    dnnl::post_ops ops;
-    ops.append_sum(1.0f);
-    attr.set_post_ops(ops);
-  }
-  dnnl::matmul::desc desc(p.a_md, p.b_md, p.c_md);
-  p.prim = dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, ctx.engine));
-  return p;
+  return cpu_dnnl::make_plan(strided_desc(k.ta, k.M, k.K, k.lda, in_dt), strided_desc(k.tb, k.K, k.N, k.ldb, in_dt),
+                             dnnl::memory::desc({k.M, k.N}, dt::f32, dnnl::memory::dims{k.ldc, 1}), k.alpha(),
+                             k.beta());
 }
 
 const char* trans_name(Trans t) { return t == Trans::N ? "N" : "T"; }
@@ -115,18 +74,11 @@ void check_args(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, int64_t lda
 }  // namespace
 
 namespace detail {
-size_t gemm_cache_size() {
-  std::lock_guard<std::mutex> lock(context().mu);
-  return context().plans.size();
-}
-size_t gemm_cache_capacity() {
-  std::lock_guard<std::mutex> lock(context().mu);
-  return context().capacity;
-}
+size_t gemm_cache_size() { return plans().size(); }
+size_t gemm_cache_capacity() { return plans().capacity(); }
 void set_gemm_cache_capacity(size_t capacity) {
   GRPO_CHECK(capacity >= 1, "[gemm] shape cache capacity must be >= 1");
-  std::lock_guard<std::mutex> lock(context().mu);
-  context().capacity = capacity;
+  plans().set_capacity(capacity);
 }
 }  // namespace detail
 
@@ -134,22 +86,7 @@ namespace {
 
 // Looks up (or creates) the primitive of `key` and runs it on A, B, C.
 void run_plan(const GemmKey& key, const void* A, const void* B, float* C) {
-  DnnlContext& ctx = context();
-  std::shared_ptr<const GemmPlan> plan;
-  {
-    std::lock_guard<std::mutex> lock(ctx.mu);
-    auto it = ctx.plans.find(key);
-    if (it == ctx.plans.end()) {
-      if (ctx.plans.size() >= ctx.capacity) ctx.plans.clear();
-      it = ctx.plans.emplace(key, std::make_shared<const GemmPlan>(make_plan(ctx, key))).first;
-    }
-    plan = it->second;
-  }
-  dnnl::memory a(plan->a_md, ctx.engine, const_cast<void*>(A));
-  dnnl::memory b(plan->b_md, ctx.engine, const_cast<void*>(B));
-  dnnl::memory c(plan->c_md, ctx.engine, C);
-  plan->prim.execute(ctx.stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
-  ctx.stream.wait();
+  cpu_dnnl::execute(*plans().get(key, [&key] { return make_plan(key); }), A, B, C);
 }
 
 // The emulated bf16 GEMM's f32 copies of A and B, per calling thread (concurrent callers never share it).

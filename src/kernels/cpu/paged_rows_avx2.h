@@ -106,19 +106,7 @@ struct Avx2Rows {
   GRPO_PAGED_AVX2 static inline float fold_block(float* og, float* s, int64_t nb, float m, float mx, float l,
                                                  const E* vrows, const float* vscale, int64_t D) {
     const float c = _mm256_cvtss_f32(exp_nonpositive(_mm256_set1_ps(m - mx)));  // first block (m = -inf): e^-87
-    __m256 sum = _mm256_setzero_ps();
-    int64_t j = 0;
-    for (; j + 8 <= nb; j += 8) {
-      const __m256 p = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(s + j), _mm256_set1_ps(mx)));
-      sum = _mm256_add_ps(sum, p);
-      _mm256_storeu_ps(s + j, vscale ? _mm256_mul_ps(p, _mm256_loadu_ps(vscale + j)) : p);
-    }
-    if (j < nb) {  // (masked stores are slow on AMD: only for the last, partial block)
-      const __m256i mk = first(nb - j);
-      const __m256 p = exp_nonpositive(_mm256_sub_ps(_mm256_maskload_ps(s + j, mk), _mm256_set1_ps(mx)));
-      sum = _mm256_add_ps(sum, _mm256_and_ps(p, _mm256_castsi256_ps(mk)));
-      _mm256_maskstore_ps(s + j, mk, vscale ? _mm256_mul_ps(p, _mm256_maskload_ps(vscale + j, mk)) : p);
-    }
+    const float l_new = exp_scores(s, nb, mx, l, c, vscale);
     const __m256 cv = _mm256_set1_ps(c);
     int64_t d = 0;
     for (; d + 64 <= D; d += 64) fold_rows<8>(og + d, s, nb, cv, vrows + d, D);  // 8 of the 16 ymm registers
@@ -129,7 +117,7 @@ struct Avx2Rows {
       for (int64_t j = 0; j < nb; ++j) acc = _mm256_fmadd_ps(_mm256_set1_ps(s[j]), load_n(vrows + j * D + d, D - d), acc);
       _mm256_maskstore_ps(og + d, md, acc);
     }
-    return l * c + reduce8(sum);
+    return l_new;
   }
 
   // --- All G query heads of a kv head over one block, two heads at a time sharing each k / v load; every
@@ -210,7 +198,7 @@ struct Avx2Rows {
     return m;
   }
   // The exp step of fold_block for one head: p_j = exp(s_j - mx) written back into s (times vscale_j);
-  // returns l c + sum_j p_j.
+  // returns the new running sum l c + sum_j p_j.
   GRPO_PAGED_AVX2 static inline float exp_scores(float* s, int64_t nb, float mx, float l, float c,
                                                  const float* vscale) {
     __m256 sum = _mm256_setzero_ps();

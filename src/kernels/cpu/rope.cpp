@@ -5,27 +5,14 @@
 #include "core/error.h"
 #include "core/profiler.h"
 #include "kernels/cpu/nn_simd.h"
+#include "kernels/cpu/rope_rotate.h"
 #include "kernels/ops.h"
 
 namespace grpo::ops {
 namespace {
 
-// Rotates the nh heads of one token: x'[i] = x[i] c - x[i+half] s_dir, x'[i+half] = x[i+half] c + x[i] s_dir,
-// with s_dir = +sin (forward) or -sin (backward).
-template <bool kInverse>
-[[gnu::always_inline]] inline void rotate_token(float* x, const float* c, const float* s, int64_t nh, int64_t D) {
-  const int64_t half = D / 2;
-  for (int64_t h = 0; h < nh; ++h) {
-    float* lo = x + h * D;  // [half]
-    float* hi = lo + half;  // [half]
-#pragma omp simd
-    for (int64_t i = 0; i < half; ++i) {
-      const float a = lo[i], b = hi[i], sn = kInverse ? -s[i] : s[i];
-      lo[i] = a * c[i] - b * sn;
-      hi[i] = b * c[i] + a * sn;
-    }
-  }
-}
+using cpu_rope::rotate_token;
+
 NN_BEGIN_AVX512
 template <bool kInverse>
 void rotate_tokens_avx512(float* x, const int32_t* pos, const float* cos, const float* sin, int64_t t0,

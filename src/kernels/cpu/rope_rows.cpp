@@ -6,30 +6,19 @@
 #include "core/error.h"
 #include "core/profiler.h"
 #include "kernels/cpu/nn_simd.h"
+#include "kernels/cpu/rope_rotate.h"
 #include "kernels/vision_ops.h"
 
 namespace grpo::ops {
 namespace {
 
-// x'[i] = x[i] c - x[i+half] s_dir, x'[i+half] = x[i+half] c + x[i] s_dir with s_dir = +sin (forward) or -sin.
+// Tokens t0 .. t1 of x [T, nh, D], each rotated by its own row of cos, sin [T, D/2].
 template <bool kInverse>
 [[gnu::always_inline]] inline void rotate_tokens(float* x, const float* cos, const float* sin, int64_t t0, int64_t t1,
                                                  int64_t nh, int64_t D) {
   const int64_t half = D / 2;
-  for (int64_t t = t0; t < t1; ++t) {
-    const float* c = cos + t * half;  // [half]
-    const float* s = sin + t * half;  // [half]
-    for (int64_t h = 0; h < nh; ++h) {
-      float* lo = x + (t * nh + h) * D;  // [half]
-      float* hi = lo + half;             // [half]
-#pragma omp simd
-      for (int64_t i = 0; i < half; ++i) {
-        const float a = lo[i], b = hi[i], sn = kInverse ? -s[i] : s[i];
-        lo[i] = a * c[i] - b * sn;
-        hi[i] = b * c[i] + a * sn;
-      }
-    }
-  }
+  for (int64_t t = t0; t < t1; ++t)
+    cpu_rope::rotate_token<kInverse>(x + t * nh * D, cos + t * half, sin + t * half, nh, D);
 }
 NN_BEGIN_AVX512
 template <bool kInverse>

@@ -1,0 +1,97 @@
+// What ops::gemm and ops::gemm_batched share of oneDNN: one engine and stream for the process, the matmul
+// attributes of alpha and beta, and a bounded cache of matmul primitives keyed by shape ("shape cache":
+// creating a primitive costs ~1 ms, executing a cached one nothing). Packed batches vary T from step to
+// step, so each cache is bounded: past its capacity (1024 shapes) it starts over; plans in use stay alive
+// through their shared_ptr.
+#pragma once
+
+#include <dnnl.hpp>
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+namespace grpo::ops::cpu_dnnl {
+
+// One matmul primitive and the memory descriptors of its operands: src [.., M, K], weights [.., K, N],
+// dst [.., M, N] (f32).
+struct MatmulPlan {
+  dnnl::memory::desc a_md, b_md, c_md;
+  dnnl::matmul prim;
+};
+
+// The process's oneDNN CPU engine and stream.
+struct Runtime {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+};
+inline Runtime& runtime() {
+  static Runtime rt;
+  return rt;
+}
+
+// C = alpha * op(A) op(B) + beta * C with beta 0 or 1: alpha an output scale, beta = 1 a sum post-op.
+inline dnnl::primitive_attr matmul_attr(float alpha, float beta) {
+  dnnl::primitive_attr attr;
+  if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+  if (beta != 0.0f) {
+    dnnl::post_ops ops;
+    ops.append_sum(1.0f);
+    attr.set_post_ops(ops);
+  }
+  return attr;
+}
+
+inline MatmulPlan make_plan(const dnnl::memory::desc& a_md, const dnnl::memory::desc& b_md,
+                            const dnnl::memory::desc& c_md, float alpha, float beta) {
+  const dnnl::matmul::desc desc(a_md, b_md, c_md);
+  return {a_md, b_md, c_md,
+          dnnl::matmul(dnnl::matmul::primitive_desc(desc, matmul_attr(alpha, beta), runtime().engine))};
+}
+
+// Runs plan on A, B, C (pointers to the first element of each operand's view) and waits for it.
+inline void execute(const MatmulPlan& plan, const void* A, const void* B, float* C) {
+  Runtime& rt = runtime();
+  dnnl::memory a(plan.a_md, rt.engine, const_cast<void*>(A));
+  dnnl::memory b(plan.b_md, rt.engine, const_cast<void*>(B));
+  dnnl::memory c(plan.c_md, rt.engine, C);
+  plan.prim.execute(rt.stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+  rt.stream.wait();
+}
+
+// Plans by Key (ordered), made on a miss by the caller's function; thread-safe.
+template <typename Key>
+class PlanCache {
+ public:
+  template <typename Make>
+  std::shared_ptr<const MatmulPlan> get(const Key& key, Make&& make) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = plans_.find(key);
+    if (it == plans_.end()) {
+      if (plans_.size() >= capacity_) plans_.clear();
+      it = plans_.emplace(key, std::make_shared<const MatmulPlan>(std::forward<Make>(make)())).first;
+    }
+    return it->second;
+  }
+  size_t size() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return plans_.size();
+  }
+  size_t capacity() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return capacity_;
+  }
+  void set_capacity(size_t capacity) {
+    std::lock_guard<std::mutex> lock(mu_);
+    capacity_ = capacity;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<Key, std::shared_ptr<const MatmulPlan>> plans_;
+  size_t capacity_ = 1024;
+};
+
+}  // namespace grpo::ops::cpu_dnnl
