@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/threads.h"
+
 namespace grpo {
 
 void split_qkv(float* q, float* k, float* v, const float* qkv, int64_t T, int64_t Q, int64_t KV) {
@@ -48,21 +50,20 @@ void bias_grad(float* db, const float* dy, int64_t T, int64_t N) {
 }
 
 void scatter_rows(float* x, const int32_t* rows, const float* src, int64_t n, int64_t C) {
-#pragma omp parallel for schedule(static) if (n * C >= (1 << 15))
-  for (int64_t i = 0; i < n; ++i) std::memcpy(x + int64_t{rows[i]} * C, src + i * C, C * sizeof(float));
+  parallel_for(n, n * C >= (1 << 15),
+               [&](int64_t i) { std::memcpy(x + int64_t{rows[i]} * C, src + i * C, C * sizeof(float)); });
 }
 
 void add_to_rows(float* x, const int32_t* rows, const float* src, int64_t n, int64_t C) {
-#pragma omp parallel for schedule(static) if (n * C >= (1 << 15))
-  for (int64_t i = 0; i < n; ++i) {
+  parallel_for(n, n * C >= (1 << 15), [&](int64_t i) {
     float* dst = x + int64_t{rows[i]} * C;
     for (int64_t c = 0; c < C; ++c) dst[c] += src[i * C + c];
-  }
+  });
 }
 
 void gather_rows(float* dst, const float* x, const int32_t* rows, int64_t n, int64_t C) {
-#pragma omp parallel for schedule(static) if (n * C >= (1 << 15))
-  for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * C, x + int64_t{rows[i]} * C, C * sizeof(float));
+  parallel_for(n, n * C >= (1 << 15),
+               [&](int64_t i) { std::memcpy(dst + i * C, x + int64_t{rows[i]} * C, C * sizeof(float)); });
 }
 
 }  // namespace grpo

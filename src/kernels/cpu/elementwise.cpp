@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/profiler.h"
+#include "core/threads.h"
 #include "kernels/cpu/nn_simd.h"
 #include "kernels/ops.h"
 
@@ -31,14 +32,13 @@ void add_inplace(float* y, const float* x, int64_t n) {
   GRPO_CHECK(n >= 0, "[add_inplace] n must be >= 0, got ", n);
   const bool avx512 = cpu::nn_use_avx512();
   const int64_t blocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
-  for (int64_t b = 0; b < blocks; ++b) {
+  parallel_for(blocks, n >= kParallelMin, [&](int64_t b) {
     const int64_t i0 = b * kBlock, len = std::min(kBlock, n - i0);
     if (avx512)
       add_span_avx512(y + i0, x + i0, len);
     else
       add_span_avx2(y + i0, x + i0, len);
-  }
+  });
 }
 
 }  // namespace grpo::ops

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/profiler.h"
+#include "core/threads.h"
 #include "kernels/cpu/nn_simd.h"
 #include "kernels/ops.h"
 
@@ -47,9 +48,9 @@ void embedding_forward(float* out, const int32_t* ids, const float* table, int64
   GRPO_PROFILE("embedding_forward");
   GRPO_CHECK(T >= 0 && C > 0, "[embedding_forward] expected T >= 0 and C > 0, got T=", T, " C=", C);
   check_ids(ids, T, "embedding_forward");
-#pragma omp parallel for schedule(static) if (T * C >= (1 << 15))
-  for (int64_t t = 0; t < T; ++t)
+  parallel_for(T, T * C >= (1 << 15), [&](int64_t t) {
     std::memcpy(out + t * C, table + int64_t{ids[t]} * C, static_cast<size_t>(C) * sizeof(float));
+  });
 }
 
 void embedding_backward(float* dtable, const float* dout, const int32_t* ids, int64_t T, int64_t C) {
@@ -58,14 +59,13 @@ void embedding_backward(float* dtable, const float* dout, const int32_t* ids, in
   check_ids(ids, T, "embedding_backward");
   const bool avx512 = cpu::nn_use_avx512();
   const int64_t slices = (C + kColumnSlice - 1) / kColumnSlice;
-#pragma omp parallel for schedule(static) if (T * C >= (1 << 15))
-  for (int64_t sl = 0; sl < slices; ++sl) {
+  parallel_for(slices, T * C >= (1 << 15), [&](int64_t sl) {
     const int64_t c0 = sl * kColumnSlice, width = std::min(kColumnSlice, C - c0);
     if (avx512)
       scatter_columns_avx512(dtable, dout, ids, T, C, c0, width);
     else
       scatter_columns_avx2(dtable, dout, ids, T, C, c0, width);
-  }
+  });
 }
 
 }  // namespace grpo::ops

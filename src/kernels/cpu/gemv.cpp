@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/profiler.h"
+#include "core/threads.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/gemv_kernels.h"
 #include "kernels/cpu/lane_sums.h"
@@ -176,14 +177,13 @@ void gemv_avx512(float* y, const float* x, bf16_t* x_scratch, const void* W, int
   if constexpr (kKind == Kind::Bf16Dot) convert_x_bf16(x_scratch, x, B, K);
   const bf16_t* xb = x_scratch;
   const int64_t full = N / kRowTile;
-#pragma omp parallel for schedule(static) if (B * N * K > (1 << 17))
-  for (int64_t i = 0; i <= full; ++i) {
+  parallel_for(full + 1, B * N * K > (1 << 17), [&](int64_t i) {
     if (i < full) {
       rows<kRowTile, kKind>(y, x, xb, W, B, i * kRowTile, N, K);
     } else {
       for (int64_t n = full * kRowTile; n < N; ++n) rows<1, kKind>(y, x, xb, W, B, n, N, K);
     }
-  }
+  });
 }
 
 }  // namespace

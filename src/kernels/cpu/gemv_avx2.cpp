@@ -229,11 +229,10 @@ void run(float* y, const E* x, const E* W, int64_t B, int64_t N, int64_t K) {
   const int64_t rows_per_block =
       std::min(kBlockRows, std::max<int64_t>(kBlockAlign, (by_threads + kBlockAlign - 1) / kBlockAlign * kBlockAlign));
   const int64_t blocks = (N + rows_per_block - 1) / rows_per_block;
-#pragma omp parallel for schedule(static) if (B * N * K > (1 << 17))
-  for (int64_t i = 0; i < blocks; ++i) {
+  parallel_for(blocks, B * N * K > (1 << 17), [&](int64_t i) {
     const int64_t n0 = i * rows_per_block, n1 = std::min(N, n0 + rows_per_block);
     block(y, x, W, B, n0, n1, N, K);
-  }
+  });
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/profiler.h"
+#include "core/threads.h"
 #include "kernels/cpu/bf16_avx2.h"
 #include "kernels/paged_ops.h"
 
@@ -87,15 +88,14 @@ void paged_kv_write(const PagedKvView& kv, int64_t layer, const float* k, const 
   for (int64_t t = 0; t < T; ++t)
     GRPO_CHECK(slots[t] >= 0 && slots[t] < kv.num_slots(), "[paged_kv_write] slots[", t, "] = ", slots[t],
                " not in [0, ", kv.num_slots(), ")");
-#pragma omp parallel for schedule(static) if (T * K * D > 32768)
-  for (int64_t t = 0; t < T; ++t) {
+  parallel_for(T, T * K * D > 32768, [&](int64_t t) {
     const int64_t block = slots[t] / bs, off = slots[t] % bs;
     for (int64_t h = 0; h < K; ++h) {
       const int64_t row = ((layer * kv.num_blocks + block) * K + h) * bs + off;  // [L, blocks, K, bs]
       store_row(kv.k, kv.k_scale, row, k + (t * K + h) * D, D, kv.dtype);
       store_row(kv.v, kv.v_scale, row, v + (t * K + h) * D, D, kv.dtype);
     }
-  }
+  });
 }
 
 void paged_kv_copy_block(const PagedKvView& kv, int32_t src, int32_t dst, int64_t n_tokens) {

@@ -226,7 +226,11 @@ template <typename E>
 void run_items(const Args& a, bool avx512, bool parallel) {
   const int64_t K = a.kv.num_kv_heads;
   const auto item = avx512 ? &attend_avx512<E> : &attend_avx2<E>;
-#pragma omp parallel for schedule(dynamic, 8) if (parallel)
+  if (!parallel) {  // (not an OpenMP if clause: see parallel_for in core/threads.h)
+    for (int64_t i = 0; i < a.T * K; ++i) item(a, i / K, i % K);
+    return;
+  }
+#pragma omp parallel for schedule(dynamic, 8)
   for (int64_t i = 0; i < a.T * K; ++i) item(a, i / K, i % K);
 }
 

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/profiler.h"
+#include "core/threads.h"
 #include "kernels/cpu/nn_simd.h"
 #include "kernels/ops.h"
 
@@ -105,14 +106,13 @@ void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int6
   GRPO_CHECK(eps >= 0.0f, "[rmsnorm_forward] eps must be >= 0, got ", eps);
   const bool avx512 = cpu::nn_use_avx512();
   const int64_t blocks = row_blocks(N);
-#pragma omp parallel for schedule(static) if (N * C >= (1 << 15))
-  for (int64_t b = 0; b < blocks; ++b) {
+  parallel_for(blocks, N * C >= (1 << 15), [&](int64_t b) {
     const int64_t n0 = b * kRowsPerBlock, n1 = std::min(N, n0 + kRowsPerBlock);
     if (avx512)
       forward_rows_avx512(y, rstd, x, w, n0, n1, C, eps);
     else
       forward_rows_avx2(y, rstd, x, w, n0, n1, C, eps);
-  }
+  });
 }
 
 int64_t rmsnorm_backward_ws_floats(int64_t N, int64_t C) { return row_blocks(N) * C; }

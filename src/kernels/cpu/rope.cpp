@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/profiler.h"
+#include "core/threads.h"
 #include "kernels/cpu/nn_simd.h"
 #include "kernels/cpu/rope_rotate.h"
 #include "kernels/ops.h"
@@ -42,14 +43,13 @@ void rope_apply(float* x, const int32_t* pos, const float* cos, const float* sin
   const bool avx512 = cpu::nn_use_avx512();
   constexpr int64_t kTokensPerItem = 16;
   const int64_t items = (T + kTokensPerItem - 1) / kTokensPerItem;
-#pragma omp parallel for schedule(static) if (T * nh * D >= (1 << 15))
-  for (int64_t it = 0; it < items; ++it) {
+  parallel_for(items, T * nh * D >= (1 << 15), [&](int64_t it) {
     const int64_t t0 = it * kTokensPerItem, t1 = std::min(T, t0 + kTokensPerItem);
     if (avx512)
       rotate_tokens_avx512<kInverse>(x, pos, cos, sin, t0, t1, nh, D);
     else
       rotate_tokens_avx2<kInverse>(x, pos, cos, sin, t0, t1, nh, D);
-  }
+  });
 }
 
 }  // namespace

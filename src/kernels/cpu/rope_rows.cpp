@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/profiler.h"
+#include "core/threads.h"
 #include "kernels/cpu/nn_simd.h"
 #include "kernels/cpu/rope_rotate.h"
 #include "kernels/vision_ops.h"
@@ -40,14 +41,13 @@ void rope_rows_apply(float* x, const float* cos, const float* sin, int64_t T, in
   const bool avx512 = cpu::nn_use_avx512();
   constexpr int64_t kTokensPerItem = 16;
   const int64_t items = (T + kTokensPerItem - 1) / kTokensPerItem;
-#pragma omp parallel for schedule(static) if (T * nh * D >= (1 << 15))
-  for (int64_t it = 0; it < items; ++it) {
+  parallel_for(items, T * nh * D >= (1 << 15), [&](int64_t it) {
     const int64_t t0 = it * kTokensPerItem, t1 = std::min(T, t0 + kTokensPerItem);
     if (avx512)
       rotate_tokens_avx512<kInverse>(x, cos, sin, t0, t1, nh, D);
     else
       rotate_tokens_avx2<kInverse>(x, cos, sin, t0, t1, nh, D);
-  }
+  });
 }
 
 }  // namespace
@@ -72,13 +72,13 @@ void mrope_tables(float* cos, float* sin, const int32_t* pos3, const uint8_t* ax
   for (int64_t i = 0; i < 3 * T; ++i)
     GRPO_CHECK(pos3[i] >= 0 && pos3[i] < P, "[mrope_tables] axis ", i / T, ", token ", i % T, ": position ", pos3[i],
                " outside the table's [0, ", P, ")");
-#pragma omp parallel for schedule(static) if (T * half >= (1 << 15))
-  for (int64_t t = 0; t < T; ++t)
+  parallel_for(T, T * half >= (1 << 15), [&](int64_t t) {
     for (int64_t j = 0; j < half; ++j) {
       const int64_t row = pos3[axis[j] * T + t];
       cos[t * half + j] = cos_table[row * half + j];
       sin[t * half + j] = sin_table[row * half + j];
     }
+  });
 }
 
 }  // namespace grpo::ops

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/profiler.h"
+#include "core/threads.h"
 #include "kernels/cpu/nn_simd.h"
 #include "kernels/ops.h"
 
@@ -30,29 +31,27 @@ void swiglu_forward(float* out, const float* gu, int64_t T, int64_t F) {
   GRPO_PROFILE("swiglu_forward");
   GRPO_CHECK(T >= 0 && F > 0, "[swiglu_forward] expected T >= 0 and F > 0, got T=", T, " F=", F);
   const bool avx512 = cpu::nn_use_avx512();
-#pragma omp parallel for schedule(static) if (T * F >= (1 << 14))
-  for (int64_t t = 0; t < T; ++t) {
+  parallel_for(T, T * F >= (1 << 14), [&](int64_t t) {
     const float* g = gu + t * 2 * F;  // [F] gate, then [F] up
     if (avx512)
       cpu::nn_avx512::swiglu_forward_row(out + t * F, g, g + F, F);
     else
       cpu::nn_avx2::swiglu_forward_row(out + t * F, g, g + F, F);
-  }
+  });
 }
 
 void swiglu_backward(float* dgu, const float* dout, const float* gu, int64_t T, int64_t F) {
   GRPO_PROFILE("swiglu_backward");
   GRPO_CHECK(T >= 0 && F > 0, "[swiglu_backward] expected T >= 0 and F > 0, got T=", T, " F=", F);
   const bool avx512 = cpu::nn_use_avx512();
-#pragma omp parallel for schedule(static) if (T * F >= (1 << 14))
-  for (int64_t t = 0; t < T; ++t) {
+  parallel_for(T, T * F >= (1 << 14), [&](int64_t t) {
     const float* g = gu + t * 2 * F;  // [2F]
     float* dg = dgu + t * 2 * F;      // [2F]
     if (avx512)
       cpu::nn_avx512::swiglu_backward_row(dg, dg + F, dout + t * F, g, g + F, F);
     else
       cpu::nn_avx2::swiglu_backward_row(dg, dg + F, dout + t * F, g, g + F, F);
-  }
+  });
 }
 
 }  // namespace grpo::ops
