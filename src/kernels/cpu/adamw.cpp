@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/profiler.h"
+#include "core/threads.h"
 #include "kernels/cpu/nn_simd.h"
 #include "kernels/ops.h"
 
@@ -75,11 +76,10 @@ double sum_squares(const float* x, int64_t n) {
   const int64_t seg_len = (n + segments - 1) / segments;
   double (*const segment_sum)(const float*, int64_t) = cpu::nn_use_avx512() ? sum_squares_avx512 : sum_squares_avx2;
   double partial[kSegments];
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
-  for (int64_t s = 0; s < segments; ++s) {
+  parallel_for(segments, n >= kParallelMin, [&](int64_t s) {
     const int64_t begin = std::min(s * seg_len, n), end = std::min(begin + seg_len, n);
     partial[s] = segment_sum(x + begin, end - begin);
-  }
+  });
   double total = 0.0;
   for (int64_t s = 0; s < segments; ++s) total += partial[s];
   return total;
@@ -104,11 +104,10 @@ void adamw_step(float* p, const float* g, float* m, float* v, int64_t n, float l
                       static_cast<float>(std::sqrt(bc2)), eps, grad_scale};
   void (*const block)(float*, const float*, float*, float*, int64_t, AdamScalars) =
       cpu::nn_use_avx512() ? adamw_avx512 : adamw_avx2;
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
-  for (int64_t b = 0; b < n; b += kAdamBlock) {
-    const int64_t len = std::min(kAdamBlock, n - b);
+  parallel_for((n + kAdamBlock - 1) / kAdamBlock, n >= kParallelMin, [&](int64_t i) {
+    const int64_t b = i * kAdamBlock, len = std::min(kAdamBlock, n - b);
     block(p + b, g + b, m + b, v + b, len, s);
-  }
+  });
 }
 
 }  // namespace grpo::ops

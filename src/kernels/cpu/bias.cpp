@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/profiler.h"
+#include "core/threads.h"
 #include "kernels/cpu/nn_simd.h"
 #include "kernels/vision_ops.h"
 
@@ -53,14 +54,13 @@ void bias_add(float* y, const float* b, int64_t N, int64_t F) {
   const bool avx512 = cpu::nn_use_avx512();
   constexpr int64_t kRows = 16;
   const int64_t items = (N + kRows - 1) / kRows;
-#pragma omp parallel for schedule(static) if (N * F >= (1 << 15))
-  for (int64_t it = 0; it < items; ++it) {
+  parallel_for(items, N * F >= (1 << 15), [&](int64_t it) {
     const int64_t n0 = it * kRows, n1 = std::min(N, n0 + kRows);
     if (avx512)
       add_rows_avx512(y, b, n0, n1, F);
     else
       add_rows_avx2(y, b, n0, n1, F);
-  }
+  });
 }
 
 void bias_grad(float* db, const float* dy, int64_t N, int64_t F) {
@@ -68,14 +68,13 @@ void bias_grad(float* db, const float* dy, int64_t N, int64_t F) {
   GRPO_CHECK(N >= 0 && F > 0, "[bias_grad] expected N >= 0 and F > 0, got N=", N, " F=", F);
   const bool avx512 = cpu::nn_use_avx512();
   const int64_t slices = (F + kColumnSlice - 1) / kColumnSlice;
-#pragma omp parallel for schedule(static) if (N * F >= (1 << 15))
-  for (int64_t sl = 0; sl < slices; ++sl) {
+  parallel_for(slices, N * F >= (1 << 15), [&](int64_t sl) {
     const int64_t c0 = sl * kColumnSlice, width = std::min(kColumnSlice, F - c0);
     if (avx512)
       sum_columns_avx512(db, dy, N, F, c0, width);
     else
       sum_columns_avx2(db, dy, N, F, c0, width);
-  }
+  });
 }
 
 }  // namespace grpo::ops

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/profiler.h"
+#include "core/threads.h"
 #include "kernels/cpu/nn_simd.h"
 #include "kernels/vision_ops.h"
 
@@ -79,14 +80,13 @@ void bilinear_embed_forward(float* out, const int32_t* idx, const float* w, cons
   const bool avx512 = cpu::nn_use_avx512();
   constexpr int64_t kRows = 16;
   const int64_t items = (N + kRows - 1) / kRows;
-#pragma omp parallel for schedule(static) if (N * C >= (1 << 15))
-  for (int64_t it = 0; it < items; ++it) {
+  parallel_for(items, N * C >= (1 << 15), [&](int64_t it) {
     const int64_t n0 = it * kRows, n1 = std::min(N, n0 + kRows);
     if (avx512)
       gather_rows_avx512(out, idx, w, table, n0, n1, N, C);
     else
       gather_rows_avx2(out, idx, w, table, n0, n1, N, C);
-  }
+  });
 }
 
 void bilinear_embed_backward(float* dtable, const float* dout, const int32_t* idx, const float* w, int64_t N, int64_t P,
@@ -95,14 +95,13 @@ void bilinear_embed_backward(float* dtable, const float* dout, const int32_t* id
   check_args(idx, N, P, C, "bilinear_embed_backward");
   const bool avx512 = cpu::nn_use_avx512();
   const int64_t slices = (C + kColumnSlice - 1) / kColumnSlice;
-#pragma omp parallel for schedule(static) if (N * C >= (1 << 15))
-  for (int64_t sl = 0; sl < slices; ++sl) {
+  parallel_for(slices, N * C >= (1 << 15), [&](int64_t sl) {
     const int64_t c0 = sl * kColumnSlice, width = std::min(kColumnSlice, C - c0);
     if (avx512)
       scatter_columns_avx512(dtable, dout, idx, w, N, C, c0, width);
     else
       scatter_columns_avx2(dtable, dout, idx, w, N, C, c0, width);
-  }
+  });
 }
 
 }  // namespace grpo::ops

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/profiler.h"
+#include "core/threads.h"
 #include "kernels/cpu/nn_simd.h"
 #include "kernels/vision_ops.h"
 
@@ -42,14 +43,13 @@ void bias_gelu_forward(float* y, float* x, const float* b, int64_t N, int64_t F,
   GRPO_PROFILE("bias_gelu_forward");
   GRPO_CHECK(N >= 0 && F > 0, "[bias_gelu_forward] expected N >= 0 and F > 0, got N=", N, " F=", F);
   const bool avx512 = cpu::nn_use_avx512(), tanh = kind == Gelu::Tanh;
-#pragma omp parallel for schedule(static) if (N * F >= (1 << 14))
-  for (int64_t n = 0; n < N; ++n) {
+  parallel_for(N, N * F >= (1 << 14), [&](int64_t n) {
     float *yr = y + n * F, *xr = x + n * F;
     if (avx512)
       tanh ? cpu::nn_avx512::bias_gelu_row<Gelu::Tanh>(yr, xr, b, F) : cpu::nn_avx512::bias_gelu_row<Gelu::Erf>(yr, xr, b, F);
     else
       tanh ? cpu::nn_avx2::bias_gelu_row<Gelu::Tanh>(yr, xr, b, F) : cpu::nn_avx2::bias_gelu_row<Gelu::Erf>(yr, xr, b, F);
-  }
+  });
 }
 
 void gelu_backward(float* dx, float* db, const float* dy, const float* x, int64_t N, int64_t F, Gelu kind) {
@@ -58,8 +58,7 @@ void gelu_backward(float* dx, float* db, const float* dy, const float* x, int64_
   const bool avx512 = cpu::nn_use_avx512(), tanh = kind == Gelu::Tanh;
   constexpr int64_t kCols = cpu::nn_avx2::kGeluColumns;
   const int64_t blocks = (F + kCols - 1) / kCols;
-#pragma omp parallel for schedule(static) if (N * F >= (1 << 14))
-  for (int64_t bl = 0; bl < blocks; ++bl) {
+  parallel_for(blocks, N * F >= (1 << 14), [&](int64_t bl) {
     const int64_t c0 = bl * kCols, width = std::min(kCols, F - c0);
     if (avx512)
       tanh ? cpu::nn_avx512::gelu_backward_columns<Gelu::Tanh>(dx, db, dy, x, N, F, c0, width)
@@ -67,7 +66,7 @@ void gelu_backward(float* dx, float* db, const float* dy, const float* x, int64_
     else
       tanh ? cpu::nn_avx2::gelu_backward_columns<Gelu::Tanh>(dx, db, dy, x, N, F, c0, width)
            : cpu::nn_avx2::gelu_backward_columns<Gelu::Erf>(dx, db, dy, x, N, F, c0, width);
-  }
+  });
 }
 
 }  // namespace grpo::ops

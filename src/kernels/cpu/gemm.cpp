@@ -17,6 +17,7 @@
 #include "core/arena.h"
 #include "core/error.h"
 #include "core/profiler.h"
+#include "core/threads.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/dnnl_matmul.h"
 #include "kernels/cpu/head_bf16.h"
@@ -113,13 +114,12 @@ struct Bf16Matrix {
 void widen(float* a32, const Bf16Matrix& a, float* b32, const Bf16Matrix& b) {
   const detail::Bf16ToF32Row row = detail::bf16_to_f32_row();
   const int64_t rows = a.rows + b.rows;
-#pragma omp parallel for schedule(static) if (a.rows * a.cols + b.rows * b.cols >= (1 << 16))
-  for (int64_t r = 0; r < rows; ++r) {
+  parallel_for(rows, a.rows * a.cols + b.rows * b.cols >= (1 << 16), [&](int64_t r) {
     if (r < a.rows)
       row(a32 + r * a.cols, a.data + r * a.ld, a.cols);
     else
       row(b32 + (r - a.rows) * b.cols, b.data + (r - a.rows) * b.ld, b.cols);
-  }
+  });
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/profiler.h"
+#include "core/threads.h"
 #include "kernels/cpu/nn_simd.h"
 #include "kernels/vision_ops.h"
 
@@ -125,14 +126,13 @@ void layernorm_forward(float* y, float* mean, float* rstd, const float* x, const
   GRPO_CHECK(eps >= 0.0f, "[layernorm_forward] eps must be >= 0, got ", eps);
   const bool avx512 = cpu::nn_use_avx512();
   const int64_t blocks = row_blocks(N);
-#pragma omp parallel for schedule(static) if (N * C >= (1 << 15))
-  for (int64_t bl = 0; bl < blocks; ++bl) {
+  parallel_for(blocks, N * C >= (1 << 15), [&](int64_t bl) {
     const int64_t n0 = bl * kRowsPerBlock, n1 = std::min(N, n0 + kRowsPerBlock);
     if (avx512)
       forward_rows_avx512(y, mean, rstd, x, w, b, n0, n1, C, eps);
     else
       forward_rows_avx2(y, mean, rstd, x, w, b, n0, n1, C, eps);
-  }
+  });
 }
 
 int64_t layernorm_backward_ws_floats(int64_t N, int64_t C) { return row_blocks(N) * 2 * C; }

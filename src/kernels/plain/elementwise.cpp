@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/profiler.h"
+#include "core/threads.h"
 #include "kernels/plain/parallel.h"
 #include "kernels/plain/vec.h"
 #include "kernels/plain_ops.h"
@@ -39,14 +40,13 @@ void embedding_backward(float* dtable, const float* dout, const int32_t* ids, in
   GRPO_PROFILE("plain_embedding_backward");
   check_args("plain_embedding_backward", ids, T, C);
   const int64_t slices = (C + kColumnSlice - 1) / kColumnSlice;
-#pragma omp parallel for schedule(static) if (T * C >= kGrain)
-  for (int64_t s = 0; s < slices; ++s) {
+  parallel_for(slices, T * C >= kGrain, [&](int64_t s) {
     const int64_t c0 = s * kColumnSlice, width = std::min(kColumnSlice, C - c0);
     for (int64_t t = 0; t < T; ++t) {
       float* row = dtable + int64_t{ids[t]} * C + c0;  // [width]
       vec::add(row, row, dout + t * C + c0, width);
     }
-  }
+  });
 }
 
 }  // namespace grpo::plain

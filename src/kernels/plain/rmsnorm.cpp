@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/profiler.h"
+#include "core/threads.h"
 #include "kernels/plain/parallel.h"
 #include "kernels/plain/vec.h"
 #include "kernels/plain_ops.h"
@@ -25,11 +26,10 @@ void check_sizes(const char* op, int64_t N, int64_t C) {
 // add the rows in order, so the result does not depend on the thread count.
 void column_sum_accumulate(float* dst, const float* src, int64_t N, int64_t C) {
   const int64_t slices = (C + kColumnSlice - 1) / kColumnSlice;
-#pragma omp parallel for schedule(static) if (N * C >= kGrain)
-  for (int64_t s = 0; s < slices; ++s) {
+  parallel_for(slices, N * C >= kGrain, [&](int64_t s) {
     const int64_t c0 = s * kColumnSlice, width = std::min(kColumnSlice, C - c0);
     for (int64_t n = 0; n < N; ++n) vec::add(dst + c0, dst + c0, src + n * C + c0, width);
-  }
+  });
 }
 
 }  // namespace
