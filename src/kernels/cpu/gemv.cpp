@@ -1,5 +1,6 @@
 // Small-batch matmul for decode: y [B,N] = x [B,K] . W[N,K]^T with W f32 or bf16: the AVX-512 body (below)
-// and the dispatch to it or to the AVX2 body (gemv_avx2.cpp). AVX-512: each thread takes tiles
+// and the dispatch to it, to the AVX2 body (gemv_avx2.cpp) or, for bf16 weights at the amx level, to the
+// AMX tiles (gemv_amx.cpp) at every batch size once their self-check has passed. AVX-512: each thread takes tiles
 // of 4 weight rows and runs every batch row against them, 4 batch rows at a time (4 x 4 register tiles of
 // 16-lane accumulators) and the rest one by one, so W is read from memory once per call. bf16 weights: x
 // is converted to bf16 once (as in ops::gemm's bf16 path, into x_scratch) and pairs are multiplied with
@@ -15,6 +16,7 @@
 #include "core/profiler.h"
 #include "core/threads.h"
 #include "kernels/backend.h"
+#include "kernels/cpu/gemv_amx.h"
 #include "kernels/cpu/gemv_kernels.h"
 #include "kernels/cpu/lane_sums.h"
 #include "kernels/ops.h"
@@ -198,9 +200,13 @@ void gemv(float* y, const float* x, const void* W, DType w_dtype, int64_t B, int
   GRPO_CHECK(w_dtype == DType::F32 || x_scratch, "[gemv] bf16 weights need an x_scratch buffer of B x K");
   if (!cpu_has_avx512()) return cpu_gemv::gemv_avx2(y, x, x_scratch, W, w_dtype, B, N, K);
   if (w_dtype == DType::F32) return gemv_avx512<Kind::F32>(y, x, nullptr, W, B, N, K);
+  if (cpu_has_amx() && cpu_tiles::tile_self_check().passed)
+    return cpu_tiles::gemv_tiles_hardware(y, x, x_scratch, static_cast<const bf16_t*>(W), B, N, K);
   if (cpu_has_avx512_bf16()) return gemv_avx512<Kind::Bf16Dot>(y, x, x_scratch, W, B, N, K);
   gemv_avx512<Kind::Bf16Widen>(y, x, nullptr, W, B, N, K);
 }
+
+int64_t gemv_x_scratch_elems(int64_t B, int64_t K) { return cpu_tiles::staged_x_elems(B, K); }
 
 int64_t gemv_max_batch(DType w_dtype) {
   if (!cpu_has_avx512()) return kGemvMaxBatchAvx2;
