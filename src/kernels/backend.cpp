@@ -118,7 +118,9 @@ void request_tile_state(CpuInfo& c) {
   }
   const int err = errno;
   c.amx_refusal = cat("arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) failed: ", std::strerror(err),
-                      err == EINVAL ? " (a Linux kernel older than 5.16, or one that does not enable AMX)" : "");
+                      err == EINVAL   ? " (a Linux kernel older than 5.16, or one that does not enable AMX)"
+                      : err == ENOSPC ? " (a signal stack of this process is too small for the tile state)"
+                                      : "");
 }
 
 // Made once; an unusable CPU or GRPO_ISA value is remembered as its message and thrown on every use.

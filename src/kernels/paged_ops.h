@@ -98,6 +98,11 @@ enum class DecodeMatmul { BatchInvariant, Fastest, OneDnn };
 DecodeMatmul parse_decode_matmul(const std::string& name);  // batch_invariant | fastest | onednn
 const char* decode_matmul_name(DecodeMatmul how);
 
+// The kernel decode_matmul runs for `how` at batch B with w_dtype weights at this process's level:
+// "amx_tiles", "avx512_bf16_dot", "avx512_bf16_widened", "avx512_f32", "avx2_bf16_split", "avx2_f32",
+// "onednn_bf16" or "onednn_f32" (at amx, the first call runs the tiles' self-check).
+const char* decode_matmul_kernel(DType w_dtype, int64_t B, DecodeMatmul how);
+
 // y [B, N] (=) = x [B, K] . W^T as `how` says; x_bf16 (gemv_x_scratch_elems(B, K) values) is scratch
 // for x in bf16 when W is bf16 (may be null when W is f32).
 void decode_matmul(float* y, const float* x, bf16_t* x_bf16, const void* W, DType w_dtype, int64_t B, int64_t N,

@@ -20,6 +20,7 @@
 #include "kernels/backend.h"
 #include "kernels/cpu/amx_tiles.h"
 #include "kernels/cpu/gemv_amx.h"
+#include "kernels/measure.h"
 #include "kernels/paged_ops.h"
 #include "kernels/ref/ref_paged.h"
 
@@ -140,6 +141,40 @@ TEST(GemvTiles, StagedXHoldsWholeTiles) {
   EXPECT_GE(ops::gemv_x_scratch_elems(5, 7), 5 * 7);
 }
 
+// What `grpo bench rollout` times for the tiles' crossover: every kernel at batch 1, 2, 4, ... and the max.
+TEST(GemvTiles, DecodeKernelTimesCoverEveryBatchSizeUpToTheMax) {
+  const std::vector<DecodeKernelTimes> times = measure_decode_kernels(64, 96, 5, 1);
+  const std::vector<int64_t> batches = {1, 2, 4, 5};
+  ASSERT_EQ(times.size(), batches.size());
+  for (size_t i = 0; i < times.size(); ++i) {
+    EXPECT_EQ(times[i].batch, batches[i]);
+    EXPECT_GT(times[i].gemv_s, 0.0);
+    EXPECT_GT(times[i].vector_s, 0.0);
+    EXPECT_GT(times[i].onednn_s, 0.0);
+  }
+}
+
+// The kernel decode_matmul reports for each batch size follows the level and the mode.
+TEST(GemvTiles, DecodeMatmulNamesTheKernelItRuns) {
+  using ops::DecodeMatmul;
+  const int64_t past = ops::gemv_max_batch(DType::BF16) + 1;
+  EXPECT_STREQ(ops::decode_matmul_kernel(DType::BF16, past, DecodeMatmul::Fastest), "onednn_bf16");
+  EXPECT_STREQ(ops::decode_matmul_kernel(DType::F32, 1, DecodeMatmul::OneDnn), "onednn_f32");
+  const char* bf16 = ops::decode_matmul_kernel(DType::BF16, 1, DecodeMatmul::BatchInvariant);
+  EXPECT_STREQ(ops::decode_matmul_kernel(DType::BF16, 128, DecodeMatmul::BatchInvariant), bf16)
+      << "one kernel at every batch size";
+  const std::string expect = tiles::tiles_unavailable_reason().empty() ? "amx_tiles"
+                             : !cpu_has_avx512()                     ? "avx2_bf16_split"
+                             : cpu_has_avx512_bf16()                 ? "avx512_bf16_dot"
+                                                                     : "avx512_bf16_widened";
+  EXPECT_EQ(bf16, expect);
+  EXPECT_STREQ(ops::decode_matmul_kernel(DType::F32, 7, DecodeMatmul::BatchInvariant),
+               cpu_has_avx512() ? "avx512_f32" : "avx2_f32");
+  tiles::set_emulated_tiles_for_tests(true);
+  EXPECT_STREQ(ops::decode_matmul_kernel(DType::BF16, 3, DecodeMatmul::BatchInvariant), "amx_tiles_emulated");
+  tiles::set_emulated_tiles_for_tests(false);
+}
+
 // ---- on the hardware (the amx level only) ----
 
 TEST(GemvTilesHardware, EqualsTheEmulatorBitForBit) {
@@ -168,7 +203,7 @@ TEST(GemvTilesHardware, TileStateSurvivesPreemption) {
   std::vector<TileCase> cases;
   std::vector<std::vector<float>> expect;
   for (int t = 0; t < threads; ++t) {
-    cases.emplace_back(17, 60 + t % 5, 96 + 32 * (t % 3), 1000 + t);  // under the kernel's threading threshold
+    cases.emplace_back(17, 40 + t % 5, 96 + 32 * (t % 3), 1000 + t);  // under the threading threshold: 1 thread each
     expect.push_back(cases.back().run(false));
   }
   std::vector<int> wrong(threads, 0);

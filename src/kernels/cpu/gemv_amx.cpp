@@ -13,6 +13,7 @@
 #include "kernels/cpu/gemv_amx.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <csetjmp>
 #include <csignal>
@@ -23,6 +24,7 @@
 
 #include "core/error.h"
 #include "core/threads.h"
+#include "kernels/backend.h"
 #include "kernels/cpu/amx_tiles.h"
 #include "kernels/cpu/head_bf16.h"
 
@@ -210,6 +212,11 @@ TileSelfCheck run_self_check() {
   return r;
 }
 
+std::atomic<bool>& emulated_for_tests() {
+  static std::atomic<bool> on{false};
+  return on;
+}
+
 }  // namespace
 
 int64_t staged_x_elems(int64_t B, int64_t K) { return ceil_div(B, kTileRows) * kTileRows * ceil_div(K, kTileK) * kTileK; }
@@ -234,5 +241,20 @@ const TileSelfCheck& tile_self_check() {
   }();
   return result;
 }
+
+std::string tiles_unavailable_reason() {
+  const IsaDecision& d = isa_decision();
+  if (isa() < Isa::Amx) {
+    if (d.cpu_level >= Isa::Amx)
+      return cat("this process runs at ", isa_name(isa()), d.cap.empty() ? " (lowered by a test)" : " (GRPO_ISA=" + d.cap + ")");
+    if (!d.cpu.amx_refusal.empty()) return "Linux refused the tile state: " + d.cpu.amx_refusal;
+    return cat("this CPU (", d.cpu.model, ") has no AMX-TILE + AMX-BF16");
+  }
+  const TileSelfCheck& check = tile_self_check();
+  return check.passed ? "" : "the tile GEMV failed its self-check: " + check.failure;
+}
+
+void set_emulated_tiles_for_tests(bool on) { emulated_for_tests().store(on, std::memory_order_relaxed); }
+bool emulated_tiles_for_tests() { return emulated_for_tests().load(std::memory_order_relaxed); }
 
 }  // namespace grpo::ops::cpu_tiles

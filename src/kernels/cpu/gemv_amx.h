@@ -32,4 +32,13 @@ struct TileSelfCheck {
 };
 const TileSelfCheck& tile_self_check();
 
+// Why ops::gemv does not run bf16 weights on the hardware tiles in this process ("" when it does): the
+// level (no AMX on this CPU, Linux's refusal, a GRPO_ISA cap) or the failed self-check (which this runs).
+std::string tiles_unavailable_reason();
+
+// Tests: ops::gemv runs its bf16 weights on the emulated tiles at every level (true) or as the decision
+// says (false), so that the tile kernel's batch invariance is tested with the real decoder on any CPU.
+void set_emulated_tiles_for_tests(bool on);
+bool emulated_tiles_for_tests();
+
 }  // namespace grpo::ops::cpu_tiles
