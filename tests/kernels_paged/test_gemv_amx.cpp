@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <iostream>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -173,6 +174,21 @@ TEST(GemvTiles, DecodeMatmulNamesTheKernelItRuns) {
   tiles::set_emulated_tiles_for_tests(true);
   EXPECT_STREQ(ops::decode_matmul_kernel(DType::BF16, 3, DecodeMatmul::BatchInvariant), "amx_tiles_emulated");
   tiles::set_emulated_tiles_for_tests(false);
+}
+
+// The self-check's guard: where this process cannot run tile instructions, the check reports the SIGILL of
+// the first one and the process goes on (at amx it passes, as SelfCheckPasses below also requires).
+TEST(GemvTiles, SelfCheckSurvivesTheFaultOfACpuWithoutTiles) {
+  const CpuInfo& cpu = isa_decision().cpu;
+  const tiles::TileSelfCheck check = tiles::check_tiles_now();
+  if (cpu.amx_tile && cpu.amx_bf16 && cpu.amx_permitted) {
+    EXPECT_TRUE(check.passed) << check.failure;
+    return;
+  }
+  EXPECT_FALSE(check.passed);
+  EXPECT_NE(check.failure.find("the tile kernel raised"), std::string::npos) << check.failure;
+  EXPECT_NE(check.failure.find("1x50x100"), std::string::npos) << "the first case: " << check.failure;
+  std::cout << "on this CPU: " << check.failure << "\n";
 }
 
 // ---- on the hardware (the amx level only) ----

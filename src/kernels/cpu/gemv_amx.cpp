@@ -19,6 +19,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -143,71 +144,124 @@ void gemv_tiles(float* y, const float* x, bf16_t* xs, const bf16_t* W, int64_t B
 
 // ---- the self-check ----
 
-// Set while this thread runs the hardware kernel under the self-check: a fault jumps back to it.
+// Set while this thread runs the hardware kernel under the self-check: a fault jumps back to it, with the
+// signal in t_fault_signal.
 thread_local sigjmp_buf* t_fault_return = nullptr;
+thread_local volatile sig_atomic_t t_fault_signal = 0;
 
 void on_fault(int sig) {
-  if (t_fault_return) siglongjmp(*t_fault_return, sig);
+  if (t_fault_return) {
+    t_fault_signal = sig;
+    siglongjmp(*t_fault_return, 1);
+  }
   std::signal(sig, SIG_DFL);  // not ours: the default action, as if no handler had been installed
   std::raise(sig);
 }
 
-constexpr int kFaultSignals[] = {SIGILL, SIGSEGV, SIGBUS};
+// SIGILL, SIGSEGV and SIGBUS go to on_fault while this lives; the previous handlers come back after.
+class FaultHandlers {
+ public:
+  FaultHandlers() {
+    struct sigaction ours = {};
+    ours.sa_handler = on_fault;
+    sigemptyset(&ours.sa_mask);
+    for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &ours, &old_[i]);
+  }
+  ~FaultHandlers() {
+    for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &old_[i], nullptr);
+  }
+  FaultHandlers(const FaultHandlers&) = delete;
+  FaultHandlers& operator=(const FaultHandlers&) = delete;
 
-// Runs the hardware kernel with the fault signals caught; returns 0, or the signal that stopped it.
+ private:
+  static constexpr int kSignals[3] = {SIGILL, SIGSEGV, SIGBUS};
+  struct sigaction old_[3] = {};
+};
+
+// Runs the hardware kernel on this thread (under FaultHandlers); returns 0, or the signal that stopped it.
 int run_guarded(float* y, const float* x, bf16_t* xs, const bf16_t* W, int64_t B, int64_t N, int64_t K) {
-  struct sigaction ours = {}, old[3] = {};
-  ours.sa_handler = on_fault;
-  sigemptyset(&ours.sa_mask);
-  for (int i = 0; i < 3; ++i) sigaction(kFaultSignals[i], &ours, &old[i]);
   sigjmp_buf here;
-  int sig = sigsetjmp(here, 1);
-  if (sig == 0) {
+  t_fault_signal = 0;
+  if (sigsetjmp(here, 1) == 0) {
     t_fault_return = &here;
     gemv_tiles<HardwareTiles>(y, x, xs, W, B, N, K, false);
   }
   t_fault_return = nullptr;
-  for (int i = 0; i < 3; ++i) sigaction(kFaultSignals[i], &old[i], nullptr);
-  return sig;
+  return t_fault_signal;
 }
 
-TileSelfCheck run_self_check() {
-  struct Shape {
-    int64_t B, N, K;
-  };
+// One problem and the emulator's answer to it.
+struct CheckCase {
+  int64_t B, N, K;
+  std::vector<float> x, expect;
+  std::vector<bf16_t> w;
+};
+
+std::vector<CheckCase> check_cases() {
   // 3 x 1 slabs with a partial row block and a k tail; 2 x 2 with both; 2 x 2 + 2 x 1, whole blocks.
-  const Shape shapes[] = {{1, 50, 100}, {5, 37, 333}, {20, 70, 64}, {40, 64, 96}};
+  const int64_t shapes[][3] = {{1, 50, 100}, {5, 37, 333}, {20, 70, 64}, {40, 64, 96}};
   uint64_t state = 0x9e3779b97f4a7c15ull;
   auto uniform = [&] {  // in [-1, 1)
     state = state * 6364136223846793005ull + 1442695040888963407ull;
     return static_cast<float>(static_cast<int64_t>(state >> 40) - (1 << 23)) / static_cast<float>(1 << 23);
   };
-  TileSelfCheck r;
-  for (const Shape& s : shapes) {
-    std::vector<float> x(s.B * s.K), hw(s.B * s.N), emu(s.B * s.N);
-    std::vector<bf16_t> w(s.N * s.K), xs(staged_x_elems(s.B, s.K));
-    for (float& v : x) v = uniform();
-    for (bf16_t& v : w) v = f32_to_bf16(uniform());
-    gemv_tiles<EmulatedTiles>(emu.data(), x.data(), xs.data(), w.data(), s.B, s.N, s.K, false);
-    const int sig = run_guarded(hw.data(), x.data(), xs.data(), w.data(), s.B, s.N, s.K);
-    const std::string shape = cat(s.B, "x", s.N, "x", s.K);
-    if (sig != 0) {
-      r.failure = cat("the tile kernel raised ", strsignal(sig), " on ", shape);
-      return r;
-    }
-    int64_t differ = 0;
-    float worst = 0;
-    for (size_t i = 0; i < hw.size(); ++i)
-      if (std::memcmp(&hw[i], &emu[i], sizeof(float)) != 0) {
-        ++differ;
-        worst = std::max(worst, std::fabs(hw[i] - emu[i]));
-      }
-    if (differ > 0) {
-      r.failure = cat(differ, " of ", hw.size(), " results of ", shape, " differ from the emulator's (largest by ",
-                      worst, ")");
-      return r;
-    }
+  std::vector<CheckCase> cases;
+  for (const auto& s : shapes) {
+    CheckCase c{s[0], s[1], s[2], std::vector<float>(s[0] * s[2]), std::vector<float>(s[0] * s[1]),
+                std::vector<bf16_t>(s[1] * s[2])};
+    for (float& v : c.x) v = uniform();
+    for (bf16_t& v : c.w) v = f32_to_bf16(uniform());
+    std::vector<bf16_t> xs(staged_x_elems(c.B, c.K));
+    gemv_tiles<EmulatedTiles>(c.expect.data(), c.x.data(), xs.data(), c.w.data(), c.B, c.N, c.K, false);
+    cases.push_back(std::move(c));
   }
+  return cases;
+}
+
+// Every case `repeats` times on this thread's tiles: "" when all equal the emulator bit for bit, else why not.
+std::string check_on_this_thread(const std::vector<CheckCase>& cases, int repeats) {
+  std::vector<float> y;
+  std::vector<bf16_t> xs;
+  for (int rep = 0; rep < repeats; ++rep)
+    for (const CheckCase& c : cases) {
+      y.assign(c.B * c.N, 0.0f);
+      xs.assign(staged_x_elems(c.B, c.K), 0);
+      const std::string shape = cat(c.B, "x", c.N, "x", c.K);
+      if (const int sig = run_guarded(y.data(), c.x.data(), xs.data(), c.w.data(), c.B, c.N, c.K); sig != 0)
+        return cat("the tile kernel raised ", strsignal(sig), " on ", shape);
+      int64_t differ = 0;
+      float worst = 0;
+      for (size_t i = 0; i < y.size(); ++i)
+        if (std::memcmp(&y[i], &c.expect[i], sizeof(float)) != 0) {
+          ++differ;
+          worst = std::max(worst, std::fabs(y[i] - c.expect[i]));
+        }
+      if (differ > 0)
+        return cat(differ, " of ", y.size(), " results of ", shape, " differ from the emulator's (largest by ", worst,
+                   ")", rep > 0 ? cat(" on run ", rep + 1, ": the tile state did not survive") : "");
+    }
+  return "";
+}
+
+// On this thread, then on twice as many threads as cores at once, each running every case a few times: a
+// thread preempted between its tile instructions must find its tiles as it left them (some virtual machines
+// are reported to lose them).
+TileSelfCheck run_self_check() {
+  const std::vector<CheckCase> cases = check_cases();
+  const FaultHandlers handlers;
+  TileSelfCheck r;
+  r.failure = check_on_this_thread(cases, 1);
+  if (!r.failure.empty()) return r;
+  const int threads = 2 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::string> failures(threads);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) pool.emplace_back([&, t] { failures[t] = check_on_this_thread(cases, 4); });
+  for (std::thread& th : pool) th.join();
+  for (int t = 0; t < threads; ++t)
+    if (!failures[t].empty()) {
+      r.failure = cat(failures[t], " (thread ", t + 1, " of ", threads, " running at once)");
+      return r;
+    }
   r.passed = true;
   return r;
 }
@@ -228,6 +282,8 @@ void gemv_tiles_hardware(float* y, const float* x, bf16_t* x_staged, const bf16_
 void gemv_tiles_emulated(float* y, const float* x, bf16_t* x_staged, const bf16_t* W, int64_t B, int64_t N, int64_t K) {
   gemv_tiles<EmulatedTiles>(y, x, x_staged, W, B, N, K, true);
 }
+
+TileSelfCheck check_tiles_now() { return run_self_check(); }
 
 const TileSelfCheck& tile_self_check() {
   static const TileSelfCheck result = [] {

@@ -23,14 +23,18 @@ void gemv_tiles_hardware(float* y, const float* x, bf16_t* x_staged, const bf16_
 void gemv_tiles_emulated(float* y, const float* x, bf16_t* x_staged, const bf16_t* W, int64_t B, int64_t N, int64_t K);
 
 // The self-check of this process (run once, on the first call, at the amx level only): the hardware tile
-// GEMV against the emulator, bit for bit, on shapes that take every path of the kernel, with SIGILL,
-// SIGSEGV and SIGBUS caught while it runs. Passed: the rollout's bf16 GEMV uses the tiles. Failed: it
+// GEMV against the emulator, bit for bit, on shapes that take every path of the kernel, on this thread and
+// then on twice as many threads as cores at once (tile state across preemption), with SIGILL, SIGSEGV and
+// SIGBUS caught while it runs. Passed: the rollout's bf16 GEMV uses the tiles. Failed: it
 // uses the AVX-512 BF16 GEMV for the rest of the process, and the reason goes to stderr once.
 struct TileSelfCheck {
   bool passed = false;
   std::string failure;  // what went wrong, "" when passed
 };
 const TileSelfCheck& tile_self_check();
+// The same check run now, whatever the level (tests): where the CPU has no tiles, or Linux did not grant
+// them, it reports the SIGILL of the first tile instruction instead of dying of it.
+TileSelfCheck check_tiles_now();
 
 // Why ops::gemv does not run bf16 weights on the hardware tiles in this process ("" when it does): the
 // level (no AMX on this CPU, Linux's refusal, a GRPO_ISA cap) or the failed self-check (which this runs).
