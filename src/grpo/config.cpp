@@ -316,8 +316,10 @@ void resolve(Config& c, const std::map<std::string, Given>& given, ConfigNotes& 
   // do_sample false is greedy decoding whatever the sampling keys say (verl's validation default).
   auto greedy = [&](const char* section, bool do_sample, double& temperature, double& top_p, int64_t& top_k) {
     if (do_sample) return;
-    for (const char* k : {"temperature", "top_p", "top_k"})
-      if (is_set(cat("actor_rollout_ref.rollout.", section, k).c_str()))
+    const std::pair<const char*, bool> differs[] = {
+        {"temperature", temperature != 0}, {"top_p", top_p != 1}, {"top_k", top_k != -1}};
+    for (const auto& [k, set_otherwise] : differs)
+      if (set_otherwise && is_set(cat("actor_rollout_ref.rollout.", section, k).c_str()))
         notes.unused.push_back(cat("actor_rollout_ref.rollout.", section, k, " = ",
                                    given.at(cat("actor_rollout_ref.rollout.", section, k)).node.Scalar(),
                                    " is not used: actor_rollout_ref.rollout.", section,

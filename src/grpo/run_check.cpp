@@ -94,8 +94,8 @@ RunCheck check_run(const Config& c, const ConfigNotes& notes, RunKind kind) {
                                " tokens, more than the ", m.max_position_embeddings, " positions of ", model,
                                " (max_position_embeddings in config.json)"));
     if (tok && tok->vocab_size() > m.vocab_size)
-      r.problems.push_back(cat("[tokenizer] ", model, ": ", tok->vocab_size(), " token ids but the model has vocab_size ",
-                               m.vocab_size));
+      r.problems.push_back(cat("[tokenizer] ", model, ": ", tok->vocab_size(),
+                               " token ids but the model has vocab_size ", m.vocab_size));
   }
 
   // The data, read and tokenized as the run reads it.
@@ -153,10 +153,10 @@ RunCheck check_run(const Config& c, const ConfigNotes& notes, RunKind kind) {
         r.problems.push_back(cat("[data] ", c.data.train_files, " (data.train_files) has ", train->examples,
                                  " prompts, fewer than data.train_batch_size = ", B));
       } else {
+        const std::string how = c.trainer.total_training_steps > 0 ? std::string(", trainer.total_training_steps")
+                                                                   : cat(" x ", c.trainer.total_epochs, " epochs");
         out.push_back(cat("steps: ", total_training_steps(c, train->examples), " (", train->examples / B,
-                          " per epoch", c.trainer.total_training_steps > 0 ? ", trainer.total_training_steps"
-                                                                           : cat(" x ", c.trainer.total_epochs, " epochs"),
-                          ")"));
+                          " per epoch", how, ")"));
       }
     }
     out.push_back(cat("algorithm: ", c.algorithm.adv_estimator, " (advantages scaled by ", c.algorithm.scale_rewards,

@@ -123,9 +123,10 @@ TEST_F(CliVerl, CheckListsEveryProblemAndFails) {
   EXPECT_NE(r.output.find("has 1100 prompts, fewer than data.train_batch_size = 2048"), std::string::npos) << r.output;
 
   // An overlong prompt with verl's defaults (no filtering, truncation error) is named with its row.
-  const CommandResult tight = run_grpo("train --check data.train_files=" + dir_ + "/train.jsonl data.max_prompt_length=8 "
-                                       "data.train_batch_size=4 actor_rollout_ref.actor.ppo_mini_batch_size=4 "
-                                       "actor_rollout_ref.model.path=" + dir_ + "/model");
+  const CommandResult tight =
+      run_grpo("train --check data.train_files=" + dir_ + "/train.jsonl data.max_prompt_length=8 "
+               "data.train_batch_size=4 actor_rollout_ref.actor.ppo_mini_batch_size=4 "
+               "actor_rollout_ref.model.path=" + dir_ + "/model");
   EXPECT_NE(tight.status, 0);
   EXPECT_NE(tight.output.find(dir_ + "/train.jsonl:1"), std::string::npos) << tight.output;
 }

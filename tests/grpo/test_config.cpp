@@ -464,6 +464,10 @@ TEST(Config, VerlDerivedDefaults) {
   EXPECT_EQ(c.actor_rollout_ref.rollout.val_kwargs.temperature, 0.0);
   ASSERT_EQ(notes.unused.size(), 1u);
   EXPECT_TRUE(contains(notes.unused[0], "val_kwargs.temperature = 0.6 is not used")) << notes.unused[0];
+  ConfigNotes quiet;  // greedy values under greedy decoding: nothing unused
+  load_config(path, {"actor_rollout_ref.rollout.val_kwargs.temperature=0", "actor_rollout_ref.rollout.val_kwargs.top_k=-1"},
+              &quiet);
+  EXPECT_TRUE(quiet.unused.empty());
   c = load_config(path, {"actor_rollout_ref.rollout.val_kwargs.do_sample=True",
                          "actor_rollout_ref.rollout.val_kwargs.temperature=0.6", "actor_rollout_ref.nccl_timeout=60",
                          "actor_rollout_ref.actor.optim.clip_grad=0.5",

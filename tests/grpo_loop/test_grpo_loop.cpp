@@ -422,9 +422,14 @@ TEST_F(GrpoLoop, ASecondRunIntoTheSameFolderIsRefusedResumedOrOverwritten) {
 }
 
 // The reference model's log-probs follow actor_rollout_ref.ref.log_prob_* (their own micro-batching, as in
-// verl), not the actor's: counted by the decoder forward passes of a profiled step.
+// verl), not the actor's: counted by the decoder forward passes of a profiled step. Unset, the token
+// settings default to the actor's (verl's interpolation).
 TEST_F(GrpoLoop, ReferenceLogProbsUseTheirOwnMicroBatching) {
-  const Config fixed = config("x", {"actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=3"});
+  const train::MicroBatching follows = ref_micro_batching(config("x", {}));
+  EXPECT_TRUE(follows.dynamic);
+  EXPECT_EQ(follows.max_tokens, 1024);
+  const Config fixed = config("x", {"actor_rollout_ref.ref.log_prob_use_dynamic_bsz=false",
+                                    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=3"});
   const train::MicroBatching r = ref_micro_batching(fixed);
   EXPECT_FALSE(r.dynamic);
   EXPECT_EQ(r.micro_batch_size, 3);
@@ -442,6 +447,7 @@ TEST_F(GrpoLoop, ReferenceLogProbsUseTheirOwnMicroBatching) {
     opt.profile_steps = {1};
     Profiler::clear();
     GrpoTrainer(config(run, {"trainer.total_training_steps=1", "actor_rollout_ref.actor.use_kl_loss=true",
+                             "actor_rollout_ref.ref.log_prob_use_dynamic_bsz=false",
                              "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=" + std::to_string(ref_micro_batch)}),
                 opt)
         .run();
