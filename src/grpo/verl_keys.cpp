@@ -92,10 +92,11 @@ std::vector<VerlKeyRule> build_rules() {
   r.push_back(only(rollout + ".quantization", {}, "quantized rollouts are not supported (see rollout.kv_cache_dtype)"));
   r.push_back(only(rollout + ".quantization_config_file", {}, "quantized rollouts are not supported"));
 
-  // The model: kernels and memory tricks of the GPU stack; features we do not have must stay off.
+  // The model: kernels and memory tricks of the GPU stack (model_type picks a transformers class; the
+  // architecture here is config.json's); features we do not have must stay off.
   add_none(r, model, {"use_shm", "trust_remote_code", "enable_activation_offload", "use_liger",
                       "fused_kernel_options.*", "tiled_mlp.*", "mtp.*", "lora.*", "use_efficient_resharding",
-                      "lora_alpha", "target_modules", "exclude_modules", "_target_"});
+                      "lora_alpha", "target_modules", "exclude_modules", "model_type", "_target_"});
   r.push_back(only(model + ".lora_rank", {"0"}, "LoRA is not supported in this build (lora_rank must be 0)"));
   r.push_back(only(model + ".lora.rank", {"0"}, "LoRA is not supported in this build (lora.rank must be 0)"));
   r.push_back(only(model + ".lora_adapter_path", {}, "LoRA adapters are not supported in this build"));
