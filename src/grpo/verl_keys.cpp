@@ -132,6 +132,8 @@ std::vector<VerlKeyRule> build_rules() {
   r.push_back(none("custom_reward_function.*"));
   add_none(r, "reward", {"num_workers", "custom_reward_function.*", "reward_manager.*", "reward_model.*",
                          "sandbox_fusion.*", "_target_"});
+  r.push_back(only("defaults", {}, "Hydra's defaults list (config composition) is not read: name a verl config "
+                                   "with --config-name, or write its keys out"));
   r.push_back(only("distillation.enabled", {"false"}, "distillation is not supported"));
   r.push_back(none("distillation.*"));
 

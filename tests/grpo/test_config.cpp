@@ -437,6 +437,7 @@ TEST(Config, VerlGpuKeysAreAcceptedOnceAndFeaturesWeLackAreRefused) {
            {"reward_model.enable=True", "a reward model is not supported"},
            {"actor_rollout_ref.actor.policy_loss.loss_mode=gspo", "vanilla"},
            {"data.apply_chat_template_kwargs.enable_thinking=false", "chat template arguments"},
+           {"defaults=[ppo_trainer]", "Hydra's defaults list"},
        }) {
     const std::string e = error_of([&] { load_config(path, {set}); });
     EXPECT_TRUE(contains(e, set.substr(set.starts_with("+") ? 1 : 0, set.find('=') - (set.starts_with("+") ? 1 : 0))))
