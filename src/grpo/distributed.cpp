@@ -20,7 +20,7 @@ void check_world(const Config& config, comm::Communicator& comm) {
   for (const auto& [h, n] : per_host) machines += (machines.empty() ? "" : ", ") + h + ": " + std::to_string(n);
   // A process started without an MPI launcher: a verl script's GPU counts (trainer.nnodes=1,
   // n_gpus_per_node=8) describe its cluster, not this run, which is one process on every core.
-  if (!comm::launched_distributed()) {
+  if (!comm::launched_by_mpi()) {
     if ((t.nnodes != 0 && t.nnodes != 1) || (t.n_gpus_per_node != 0 && t.n_gpus_per_node != 1))
       std::fprintf(stderr, "[config] trainer.nnodes = %lld, trainer.n_gpus_per_node = %lld: this run is one "
                    "process on this machine's cores (mpirun -np N starts N ranks, which these keys then check)\n",
