@@ -255,6 +255,7 @@ int64_t launcher_world_size() {
 }  // namespace
 
 bool launched_distributed() { return launcher_world_size() > 1; }
+bool launched_by_mpi() { return launcher_env({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE"}, 0) > 0; }
 int launch_rank() {
   return static_cast<int>(launcher_env({"OMPI_COMM_WORLD_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK"}, 0));
 }

@@ -178,6 +178,8 @@ Communicator& world();
 // otherwise); both from the launcher's environment, without initialising MPI.
 bool launched_distributed();
 int launch_rank();
+// Whether an MPI launcher started this process, with any number of ranks (mpirun -np 1 included).
+bool launched_by_mpi();
 // Leaves the process with `status` at once, without waiting for the other ranks (error paths of a
 // distributed run: the launcher then stops the other ranks). Flushes stdio first.
 [[noreturn]] void exit_now(int status);

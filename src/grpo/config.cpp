@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <set>
 
 #include "core/error.h"
 #include "core/files.h"
 #include "grpo/config_table.h"
+#include "grpo/verl_keys.h"
 #include "kernels/backend.h"
 #include "train/actor.h"
 
@@ -55,12 +57,21 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 std::string unknown_key_message(const std::string& where, const std::string& key, const YAML::Node& value) {
   std::string best;
   size_t best_distance = std::max<size_t>(3, key.size() / 4) + 1;
-  for (const auto& k : key_specs()) {
-    size_t d = edit_distance(key, k.name);
-    const size_t dot = k.name.rfind('.');
-    if (dot != std::string::npos) d = std::min(d, edit_distance(key, k.name.substr(dot + 1)) + 1);
-    if (d < best_distance) best_distance = d, best = k.name;
-  }
+  // The nearest of our keys and of verl's keys that we accept: by the whole dotted path, or by the last
+  // component against the last component (a key put in the wrong section).
+  const size_t key_dot = key.rfind('.');
+  const std::string key_last = key_dot == std::string::npos ? key : key.substr(key_dot + 1);
+  auto consider = [&](const std::string& name) {
+    size_t d = edit_distance(key, name);
+    const size_t dot = name.rfind('.');
+    if (dot != std::string::npos) {
+      d = std::min(d, edit_distance(key, name.substr(dot + 1)) + 1);
+      d = std::min(d, edit_distance(key_last, name.substr(dot + 1)) + 1);
+    }
+    if (d < best_distance) best_distance = d, best = name;
+  };
+  for (const auto& k : key_specs()) consider(k.name);
+  for (const auto& name : verl_key_names()) consider(name);
   std::string section = key;
   while (!section.empty() && !is_section(section)) {
     const size_t dot = section.rfind('.');
@@ -82,20 +93,59 @@ std::string unknown_key_message(const std::string& where, const std::string& key
              " (`grpo train --help-config` lists every key)");
 }
 
+// A verl key that is not ours (verl_keys.h): accepted when it has no effect here (recorded in `notes`) or
+// holds a value that leaves its feature off (what this engine does anyway); an error naming it, the value
+// and why otherwise.
+void accept_verl_key(const VerlKeyRule& rule, const std::string& where, const std::string& spelled,
+                     const YAML::Node& value, ConfigNotes& notes, std::vector<std::string>& errors) {
+  const bool scalar = value.IsNull() || value.IsScalar();
+  const bool empty = value.IsNull() || ((value.IsMap() || value.IsSequence()) && value.size() == 0);
+  if (rule.kind == VerlKeyKind::OnlyDefault && !empty && !(scalar && verl_value_accepted(rule, value.Scalar()))) {
+    std::string accepted;
+    for (const auto& a : rule.accepted) accepted += (accepted.empty() ? "" : ", ") + a;
+    errors.push_back(cat("[config] ", where, ": ", spelled, " = ", shown(value), " is not supported here: ", rule.why,
+                         " (accepted: ", accepted.empty() ? "null" : accepted + " or null", ")"));
+    return;
+  }
+  if (rule.kind == VerlKeyKind::NoEffect &&
+      std::find(notes.no_effect.begin(), notes.no_effect.end(), spelled) == notes.no_effect.end())
+    notes.no_effect.push_back(spelled);
+}
+
+// Whether some verl rule lies under `prefix` (a mapping in a YAML file to descend into).
+bool is_verl_section(const std::string& prefix) {
+  for (const auto& name : verl_key_names())
+    if (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 && name[prefix.size()] == '.')
+      return true;
+  return false;
+}
+
 void collect_file_keys(const YAML::Node& map, const std::string& prefix, const std::string& file,
-                       std::map<std::string, Given>& given, std::vector<std::string>& errors) {
+                       std::map<std::string, Given>& given, ConfigNotes& notes, std::vector<std::string>& errors) {
   for (const auto& item : map) {
     const std::string where = cat(file, ":", item.first.Mark().line + 1);
     const std::string spelled = prefix.empty() ? item.first.Scalar() : prefix + "." + item.first.Scalar();
     const std::string key = resolve_alias(spelled);
-    if (find_key(key)) {
+    // Our keys; a mapping under one of our sections (or aliases), or under a verl section with rules
+    // of its own, is read key by key; a verl section whose keys all have no effect is accepted whole.
+    const bool ours = find_key(key) != nullptr;
+    const bool map = item.second.IsMap() && item.second.size() > 0;
+    const VerlKeyRule* verl = ours ? nullptr : find_verl_key(key);
+    const bool verl_section = verl && verl->pattern.ends_with(".*");
+    if (ours) {
       auto [it, fresh] = given.emplace(key, Given{item.second, where, spelled});
       if (!fresh)
         errors.push_back(cat("[config] ", where, ": key \"", key, "\" is given twice (also as \"",
                              it->second.spelled, "\" at ", it->second.where, ")"));
-    } else if (is_section(key) && item.second.IsMap()) {
-      collect_file_keys(item.second, spelled, file, given, errors);
-    } else if (is_section(key) && item.second.IsNull()) {
+    } else if (map && is_section(key)) {
+      collect_file_keys(item.second, spelled, file, given, notes, errors);
+    } else if (verl_section && verl->kind == VerlKeyKind::NoEffect) {
+      accept_verl_key(*verl, where, spelled, item.second, notes, errors);
+    } else if (map && (is_verl_section(key) || verl_section)) {
+      collect_file_keys(item.second, spelled, file, given, notes, errors);
+    } else if (verl) {
+      accept_verl_key(*verl, where, spelled, item.second, notes, errors);
+    } else if ((is_section(key) || is_verl_section(key)) && item.second.IsNull()) {
       continue;  // an empty section keeps its defaults
     } else if (is_section(key)) {
       errors.push_back(cat("[config] ", where, ": \"", key, "\" is a section and needs a mapping of keys, got ",
@@ -194,12 +244,24 @@ void assign(const KeySpec& spec, const Given& g, Config& config, std::vector<std
       return;
     }
     case KeyType::String: {
+      // verl's data files are a file or a list of files (Hydra: "['a.parquet', 'b.parquet']").
+      const bool files = spec.name == "data.train_files" || spec.name == "data.val_files";
+      if (files && g.node.IsSequence() && g.node.size() == 1 && g.node[0].IsScalar()) {
+        *static_cast<std::string*>(p) = g.node[0].Scalar();
+        return;
+      }
+      if (files && g.node.IsSequence() && g.node.size() > 1)
+        return bad(cat(g.node.size(), " files: one file per key is read today (concatenate them into one) in"));
       if (!scalar) return bad("expected text, got");
       if (!spec.allowed.accepts(g.node.Scalar())) return bad("not an allowed value:");
       *static_cast<std::string*>(p) = g.node.Scalar();
       return;
     }
     case KeyType::StringList: {
+      if (scalar && !g.node.Scalar().empty() && spec.allowed.accepts(g.node.Scalar())) {  // one name: a list of one
+        *static_cast<std::vector<std::string>*>(p) = {g.node.Scalar()};
+        return;
+      }
       if (!g.node.IsSequence()) return bad("expected a list, got");
       std::vector<std::string> v;
       for (const auto& item : g.node) {
@@ -234,13 +296,41 @@ void assign(const KeySpec& spec, const Given& g, Config& config, std::vector<std
 }
 
 // Derived values: clip_ratio_low/high default to clip_ratio, loss_scale_factor 0 means the maximum
-// response length, and scale_rewards / norm_adv_by_std_in_grpo agree.
-void resolve(Config& c, const std::map<std::string, Given>& given, std::vector<std::string>& errors) {
+// response length, scale_rewards / norm_adv_by_std_in_grpo agree; as verl: the run folder defaults to
+// checkpoints/<project>/<experiment>, the reference's token budget to the actor's, and do_sample false
+// is greedy decoding (the sampling keys it overrides are noted as unused).
+void resolve(Config& c, const std::map<std::string, Given>& given, ConfigNotes& notes,
+             std::vector<std::string>& errors) {
   auto is_set = [&](const char* key) {
     auto it = given.find(key);
     return it != given.end() && !it->second.node.IsNull();
   };
   auto& actor = c.actor_rollout_ref.actor;
+  if (!is_set("trainer.default_local_dir"))
+    c.trainer.default_local_dir = cat("checkpoints/", c.trainer.project_name, "/", c.trainer.experiment_name);
+  // verl's reference log-prob micro-batches follow the actor's unless set.
+  auto& ref = c.actor_rollout_ref.ref;
+  if (!is_set("actor_rollout_ref.ref.log_prob_use_dynamic_bsz")) ref.log_prob_use_dynamic_bsz = actor.use_dynamic_bsz;
+  if (!is_set("actor_rollout_ref.ref.log_prob_max_token_len_per_gpu"))
+    ref.log_prob_max_token_len_per_gpu = actor.ppo_max_token_len_per_gpu;
+  // do_sample false is greedy decoding whatever the sampling keys say (verl's validation default).
+  auto greedy = [&](const char* section, bool do_sample, double& temperature, double& top_p, int64_t& top_k) {
+    if (do_sample) return;
+    const std::pair<const char*, bool> differs[] = {
+        {"temperature", temperature != 0}, {"top_p", top_p != 1}, {"top_k", top_k != -1}};
+    for (const auto& [k, set_otherwise] : differs)
+      if (set_otherwise && is_set(cat("actor_rollout_ref.rollout.", section, k).c_str()))
+        notes.unused.push_back(cat("actor_rollout_ref.rollout.", section, k, " = ",
+                                   given.at(cat("actor_rollout_ref.rollout.", section, k)).node.Scalar(),
+                                   " is not used: actor_rollout_ref.rollout.", section,
+                                   "do_sample is false (greedy decoding", *section ? ", verl's default" : "",
+                                   "); set ", section, "do_sample=true to sample"));
+    temperature = 0, top_p = 1, top_k = -1;
+  };
+  auto& rollout = c.actor_rollout_ref.rollout;
+  greedy("", rollout.do_sample, rollout.temperature, rollout.top_p, rollout.top_k);
+  greedy("val_kwargs.", rollout.val_kwargs.do_sample, rollout.val_kwargs.temperature, rollout.val_kwargs.top_p,
+         rollout.val_kwargs.top_k);
   if (!is_set("actor_rollout_ref.actor.clip_ratio_low")) actor.clip_ratio_low = actor.clip_ratio;
   if (!is_set("actor_rollout_ref.actor.clip_ratio_high")) actor.clip_ratio_high = actor.clip_ratio;
   if (actor.loss_scale_factor == 0) actor.loss_scale_factor = static_cast<double>(c.data.max_response_length);
@@ -283,11 +373,11 @@ std::vector<std::string> cross_checks(const Config& c) {
   if (rollout.temperature == 0 && n > 1)
     e.push_back(cat("[config] actor_rollout_ref.rollout.temperature = 0 (greedy) with rollout.n = ", n,
                     ": the n responses of a prompt would be identical, so every advantage is 0 and nothing is "
-                    "learned; sample with temperature > 0 (e.g. 1.0) or set n = 1"));
+                    "learned; sample (rollout.do_sample=true, temperature > 0, e.g. 1.0) or set n = 1"));
   if (rollout.val_kwargs.temperature == 0 && rollout.val_kwargs.n > 1)
     e.push_back(cat("[config] actor_rollout_ref.rollout.val_kwargs.temperature = 0 (greedy) with val_kwargs.n = ",
-                    rollout.val_kwargs.n, ": the responses would be identical; set val_kwargs.temperature > 0 "
-                    "(e.g. 1.0) or val_kwargs.n = 1"));
+                    rollout.val_kwargs.n, ": the responses would be identical; sample (val_kwargs.do_sample=true, "
+                    "val_kwargs.temperature > 0, e.g. 1.0) or set val_kwargs.n = 1"));
   if (!c.mixed_precision.op_blacklist.empty())
     e.push_back("[config] mixed_precision.op_blacklist: not supported (every GEMM reads bf16 inputs when "
                 "mixed_precision.enabled is true); leave it empty, or set mixed_precision.enabled: false for f32 "
@@ -304,9 +394,10 @@ std::vector<std::string> cross_checks(const Config& c) {
       if (!plain_name(*value))
         e.push_back(cat("[config] trainer.", key, " = \"", *value, "\" names the TensorBoard folder: expected a "
                         "non-empty name without '/' (not . or ..)"));
-  if (actor.ppo_mini_batch_size > c.data.train_batch_size || c.data.train_batch_size % actor.ppo_mini_batch_size)
+  // A mini-batch size that does not divide the batch leaves a smaller last mini-batch (as in verl).
+  if (actor.ppo_mini_batch_size > c.data.train_batch_size)
     e.push_back(cat("[config] actor_rollout_ref.actor.ppo_mini_batch_size = ", actor.ppo_mini_batch_size,
-                    " must divide data.train_batch_size = ", c.data.train_batch_size));
+                    " must be at most data.train_batch_size = ", c.data.train_batch_size));
   if (!actor.use_dynamic_bsz && (actor.ppo_mini_batch_size * n) % actor.ppo_micro_batch_size_per_gpu)
     e.push_back(cat("[config] actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu = ",
                     actor.ppo_micro_batch_size_per_gpu, " must divide ppo_mini_batch_size x rollout.n = ",
@@ -358,6 +449,100 @@ std::vector<std::string> cpu_checks() {
   return {};
 }
 
+// One command-line override as verl's run scripts write it: key=value, +key=value (Hydra: add a key),
+// ++key=value (add or override). The value is YAML, with Hydra's None read as null.
+struct Override {
+  std::string key, where;
+  YAML::Node value;
+};
+
+bool parse_override(const std::string& text, Override& ov, std::vector<std::string>& errors) {
+  std::string o = text;
+  if (o.starts_with("++"))
+    o = o.substr(2);
+  else if (o.starts_with("+"))
+    o = o.substr(1);
+  else if (o.starts_with("~")) {
+    errors.push_back(cat("[config] ", text, ": Hydra's ~key (delete a key) is not supported; leave the key out, or "
+                         "set it to null to keep its default"));
+    return false;
+  }
+  const size_t eq = o.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    errors.push_back(cat("[config] override ", text, ": expected key=value"));
+    return false;
+  }
+  ov.key = o.substr(0, eq);
+  ov.where = "override " + ov.key;
+  const std::string raw = o.substr(eq + 1);
+  try {
+    ov.value = raw == "None" ? YAML::Node(YAML::NodeType::Null) : YAML::Load(raw);
+  } catch (const YAML::Exception& e) {
+    errors.push_back(cat("[config] override ", text, ": the value is not valid YAML: ", e.msg));
+    return false;
+  }
+  return true;
+}
+
+// trainer.logger: a name alone is a list of one (verl accepts both); the loggers verl writes and we do
+// not (wandb, mlflow, ...) leave the list for `notes`, and metrics.jsonl (ours) takes their place.
+void split_loggers(YAML::Node& node, ConfigNotes& notes) {
+  if (node.IsScalar()) {
+    YAML::Node list(YAML::NodeType::Sequence);
+    list.push_back(node.Scalar());
+    node = list;
+  }
+  if (!node.IsSequence()) return;  // assign() reports it
+  YAML::Node kept(YAML::NodeType::Sequence);
+  bool foreign = false, jsonl = false;
+  for (const auto& item : node) {
+    if (item.IsScalar() && is_foreign_logger(item.Scalar())) {
+      notes.foreign_loggers.push_back(item.Scalar());
+      foreign = true;
+      continue;
+    }
+    // verl's `file` logger writes the metrics as JSON lines: ours is metrics.jsonl.
+    const bool file = item.IsScalar() && item.Scalar() == "file";
+    jsonl = jsonl || file || (item.IsScalar() && item.Scalar() == "jsonl");
+    kept.push_back(file ? YAML::Node("jsonl") : YAML::Node(item));
+  }
+  if (foreign && !jsonl) kept.push_back("jsonl");
+  node = kept;
+}
+
+// Text values after reading: a leading ~/ is the home folder (verl's paths are often written so), and
+// ${section.key} is that key's value (verl's default run folder is checkpoints/${trainer.project_name}/
+// ${trainer.experiment_name}).
+void expand_text_values(Config& c, const std::map<std::string, Given>& given, std::vector<std::string>& errors) {
+  for (const auto& spec : key_specs()) {
+    if (spec.type != KeyType::String) continue;
+    std::string& v = *static_cast<std::string*>(spec.field(c));
+    auto it = given.find(spec.name);
+    const std::string where = it == given.end() ? "default" : it->second.where;
+    if (v.starts_with("~/")) {
+      const char* home = std::getenv("HOME");
+      if (home && *home) v = home + v.substr(1);
+    }
+    for (size_t at = v.find("${"); at != std::string::npos; at = v.find("${", at)) {
+      const size_t end = v.find('}', at);
+      const std::string ref = end == std::string::npos ? "" : v.substr(at + 2, end - at - 2);
+      const KeySpec* target = ref.empty() ? nullptr : find_key(ref);
+      if (!target || target->type != KeyType::String || target->name == spec.name) {
+        errors.push_back(cat("[config] ", where, ": ", spec.name, " = \"", v, "\": ${...} must name another text key "
+                             "(e.g. ${trainer.experiment_name}); environment variables are the shell's ($VAR)"));
+        break;
+      }
+      const std::string text = *static_cast<std::string*>(target->field(c));
+      if (text.find("${") != std::string::npos) {
+        errors.push_back(cat("[config] ", where, ": ", spec.name, " refers to ", ref, " which refers to another key"));
+        break;
+      }
+      v.replace(at, end - at + 1, text);
+      at += text.size();
+    }
+  }
+}
+
 void throw_if_any(const std::vector<std::string>& errors) {
   if (errors.empty()) return;
   std::string msg;
@@ -367,9 +552,10 @@ void throw_if_any(const std::vector<std::string>& errors) {
 
 }  // namespace
 
-Config load_config(const std::string& yaml_path, const std::vector<std::string>& overrides) {
+Config load_config(const std::string& yaml_path, const std::vector<std::string>& overrides, ConfigNotes* notes_out) {
   std::vector<std::string> errors;
   std::map<std::string, Given> given;
+  ConfigNotes notes;
   if (!yaml_path.empty()) {
     std::string text;
     try {
@@ -384,31 +570,25 @@ Config load_config(const std::string& yaml_path, const std::vector<std::string>&
       fail("[config] ", yaml_path, ":", e.mark.line + 1, ": YAML syntax error: ", e.msg);
     }
     if (root.IsMap()) {
-      collect_file_keys(root, "", yaml_path, given, errors);
+      collect_file_keys(root, "", yaml_path, given, notes, errors);
     } else if (!root.IsNull()) {
       fail("[config] ", yaml_path, ": expected a mapping of keys at the top level, got ", shown(root));
     }
   }
   for (const auto& o : overrides) {
-    const size_t eq = o.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      errors.push_back(cat("[config] --set ", o, ": expected key=value"));
-      continue;
-    }
-    const std::string spelled = o.substr(0, eq), key = resolve_alias(spelled);
-    YAML::Node value;
-    try {
-      value = YAML::Load(o.substr(eq + 1));
-    } catch (const YAML::Exception& e) {
-      errors.push_back(cat("[config] --set ", o, ": the value is not valid YAML: ", e.msg));
-      continue;
-    }
+    Override ov;
+    if (!parse_override(o, ov, errors)) continue;
+    const std::string key = resolve_alias(ov.key);
     if (!find_key(key)) {
-      errors.push_back(unknown_key_message("--set", spelled, value));
+      if (const VerlKeyRule* verl = find_verl_key(key))
+        accept_verl_key(*verl, ov.where, ov.key, ov.value, notes, errors);
+      else
+        errors.push_back(unknown_key_message(ov.where, ov.key, ov.value));
       continue;
     }
-    given[key] = Given{value, "--set " + spelled, spelled};
+    given[key] = Given{ov.value, ov.where, ov.key};
   }
+  if (auto it = given.find("trainer.logger"); it != given.end()) split_loggers(it->second.node, notes);
   Config config;
   for (const auto& [key, g] : given) assign(*find_key(key), g, config, errors);
   for (const auto& spec : key_specs()) {
@@ -419,10 +599,44 @@ Config load_config(const std::string& yaml_path, const std::vector<std::string>&
                            " is required (", spec.doc, ")"));
   }
   throw_if_any(errors);
-  resolve(config, given, errors);
+  expand_text_values(config, given, errors);
+  resolve(config, given, notes, errors);
   throw_if_any(errors);
   validate_config(config);
+  if (notes_out) *notes_out = notes;
   return config;
+}
+
+std::vector<std::string> verl_config_name_overrides(const std::string& config_name) {
+  std::string name = config_name;
+  for (const char* ext : {".yaml", ".yml"})
+    if (name.ends_with(ext)) name.resize(name.size() - std::string(ext).size());
+  if (name == "ppo_trainer" || name == "ppo_megatron_trainer") return {};
+  // recipe/dapo/config/dapo_trainer.yaml: ppo_trainer plus these defaults (its other additions,
+  // gen_batch_size and the dapo reward manager, have no effect here).
+  if (name == "dapo_trainer") return {"trainer.project_name=verl-dapo", "reward.overlong_buffer.penalty_factor=0.0"};
+  fail("[config] --config-name ", config_name,
+       ": no equivalent here; the verl configs we start from are ppo_trainer (the default), ppo_megatron_trainer "
+       "(the same keys; its megatron.* settings have no effect here) and dapo_trainer (recipe/dapo); pass the "
+       "others' keys as overrides, or a YAML file of our keys");
+}
+
+std::string ConfigNotes::describe(const std::string& run_dir) const {
+  std::string s;
+  if (!no_effect.empty()) {
+    s += "[config] no effect here (verl's engines, parallel sizes, offload, micro-batch sizing, Ray, critic, "
+         "...):";
+    for (size_t i = 0; i < no_effect.size(); ++i) s += (i ? ", " : " ") + no_effect[i];
+    s += "\n";
+  }
+  if (!foreign_loggers.empty()) {
+    s += "[config] trainer.logger:";
+    for (size_t i = 0; i < foreign_loggers.size(); ++i) s += (i ? ", " : " ") + foreign_loggers[i];
+    s += cat(" not written here; metrics go to ", run_dir, "/metrics.jsonl (add tensorboard to trainer.logger for "
+             "event files, which `wandb sync --sync-tensorboard` uploads)\n");
+  }
+  for (const auto& u : unused) s += "[config] " + u + "\n";
+  return s;
 }
 
 void validate_config(const Config& config) {
@@ -541,7 +755,11 @@ std::string config_help() {
     s += cat("  ", k.name, " (", k.type, ", default ", k.default_value, ")\n      ", k.doc, "; allowed: ", k.allowed,
              "\n");
   s += "Aliases: use_dynamic_bsz, max_tokens_per_gpu, actor_rollout_ref.actor.max_tokens_per_gpu, "
-       "actor_rollout_ref.actor.optim.lr_scheduler_type, reward_model.overlong_buffer.*\n";
+       "actor_rollout_ref.actor.optim.lr_scheduler_type, actor_rollout_ref.actor.optim.clip_grad, "
+       "actor_rollout_ref.nccl_timeout, reward_model.overlong_buffer.*, "
+       "reward_model.reward_kwargs.overlong_buffer_cfg.*, reward.reward_kwargs.overlong_buffer_cfg.*, "
+       "custom_reward_function.overlong_buffer.*\n"
+       "verl's keys that steer only its GPU machinery are accepted and listed as having no effect (docs/verl.md).\n";
   return s;
 }
 

@@ -9,7 +9,14 @@
 //
 // Aliases accepted on input: use_dynamic_bsz, max_tokens_per_gpu (the mission's names),
 // actor_rollout_ref.actor.max_tokens_per_gpu, actor_rollout_ref.actor.optim.lr_scheduler_type (=
-// warmup_style) and reward_model.overlong_buffer.* (DAPO's section name).
+// warmup_style), actor_rollout_ref.actor.optim.clip_grad (= actor.grad_clip), actor_rollout_ref.nccl_timeout
+// (= trainer.comm_timeout_s), reward_model.overlong_buffer.* and
+// reward_model.reward_kwargs.overlong_buffer_cfg.*, reward.reward_kwargs.overlong_buffer_cfg.*,
+// custom_reward_function.overlong_buffer.* (DAPO's spellings).
+//
+// verl's run scripts: the defaults are verl's ppo_trainer.yaml defaults (docs/verl.md lists the few
+// deliberate differences); overrides may carry Hydra's + / ++ prefixes and list syntax; verl's keys that
+// only steer its GPU machinery are accepted and reported as having no effect here (grpo/verl_keys.h).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -32,7 +39,7 @@ struct DataConfig {
   int64_t train_batch_size = 1024;  // prompts per step
   int64_t max_prompt_length = 512;  // tokens
   int64_t max_response_length = 512;
-  bool filter_overlong_prompts = true;  // drop (and count) prompts longer than max_prompt_length
+  bool filter_overlong_prompts = false;  // drop (and count) prompts longer than max_prompt_length
   std::string truncation = "error";     // when not filtering: error | left | right
   bool shuffle = true;
   bool apply_chat_template = true;  // false: the prompt text is tokenized as is
@@ -94,6 +101,7 @@ struct ActorConfig {
 };
 
 struct ValKwargs {
+  bool do_sample = false;    // false: greedy (verl's default for validation), whatever temperature says
   double temperature = 0.0;  // 0: greedy
   double top_p = 1.0;
   int64_t top_k = -1;
@@ -101,6 +109,7 @@ struct ValKwargs {
 };
 
 struct RolloutConfig {
+  bool do_sample = true;  // false: greedy
   int64_t n = 1;  // responses per prompt (the group size)
   double temperature = 1.0;
   double top_p = 1.0;
@@ -109,7 +118,7 @@ struct RolloutConfig {
   std::string kv_cache_dtype = "auto";  // auto | f32 | bf16 | int8
   double gpu_memory_utilization = 0.5;  // fraction of free memory for the KV cache
   int64_t max_num_batched_tokens = 8192;
-  int64_t max_num_seqs = 1024;
+  int64_t max_num_seqs = 256;
   bool enable_prefix_caching = true;
   bool share_group_prompt = true;  // prefill a prompt once for its n samples (false: once per sample)
   bool continuous_batching = true;  // false: a static batch padded to its longest response (baseline)
@@ -118,7 +127,7 @@ struct RolloutConfig {
   ValKwargs val_kwargs;
 };
 
-struct RefConfig {
+struct RefConfig {  // the two token settings default to the actor's (as in verl)
   int64_t log_prob_micro_batch_size_per_gpu = 4;
   bool log_prob_use_dynamic_bsz = false;
   int64_t log_prob_max_token_len_per_gpu = 16384;
@@ -133,7 +142,7 @@ struct ActorRolloutRefConfig {
 
 struct FilterGroupsConfig {
   bool enable = false;
-  int64_t max_num_gen_batches = 10;  // 0: one pass over the training prompts, at least 10 (see trainer.h)
+  int64_t max_num_gen_batches = 0;  // 0: one pass over the training prompts, at least 10 (see trainer.h)
 };
 
 struct AlgorithmConfig {
@@ -146,15 +155,17 @@ struct AlgorithmConfig {
 
 struct TrainerConfig {
   int64_t total_training_steps = 0;  // 0: total_epochs x steps per epoch
-  int64_t total_epochs = 1;
+  int64_t total_epochs = 30;
   int64_t save_freq = -1;  // steps; -1: only at the end
   int64_t max_actor_ckpt_to_keep = 0;  // newest checkpoints kept (the oldest removed); 0 (or null): all
   int64_t test_freq = -1;  // steps; -1: only before/after training
-  std::string default_local_dir = "runs/grpo";  // run folder: checkpoints, metrics.jsonl, report
+  // Run folder: checkpoints, metrics.jsonl, report. Unset in a loaded config it is verl's
+  // checkpoints/<project_name>/<experiment_name>; ${key} in a text value is that key's value.
+  std::string default_local_dir = "checkpoints/verl_examples/gsm8k";
   int64_t seed = 42;
   std::vector<std::string> logger = {"console", "jsonl"};  // console | jsonl | tensorboard
-  std::string project_name = "grpo.cpp";  // TensorBoard folder <run>/tensorboard_log/<project>/<experiment>
-  std::string experiment_name = "grpo";
+  std::string project_name = "verl_examples";  // TensorBoard folder <run>/tensorboard_log/<project>/<experiment>
+  std::string experiment_name = "gsm8k";
   bool val_before_train = true;
   // A run folder that holds an earlier run: disable refuses it (unless --overwrite), auto resumes from its
   // latest checkpoint, resume_path resumes from resume_from_path (see run_folder.h).
@@ -204,10 +215,26 @@ struct Config {
   SftConfig sft;
 };
 
+// What loading a config accepted without acting on it, for one line each at start-up (and `--check`).
+struct ConfigNotes {
+  std::vector<std::string> no_effect;        // verl's keys that steer only its GPU machinery, as given
+  std::vector<std::string> foreign_loggers;  // trainer.logger entries we do not write (wandb, mlflow, ...)
+  std::vector<std::string> unused;           // values set but not used (e.g. a temperature under do_sample false)
+  // The lines to print ("" when there is nothing to say); `run_dir` is where metrics.jsonl goes.
+  std::string describe(const std::string& run_dir) const;
+};
+
 // Reads `yaml_path` ("" = defaults only), applies overrides ("key=value", value in YAML syntax, e.g.
-// "actor_rollout_ref.actor.optim.betas=[0.9, 0.95]"), validates everything and resolves derived values
-// (clip_ratio_low/high from clip_ratio, loss_scale_factor, scale_rewards <-> norm_adv_by_std_in_grpo).
-Config load_config(const std::string& yaml_path, const std::vector<std::string>& overrides = {});
+// "actor_rollout_ref.actor.optim.betas=[0.9, 0.95]"; Hydra's "+key=value" and "++key=value" too),
+// validates everything and resolves derived values (clip_ratio_low/high from clip_ratio,
+// loss_scale_factor, scale_rewards <-> norm_adv_by_std_in_grpo, do_sample, ${key} in text values).
+// `notes` (optional) receives the verl keys accepted without effect.
+Config load_config(const std::string& yaml_path, const std::vector<std::string>& overrides = {},
+                   ConfigNotes* notes = nullptr);
+// Hydra's --config-name of a verl run: the overrides that turn our defaults into that config's defaults
+// ("ppo_trainer" and "ppo_megatron_trainer": none; "dapo_trainer": DAPO's recipe config). A name we
+// have no equivalent for is an error that lists the ones there are.
+std::vector<std::string> verl_config_name_overrides(const std::string& config_name);
 // Validates a Config built in code (the same checks load_config makes after reading).
 void validate_config(const Config& config);
 std::string config_to_yaml(const Config& config);

@@ -205,6 +205,8 @@ std::vector<KeySpec> build_table() {
           "ZeRO-3: while training keep only this rank's shard of the layers' parameters and gather each layer "
           "just in time, the next one prefetched (false: ZeRO-2, whole parameters on every rank)"),
 
+      KEY(actor_rollout_ref.rollout.do_sample, any(),
+          "sample (false: greedy decoding, whatever temperature, top_p and top_k say)"),
       KEY(actor_rollout_ref.rollout.n, count(), "responses sampled per prompt (the group size)"),
       KEY(actor_rollout_ref.rollout.temperature, temperature(),
           "sampling temperature; 0: greedy (training then needs rollout.n = 1)"),
@@ -229,6 +231,9 @@ std::vector<KeySpec> build_table() {
           "the batch), fastest (it up to the measured crossover, oneDNN above), onednn (baseline)"),
       KEY(actor_rollout_ref.rollout.ignore_eos, any(),
           "ignore stop tokens: every response runs to max_response_length (benchmarks: the same work per step)"),
+      KEY(actor_rollout_ref.rollout.val_kwargs.do_sample, any(),
+          "sample in validation (false, verl's default: greedy, whatever val_kwargs' temperature, top_p and top_k "
+          "say)"),
       KEY(actor_rollout_ref.rollout.val_kwargs.temperature, temperature(),
           "validation temperature; 0: greedy (then val_kwargs.n must be 1)"),
       KEY(actor_rollout_ref.rollout.val_kwargs.top_p, between(1e-6, 1), "validation nucleus mass"),
@@ -239,9 +244,10 @@ std::vector<KeySpec> build_table() {
       KEY(actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu, count(),
           "sequences per reference log-prob micro-batch (when log_prob_use_dynamic_bsz is false)"),
       KEY(actor_rollout_ref.ref.log_prob_use_dynamic_bsz, any(),
-          "reference log-prob micro-batches by token budget (first-fit decreasing)"),
+          "reference log-prob micro-batches by token budget (first-fit decreasing); default: the actor's "
+          "use_dynamic_bsz"),
       KEY(actor_rollout_ref.ref.log_prob_max_token_len_per_gpu, count(),
-          "token budget of a reference log-prob micro-batch"),
+          "token budget of a reference log-prob micro-batch; default: the actor's ppo_max_token_len_per_gpu"),
 
       KEY(algorithm.adv_estimator, one_of({"grpo"}), "advantage estimator"),
       KEY(algorithm.norm_adv_by_std_in_grpo, any(), "divide advantages by the group std (false: Dr. GRPO)"),
@@ -259,7 +265,9 @@ std::vector<KeySpec> build_table() {
       KEY(trainer.max_actor_ckpt_to_keep, count0(),
           "checkpoints kept, the newest (older ones removed once a new one is complete); 0 or null: all"),
       KEY(trainer.test_freq, count().or_value(-1), "validate every this many steps; -1: only at the end"),
-      KEY(trainer.default_local_dir, any(), "run folder: checkpoints, metrics.jsonl, config, report"),
+      KEY(trainer.default_local_dir, any(),
+          "run folder: checkpoints, metrics.jsonl, config, report; unset: checkpoints/<project_name>/"
+          "<experiment_name> (as verl); ${key} in any text value is that key's value"),
       KEY(trainer.seed, at_least(0), "seed of data order, sampling and initialisation (any integer >= 0)"),
       KEY(trainer.logger, one_of({"console", "jsonl", "tensorboard"}),
           "where step metrics go: console (a line per step), jsonl (<run>/metrics.jsonl, also read by "
@@ -310,7 +318,12 @@ const Alias kAliases[] = {
     {"max_tokens_per_gpu", "actor_rollout_ref.actor.ppo_max_token_len_per_gpu"},
     {"actor_rollout_ref.actor.max_tokens_per_gpu", "actor_rollout_ref.actor.ppo_max_token_len_per_gpu"},
     {"actor_rollout_ref.actor.optim.lr_scheduler_type", "actor_rollout_ref.actor.optim.warmup_style"},
+    {"actor_rollout_ref.actor.optim.clip_grad", "actor_rollout_ref.actor.grad_clip"},
+    {"actor_rollout_ref.nccl_timeout", "trainer.comm_timeout_s"},
     {"reward_model.overlong_buffer", "reward.overlong_buffer"},
+    {"reward_model.reward_kwargs.overlong_buffer_cfg", "reward.overlong_buffer"},
+    {"reward.reward_kwargs.overlong_buffer_cfg", "reward.overlong_buffer"},  // verl's newer reward section
+    {"custom_reward_function.overlong_buffer", "reward.overlong_buffer"},  // DAPO's early run scripts
 };
 
 bool starts_section(const std::string& name, const std::string& prefix) {

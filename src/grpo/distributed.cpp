@@ -2,6 +2,7 @@
 #include "grpo/distributed.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 
 #include "comm/bytes.h"
@@ -17,6 +18,15 @@ void check_world(const Config& config, comm::Communicator& comm) {
   const TrainerConfig& t = config.trainer;
   std::string machines;
   for (const auto& [h, n] : per_host) machines += (machines.empty() ? "" : ", ") + h + ": " + std::to_string(n);
+  // A process started without an MPI launcher: a verl script's GPU counts (trainer.nnodes=1,
+  // n_gpus_per_node=8) describe its cluster, not this run, which is one process on every core.
+  if (!comm::launched_by_mpi()) {
+    if ((t.nnodes != 0 && t.nnodes != 1) || (t.n_gpus_per_node != 0 && t.n_gpus_per_node != 1))
+      std::fprintf(stderr, "[config] trainer.nnodes = %lld, trainer.n_gpus_per_node = %lld: this run is one "
+                   "process on this machine's cores (mpirun -np N starts N ranks, which these keys then check)\n",
+                   static_cast<long long>(t.nnodes), static_cast<long long>(t.n_gpus_per_node));
+    return;
+  }
   GRPO_CHECK(t.nnodes == 0 || t.nnodes == nodes, "[config] trainer.nnodes = ", t.nnodes, " but the launcher started ",
              comm.size(), " ranks on ", nodes, " machine(s) (", machines, "); set it to ", nodes,
              " or 0, or launch on ", t.nnodes, " machines (mpirun --hostfile)");

@@ -20,7 +20,8 @@
 //   within the tolerance above (optimizer state is saved in the whole layout, whatever the ranks).
 // - A rank killed mid-step stops the job (mpirun ends it, non-zero, naming the rank); a rank that hangs
 //   (SIGSTOP) makes the other fail with a clear error once trainer.comm_timeout_s is over.
-// - trainer.nnodes / n_gpus_per_node that disagree with the launch are errors naming the key.
+// - trainer.nnodes / n_gpus_per_node that disagree with an mpirun launch are errors naming the key (without
+//   a launcher, one process runs and a line says so: verl's scripts pass their GPU counts).
 // - `grpo bench dist` runs with its own defaults for every option left out (as the README calls it) and
 //   reports each run with its step time and, for the distributed runs, the bytes sent.
 #include <dirent.h>
@@ -385,10 +386,17 @@ TEST_F(CliDist, LaunchThatDisagreesWithTheConfigIsAnError) {
                                dir_ + "/bad.log");
   EXPECT_NE(per_node.status, 0);
   EXPECT_NE(per_node.output.find("trainer.n_gpus_per_node = 4 but"), std::string::npos) << per_node.output;
-  const Outcome nodes = run_to_end(command(1, train_args(dir_ + "/bad", {"--set", "trainer.nnodes=2"})), dir_ + "/bad.log");
+  const Outcome nodes = run_to_end(command(2, train_args(dir_ + "/bad", {"--set", "trainer.nnodes=2"})), dir_ + "/bad.log");
   EXPECT_NE(nodes.status, 0);
-  EXPECT_NE(nodes.output.find("trainer.nnodes = 2 but the launcher started 1 ranks on 1 machine"), std::string::npos)
+  EXPECT_NE(nodes.output.find("trainer.nnodes = 2 but the launcher started 2 ranks on 1 machine"), std::string::npos)
       << nodes.output;
+  // Without a launcher they are a verl script's GPU counts: one process runs, and says so.
+  const std::vector<std::string> gpus = {"--set", "trainer.n_gpus_per_node=8", "--set", "trainer.total_training_steps=1"};
+  const Outcome one = run_to_end(command(1, train_args(dir_ + "/verl_gpus", gpus)), dir_ + "/verl_gpus.log");
+  EXPECT_EQ(one.status, 0) << one.output;
+  EXPECT_NE(one.output.find("trainer.nnodes = 0, trainer.n_gpus_per_node = 8: this run is one process"),
+            std::string::npos)
+      << one.output;
 }
 
 TEST_F(CliDist, BenchDistRunsWithTheDefaultsOfTheOptionsLeftOut) {

@@ -2,6 +2,8 @@
 // the key / value / line / what is allowed, and the resolved YAML loading back to the same config.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 
@@ -44,6 +46,14 @@ TEST(Config, DefaultsAreVerls) {
   EXPECT_TRUE(c.algorithm.norm_adv_by_std_in_grpo);
   EXPECT_EQ(c.algorithm.adv_estimator, "grpo");
   EXPECT_EQ(c.trainer.save_freq, -1);
+  // verl's ppo_trainer.yaml defaults that differed here before verl's run scripts were read unchanged.
+  EXPECT_FALSE(c.data.filter_overlong_prompts);
+  EXPECT_EQ(c.trainer.total_epochs, 30);
+  EXPECT_EQ(c.trainer.default_local_dir, "checkpoints/verl_examples/gsm8k");
+  EXPECT_EQ(c.algorithm.filter_groups.max_num_gen_batches, 0);
+  EXPECT_EQ(c.actor_rollout_ref.rollout.max_num_seqs, 256);
+  EXPECT_TRUE(c.actor_rollout_ref.rollout.do_sample);
+  EXPECT_FALSE(c.actor_rollout_ref.rollout.val_kwargs.do_sample);
   ASSERT_EQ(c.reward.functions.size(), 1u);
   EXPECT_EQ(c.reward.functions[0].name, "math");
   // derived: loss_scale_factor 0 -> max_response_length
@@ -115,7 +125,7 @@ TEST(Config, UnknownKeyNamesKeyValueLineAndWhatIsAllowed) {
   EXPECT_TRUE(contains(e, "max_prompt_length")) << e;  // lists the allowed keys of the section
 
   e = error_of([&] { load_config(dir.write("c.yaml", kMinimal), {"trainer.sed=3"}); });
-  EXPECT_TRUE(contains(e, "--set")) << e;
+  EXPECT_TRUE(contains(e, "override trainer.sed")) << e;
   EXPECT_TRUE(contains(e, "trainer.seed")) << e;
   e = error_of([&] { load_config(dir.write("c.yaml", std::string(kMinimal) + "wandb: {}\n")); });
   EXPECT_TRUE(contains(e, "unknown key \"wandb\"")) << e;
@@ -134,12 +144,12 @@ TEST(Config, WrongTypesAreErrors) {
            {"data.shuffle=maybe", "expected true or false"},
            {"actor_rollout_ref.actor.optim.betas=0.9", "expected a list"},
            {"actor_rollout_ref.actor.optim.betas=[0.9]", "wrong number of items"},
-           {"data.train_files=[a, b]", "expected text"},
+           {"data.train_files={a: b}", "expected text"},
            {"reward.functions=[{name: math, pattern: x}]", "not used by reward function \"math\""},
        }) {
     std::string e = error_of([&] { load_config(path, {k.set}); });
     EXPECT_TRUE(contains(e, k.expect)) << k.set << " -> " << e;
-    EXPECT_TRUE(contains(e, "--set")) << e;
+    EXPECT_TRUE(contains(e, "override " + k.set.substr(0, k.set.find('=')))) << e;
   }
 }
 
@@ -168,8 +178,13 @@ TEST(Config, OutOfRangeValuesAreErrors) {
 TEST(Config, CrossChecksAndRequiredKeys) {
   test::TempDir dir;
   const std::string path = dir.write("c.yaml", kMinimal);
-  std::string e = error_of([&] { load_config(path, {"data.train_batch_size=10", "actor_rollout_ref.actor.ppo_mini_batch_size=4"}); });
-  EXPECT_TRUE(contains(e, "must divide data.train_batch_size")) << e;
+  std::string e = error_of([&] { load_config(path, {"data.train_batch_size=10", "actor_rollout_ref.actor.ppo_mini_batch_size=16"}); });
+  EXPECT_TRUE(contains(e, "must be at most data.train_batch_size")) << e;
+  // One that does not divide it leaves a smaller last mini-batch, as in verl.
+  EXPECT_EQ(load_config(path, {"data.train_batch_size=10", "actor_rollout_ref.actor.ppo_mini_batch_size=4",
+                               "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1"})
+                .actor_rollout_ref.actor.ppo_mini_batch_size,
+            4);
   e = error_of([&] {
     load_config(path, {"actor_rollout_ref.actor.use_dynamic_bsz=true",
                        "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=100"});
@@ -198,7 +213,7 @@ TEST(Config, ResolvedYamlRoundTrips) {
                           "reward.functions=[{name: format, weight: 0.5, pattern: '\\\\boxed\\{.*\\}: \"x\"'}, "
                           "{name: external, command: 'python3 r.py --flag', timeout_s: 2.5, workers: 3}]",
                           "trainer.logger=[console]"});
-  EXPECT_EQ(c.trainer.experiment_name, "grpo");  // null keeps the default
+  EXPECT_EQ(c.trainer.experiment_name, "gsm8k");  // null keeps the default (verl's)
   EXPECT_EQ(c.trainer.project_name, "true");
   const std::string yaml = config_to_yaml(c);
   Config back = load_config(dir.write("resolved.yaml", yaml));
@@ -329,7 +344,7 @@ TEST(Config, SettingsThatCannotWorkAreRefused) {
            {{"trainer.resume_mode=resume_path"}, "needs trainer.resume_from_path"},
            {{"trainer.resume_from_path=runs/x"}, "set trainer.resume_mode: resume_path"},
            {{"trainer.logger=[tensorboard]", "trainer.project_name=a/b"}, "trainer.project_name = \"a/b\""},
-           {{"trainer.logger=[wandb]"}, "a list of: console, jsonl, tensorboard"},
+           {{"trainer.logger=[neptune]"}, "a list of: console, jsonl, tensorboard"},
            {{"reward.functions=[{name: math, weight: 1e7}]"}, "weight = 1e+07 must be a finite number"},
            {{"reward.functions=[{name: external, command: x, workers: 100000}]"}, "workers: expected an integer in [1, 256]"},
            {{"reward.functions=[{name: external, command: x, timeout_s: 1e300}]"}, "timeout_s: expected a number"},
@@ -339,6 +354,132 @@ TEST(Config, SettingsThatCannotWorkAreRefused) {
   }
   EXPECT_NO_THROW(load_config(path, {"actor_rollout_ref.rollout.temperature=0", "actor_rollout_ref.rollout.n=1"}));
   EXPECT_NO_THROW(load_config(path, {"actor_rollout_ref.rollout.val_kwargs.n=4",
+                                     "actor_rollout_ref.rollout.val_kwargs.do_sample=true",
                                      "actor_rollout_ref.rollout.val_kwargs.temperature=0.7",
                                      "trainer.logger=[console, tensorboard]", "trainer.resume_mode=auto"}));
+}
+
+// verl's run scripts: overrides as Hydra parses them, verl's keys without effect here, loggers we do not
+// write, and features we do not have refused by name.
+TEST(Config, VerlOverridesParseAsHydraDoes) {
+  test::TempDir dir;
+  const std::string path = dir.write("c.yaml", kMinimal);
+  ConfigNotes notes;
+  Config c = load_config("", {"++data.train_files=['a.parquet']", "+actor_rollout_ref.model.path=~/models/qwen",
+                              "data.val_files=None", "actor_rollout_ref.actor.optim.lr=1e-6",
+                              "actor_rollout_ref.actor.use_kl_loss=True", "trainer.logger=[\"console\",\"wandb\"]",
+                              "trainer.project_name='proj'", "trainer.experiment_name=exp"},
+                         &notes);
+  EXPECT_EQ(c.data.train_files, "a.parquet");
+  EXPECT_EQ(c.actor_rollout_ref.model.path, std::string(std::getenv("HOME")) + "/models/qwen");
+  EXPECT_EQ(c.data.val_files, "");
+  EXPECT_DOUBLE_EQ(c.actor_rollout_ref.actor.optim.lr, 1e-6);
+  EXPECT_TRUE(c.actor_rollout_ref.actor.use_kl_loss);
+  EXPECT_EQ(c.trainer.logger, (std::vector<std::string>{"console", "jsonl"}));  // wandb's metrics: metrics.jsonl
+  EXPECT_EQ(notes.foreign_loggers, (std::vector<std::string>{"wandb"}));
+  EXPECT_EQ(c.trainer.default_local_dir, "checkpoints/proj/exp");  // verl's default run folder
+  EXPECT_TRUE(contains(notes.describe("runs/x"), "wandb not written here; metrics go to runs/x/metrics.jsonl")) << notes.describe("runs/x");
+
+  // A logger named alone, verl's `file` logger (JSON lines: ours), ${key} in a text value.
+  c = load_config(path, {"trainer.logger=file", "trainer.default_local_dir=out/${trainer.experiment_name}"});
+  EXPECT_EQ(c.trainer.logger, (std::vector<std::string>{"jsonl"}));
+  EXPECT_EQ(c.trainer.default_local_dir, "out/gsm8k");
+  std::string e = error_of([&] { load_config(path, {"trainer.default_local_dir=${oc.env:HOME}/x"}); });
+  EXPECT_TRUE(contains(e, "${...} must name another text key")) << e;
+  e = error_of([&] { load_config(path, {"data.train_files=[a.parquet, b.parquet]"}); });
+  EXPECT_TRUE(contains(e, "2 files: one file per key is read today")) << e;
+  e = error_of([&] { load_config(path, {"~trainer.seed"}); });
+  EXPECT_TRUE(contains(e, "Hydra's ~key")) << e;
+}
+
+TEST(Config, VerlGpuKeysAreAcceptedOnceAndFeaturesWeLackAreRefused) {
+  test::TempDir dir;
+  // verl's sections in a file: read key by key where some are ours or have rules, else accepted whole.
+  const std::string path = dir.write("c.yaml",
+                                     "data:\n  train_files: train.jsonl\n  dataloader_num_workers: 8\n"
+                                     "critic:\n  optim:\n    lr: 1e-5\n"
+                                     "actor_rollout_ref:\n  model:\n    path: models/tiny\n"
+                                     "    override_config:\n      attention_dropout: 0.0\n"
+                                     "  rollout:\n    name: vllm\n"
+                                     "    engine_kwargs:\n      vllm: {}\n"
+                                     "    multi_turn:\n      enable: false\n      format: hermes\n"
+                                     "reward_model:\n  reward_manager: dapo\n  overlong_buffer:\n    enable: true\n"
+                                     "    len: 16\n    log: false\n");
+  ConfigNotes notes;
+  const Config c = load_config(path,
+              {"actor_rollout_ref.rollout.tensor_model_parallel_size=2", "actor_rollout_ref.actor.fsdp_config.param_offload=True",
+               "actor_rollout_ref.ref.log_prob_micro_batch_size=128", "actor_rollout_ref.model.lora_rank=0",
+               "+actor_rollout_ref.model.override_config.attention_dropout=0.", "algorithm.use_kl_in_reward=False",
+               "trainer.critic_warmup=0", "actor_rollout_ref.actor.strategy=fsdp2", "algorithm.filter_groups.metric=acc",
+               "actor_rollout_ref.rollout.tensor_model_parallel_size=4"},
+              &notes);
+  EXPECT_TRUE(c.reward.overlong_buffer.enable);
+  EXPECT_EQ(c.reward.overlong_buffer.len, 16);
+  for (const char* k : {"critic", "actor_rollout_ref.rollout.name", "actor_rollout_ref.rollout.engine_kwargs",
+                        "data.dataloader_num_workers", "reward_model.reward_manager",
+                        "actor_rollout_ref.rollout.multi_turn.format", "actor_rollout_ref.rollout.tensor_model_parallel_size",
+                        "actor_rollout_ref.actor.fsdp_config.param_offload", "trainer.critic_warmup"})
+    EXPECT_NE(std::find(notes.no_effect.begin(), notes.no_effect.end(), k), notes.no_effect.end()) << k;
+  // Keys at a value that leaves their feature off agree with what this engine does: not listed.
+  EXPECT_EQ(std::find(notes.no_effect.begin(), notes.no_effect.end(), "actor_rollout_ref.model.lora_rank"),
+            notes.no_effect.end());
+  EXPECT_EQ(std::count(notes.no_effect.begin(), notes.no_effect.end(),
+                       "actor_rollout_ref.rollout.tensor_model_parallel_size"),
+            1);
+  const std::string line = notes.describe("runs/x");
+  EXPECT_EQ(std::count(line.begin(), line.end(), '\n'), 1) << line;
+
+  for (const auto& [set, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"actor_rollout_ref.model.lora_rank=64", "LoRA is not supported"},
+           {"algorithm.use_kl_in_reward=True", "use actor_rollout_ref.actor.use_kl_loss"},
+           {"actor_rollout_ref.rollout.multi_turn.enable=true", "multi-turn rollouts"},
+           {"+actor_rollout_ref.model.override_config.max_position_embeddings=32768", "overriding config.json"},
+           {"reward_model.enable=True", "a reward model is not supported"},
+           {"actor_rollout_ref.actor.policy_loss.loss_mode=gspo", "vanilla"},
+           {"data.apply_chat_template_kwargs.enable_thinking=false", "chat template arguments"},
+           {"defaults=[ppo_trainer]", "Hydra's defaults list"},
+       }) {
+    const std::string e = error_of([&] { load_config(path, {set}); });
+    EXPECT_TRUE(contains(e, set.substr(set.starts_with("+") ? 1 : 0, set.find('=') - (set.starts_with("+") ? 1 : 0))))
+        << e;
+    EXPECT_TRUE(contains(e, "is not supported here") && contains(e, expect)) << set << " -> " << e;
+  }
+  // The nearest key, ours or verl's, by the whole path or the last part.
+  std::string e = error_of([&] { load_config(path, {"actor_rollout_ref.rollout.gpu_memory_utilisation=0.5"}); });
+  EXPECT_TRUE(contains(e, "did you mean actor_rollout_ref.rollout.gpu_memory_utilization?")) << e;
+  e = error_of([&] { load_config(path, {"actor_rollout_ref.actor.fsdp_config.param_ofload=True"}); });
+  EXPECT_TRUE(contains(e, "did you mean actor_rollout_ref.actor.fsdp_config.param_offload?")) << e;
+}
+
+TEST(Config, VerlDerivedDefaults) {
+  test::TempDir dir;
+  const std::string path = dir.write("c.yaml", kMinimal);
+  ConfigNotes notes;
+  // The reference's token budget follows the actor's; do_sample false is greedy, saying what is unused.
+  Config c = load_config(path, {"actor_rollout_ref.actor.use_dynamic_bsz=true",
+                                "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=3000",
+                                "actor_rollout_ref.rollout.val_kwargs.temperature=0.6"},
+                         &notes);
+  EXPECT_TRUE(c.actor_rollout_ref.ref.log_prob_use_dynamic_bsz);
+  EXPECT_EQ(c.actor_rollout_ref.ref.log_prob_max_token_len_per_gpu, 3000);
+  EXPECT_EQ(c.actor_rollout_ref.rollout.val_kwargs.temperature, 0.0);
+  ASSERT_EQ(notes.unused.size(), 1u);
+  EXPECT_TRUE(contains(notes.unused[0], "val_kwargs.temperature = 0.6 is not used")) << notes.unused[0];
+  ConfigNotes quiet;  // greedy values under greedy decoding: nothing unused
+  load_config(path, {"actor_rollout_ref.rollout.val_kwargs.temperature=0", "actor_rollout_ref.rollout.val_kwargs.top_k=-1"},
+              &quiet);
+  EXPECT_TRUE(quiet.unused.empty());
+  c = load_config(path, {"actor_rollout_ref.rollout.val_kwargs.do_sample=True",
+                         "actor_rollout_ref.rollout.val_kwargs.temperature=0.6", "actor_rollout_ref.nccl_timeout=60",
+                         "actor_rollout_ref.actor.optim.clip_grad=0.5",
+                         "+reward_model.reward_kwargs.overlong_buffer_cfg.enable=True",
+                         "+reward_model.reward_kwargs.overlong_buffer_cfg.len=64"});
+  EXPECT_EQ(c.actor_rollout_ref.rollout.val_kwargs.temperature, 0.6);
+  EXPECT_EQ(c.trainer.comm_timeout_s, 60);
+  EXPECT_EQ(c.actor_rollout_ref.actor.grad_clip, 0.5);
+  EXPECT_TRUE(c.reward.overlong_buffer.enable);
+  EXPECT_EQ(c.reward.overlong_buffer.len, 64);
+  EXPECT_EQ(verl_config_name_overrides("ppo_trainer.yaml"), std::vector<std::string>{});
+  const std::string e = error_of([&] { verl_config_name_overrides("grpo_trainer"); });
+  EXPECT_TRUE(contains(e, "no equivalent here") && contains(e, "dapo_trainer")) << e;
 }

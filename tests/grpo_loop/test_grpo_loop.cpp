@@ -350,7 +350,7 @@ TEST_F(GrpoLoop, TooFewOrNoPromptsAreErrorsBeforeTheFirstStep) {
   std::string e = error_of([&] { train("few", {"data.train_batch_size=32", "actor_rollout_ref.actor.ppo_mini_batch_size=32"}); });
   EXPECT_NE(e.find("has 16 prompts, fewer than data.train_batch_size = 32"), std::string::npos) << e;
   EXPECT_FALSE(file_exists(run_dir("few") + "/metrics.jsonl"));
-  e = error_of([&] { train("filtered", {"data.max_prompt_length=5"}); });
+  e = error_of([&] { train("filtered", {"data.max_prompt_length=5", "data.filter_overlong_prompts=true"}); });
   EXPECT_NE(e.find("all 16 prompts are longer than 5 tokens"), std::string::npos) << e;
 }
 
@@ -378,7 +378,7 @@ TEST_F(GrpoLoop, LoggersAndValidationWithSeveralResponses) {
                             "trainer.project_name=p", "trainer.experiment_name=e",
                             "data.val_files=" + dir_.path() + "/val.jsonl",
                             "actor_rollout_ref.rollout.val_kwargs.n=3",
-                            "actor_rollout_ref.rollout.val_kwargs.temperature=1.0"}),
+                            "actor_rollout_ref.rollout.val_kwargs.do_sample=true", "actor_rollout_ref.rollout.val_kwargs.temperature=1.0"}),
               opt)
       .run();
   const std::string run = run_dir("tb");
@@ -396,7 +396,7 @@ TEST_F(GrpoLoop, LoggersAndValidationWithSeveralResponses) {
 
   const std::vector<Json> m = train("val", {"trainer.total_training_steps=1", "data.val_files=" + dir_.path() + "/val.jsonl",
                                             "actor_rollout_ref.rollout.val_kwargs.n=3",
-                                            "actor_rollout_ref.rollout.val_kwargs.temperature=1.0"});
+                                            "actor_rollout_ref.rollout.val_kwargs.do_sample=true", "actor_rollout_ref.rollout.val_kwargs.temperature=1.0"});
   ASSERT_EQ(m.size(), 3u);  // validation before, step 1, validation at the end
   for (const Json& v : {m[0], m[2]}) {
     const double mean = v.at("val/accuracy").get<double>(), best = v.at("val/accuracy/best@3").get<double>();
@@ -430,9 +430,14 @@ TEST_F(GrpoLoop, ASecondRunIntoTheSameFolderIsRefusedResumedOrOverwritten) {
 }
 
 // The reference model's log-probs follow actor_rollout_ref.ref.log_prob_* (their own micro-batching, as in
-// verl), not the actor's: counted by the decoder forward passes of a profiled step.
+// verl), not the actor's: counted by the decoder forward passes of a profiled step. Unset, the token
+// settings default to the actor's (verl's interpolation).
 TEST_F(GrpoLoop, ReferenceLogProbsUseTheirOwnMicroBatching) {
-  const Config fixed = config("x", {"actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=3"});
+  const train::MicroBatching follows = ref_micro_batching(config("x", {}));
+  EXPECT_TRUE(follows.dynamic);
+  EXPECT_EQ(follows.max_tokens, 1024);
+  const Config fixed = config("x", {"actor_rollout_ref.ref.log_prob_use_dynamic_bsz=false",
+                                    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=3"});
   const train::MicroBatching r = ref_micro_batching(fixed);
   EXPECT_FALSE(r.dynamic);
   EXPECT_EQ(r.micro_batch_size, 3);
@@ -450,6 +455,7 @@ TEST_F(GrpoLoop, ReferenceLogProbsUseTheirOwnMicroBatching) {
     opt.profile_steps = {1};
     Profiler::clear();
     GrpoTrainer(config(run, {"trainer.total_training_steps=1", "actor_rollout_ref.actor.use_kl_loss=true",
+                             "actor_rollout_ref.ref.log_prob_use_dynamic_bsz=false",
                              "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=" + std::to_string(ref_micro_batch)}),
                 opt)
         .run();

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# GRPO on GSM8K with Qwen2-7B-Instruct, micro-batches balanced by token budget, SGLang's async rollout.
+# Mirrors verl's examples/grpo_trainer/run_qwen2-7b_seq_balance.sh: the same overrides, unchanged, with
+# its rollout_mode=async and rollout_name=sglang; `grpo train` launches it, and the model and data are
+# local (set the variables). Extra arguments pass through: `... --check` validates and trains nothing.
+set -euo pipefail
+
+GRPO=${GRPO:-grpo}
+MODEL_PATH=${MODEL_PATH:-$HOME/models/Qwen2-7B-Instruct}
+TRAIN_FILE=${TRAIN_FILE:-$HOME/data/gsm8k/train.parquet}
+TEST_FILE=${TEST_FILE:-$HOME/data/gsm8k/test.parquet}
+
+"$GRPO" train \
+    algorithm.adv_estimator=grpo \
+    data.train_files="$TRAIN_FILE" \
+    data.val_files="$TEST_FILE" \
+    data.return_raw_chat=True \
+    data.train_batch_size=1024 \
+    data.max_prompt_length=512 \
+    data.max_response_length=1024 \
+    data.filter_overlong_prompts=True \
+    data.truncation='error' \
+    actor_rollout_ref.model.path="$MODEL_PATH" \
+    actor_rollout_ref.actor.optim.lr=1e-6 \
+    actor_rollout_ref.model.use_remove_padding=True \
+    actor_rollout_ref.actor.ppo_mini_batch_size=256 \
+    actor_rollout_ref.actor.use_dynamic_bsz=True \
+    actor_rollout_ref.actor.ppo_max_token_len_per_gpu=24000 \
+    actor_rollout_ref.actor.use_kl_loss=True \
+    actor_rollout_ref.actor.kl_loss_coef=0.001 \
+    actor_rollout_ref.actor.kl_loss_type=low_var_kl \
+    actor_rollout_ref.actor.entropy_coeff=0 \
+    actor_rollout_ref.model.enable_gradient_checkpointing=True \
+    actor_rollout_ref.actor.fsdp_config.param_offload=False \
+    actor_rollout_ref.actor.fsdp_config.optimizer_offload=False \
+    actor_rollout_ref.rollout.tensor_model_parallel_size=2 \
+    actor_rollout_ref.rollout.name=sglang \
+    actor_rollout_ref.rollout.mode=async \
+    actor_rollout_ref.rollout.multi_turn.format=hermes \
+    actor_rollout_ref.rollout.gpu_memory_utilization=0.6 \
+    actor_rollout_ref.rollout.n=5 \
+    actor_rollout_ref.ref.fsdp_config.param_offload=True \
+    algorithm.use_kl_in_reward=False \
+    trainer.critic_warmup=0 \
+    trainer.logger=['console','wandb'] \
+    trainer.project_name='verl_grpo_example_gsm8k' \
+    trainer.experiment_name='qwen2_7b_function_rm_kl1e-3' \
+    trainer.val_before_train=False \
+    trainer.n_gpus_per_node=8 \
+    trainer.nnodes=1 \
+    trainer.save_freq=20 \
+    trainer.test_freq=5 \
+    trainer.total_epochs=15 "$@"
