@@ -70,7 +70,9 @@ std::unique_ptr<Session> Session::open(const Config& config, bool require_respon
   GRPO_CHECK(!model.empty(), "[config] actor_rollout_ref.model.path is required");
   {
     ErrorContext what("loading the model ", model, " (actor_rollout_ref.model.path)");
-    s->weights = ModelWeights::load(model);
+    // LoRA under mixed precision: the frozen base is held once, in bf16.
+    const bool frozen_bf16 = config.actor_rollout_ref.model.lora_rank > 0 && s->mode == ComputeMode::BF16;
+    s->weights = frozen_bf16 ? ModelWeights::load_frozen_bf16(model) : ModelWeights::load(model);
   }
   const ModelConfig& mc = s->weights->config();
   s->lora = make_lora_adapters(config, mc);

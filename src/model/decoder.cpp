@@ -29,6 +29,8 @@ ComputeMode parse_compute_mode(const std::string& s) {
 Decoder::Decoder(ModelWeights& weights, DecoderOptions opt)
     : w_(weights), c_(weights.config()), opt_(opt), k_(opt.kernels ? opt.kernels : &fused_kernels()) {
   GRPO_CHECK(opt_.lm_head_chunk > 0, "[decoder] lm_head_chunk must be positive");
+  GRPO_CHECK(opt_.mode == ComputeMode::BF16 || !w_.frozen_bf16(), "[decoder] f32 compute over a base frozen in bf16 "
+             "(its GEMM weights have no f32 copy); use bf16 compute");
   rope_ = make_rope_tables(c_, c_.max_position_embeddings);
   if (opt_.mode == ComputeMode::BF16) w_.bf16();
   if (c_.has_vision()) {

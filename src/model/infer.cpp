@@ -56,6 +56,8 @@ size_t carve(const ModelConfig& c, int64_t T, int64_t R, int64_t block_size, int
 InferenceModel::InferenceModel(ModelWeights& weights, ComputeMode mode, ops::DecodeMatmul matmul)
     : w_(weights), mode_(mode), matmul_(matmul) {
   rope_ = make_rope_tables(w_.config(), w_.config().max_position_embeddings);
+  GRPO_CHECK(mode_ == ComputeMode::BF16 || !w_.frozen_bf16(), "[infer] f32 compute over a base frozen in bf16 (its "
+             "GEMM weights have no f32 copy); use bf16 compute");
   if (mode_ == ComputeMode::BF16) w_.bf16();
   if (w_.config().has_vision()) mrope_axes_ = mrope_axes(w_.config());
 }

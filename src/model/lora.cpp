@@ -331,6 +331,7 @@ void LoraAdapters::save(const std::string& dir, const std::string& base_model) c
 }
 
 void LoraAdapters::merge_into(ModelWeights& w) const {
+  GRPO_CHECK(!w.frozen_bf16(), "[lora] merging needs the f32 weights; this base is frozen in bf16 only");
   const ModelTensors& t = w.f32();
   const float s = scale();
   for (int64_t l = 0; l < model_.num_hidden_layers; ++l)

@@ -186,6 +186,24 @@ TEST(LoraReference, DefaultInitIsTheBaseModel) {
   EXPECT_GT(gb, 0.0);
 }
 
+// A base frozen in bf16 (no f32 copy of its GEMM weights) gives the bf16 results of the full weights bit for
+// bit, and refuses f32 compute and anything that would read the missing f32 copies.
+TEST(LoraReference, FrozenBf16BaseMatchesAndRefusesF32) {
+  const std::string dir = kReferenceModels + "qwen3";
+  auto full = ModelWeights::load(dir);
+  auto frozen = ModelWeights::load_frozen_bf16(dir);
+  auto lora = LoraAdapters::load(full->config(), dir + "/lora_adapter");
+  SafetensorsFile ref = SafetensorsFile::open(dir + "/lora_case.safetensors");
+  CaseOptions opt;
+  opt.mode = ComputeMode::BF16;
+  opt.lora = lora.get();
+  const CaseOutputs a = evaluate_case(*full, ref, nullptr, opt), b = evaluate_case(*frozen, ref, nullptr, opt);
+  for (const auto& [name, t] : a) EXPECT_EQ(t.data, b.at(name).data) << name;
+  EXPECT_TRUE(contains(error_of([&] { Decoder d(*frozen, DecoderOptions{}); }), "frozen in bf16"));
+  EXPECT_TRUE(contains(error_of([&] { frozen->refresh_bf16(); }), "frozen bf16 base"));
+  EXPECT_TRUE(contains(error_of([&] { lora->merge_into(*frozen); }), "frozen in bf16"));
+}
+
 // A copy of a reference adapter folder with its config edited by `edit` and its tensors by `tensors`.
 std::string bad_adapter(const std::string& name, const std::function<void(nlohmann::json&)>& edit,
                         const std::string& tensors_from = kReferenceModels + "qwen3/lora_adapter") {
