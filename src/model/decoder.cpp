@@ -105,6 +105,7 @@ size_t Decoder::carve(int64_t T, bool dry_run) {
   s_.mcos = mrope ? f(T * D / 2) : nullptr;
   s_.msin = mrope ? f(T * D / 2) : nullptr;
   s_.lora_du = lora_ ? f(T * lora_->rank()) : nullptr;
+  s_.lora_tmp = lora_ ? f(T * std::max({Q, C, F})) : nullptr;
   s_.norm_sink = f(std::max(C, D));
   return carver.size();
 }
@@ -170,7 +171,8 @@ void Decoder::lora_forward(int64_t l, LayerActs& a, int first, int last, float* 
     const LoraPair& p = lora_->tensors().layers[l].slot[k];
     if (!p.A) continue;
     const LoraSlotShape sh = lora_slot_shape(c_, static_cast<LoraSlot>(k));
-    lora_linear_forward(out + sh.row_offset, sh.packed_rows, in, p.A, p.B, a.lora_u[k], T, sh.out, sh.in, r, s);
+    lora_linear_forward(out + sh.row_offset, sh.packed_rows, in, p.A, p.B, a.lora_u[k], s_.lora_tmp, T, sh.out, sh.in,
+                        r, s);
   }
 }
 
@@ -185,7 +187,7 @@ void Decoder::lora_backward(int64_t l, LayerActs& a, int first, int last, const 
     const LoraSlotShape sh = lora_slot_shape(c_, static_cast<LoraSlot>(k));
     const LoraPair* g = lg ? &lg->layers[l].slot[k] : nullptr;
     lora_linear_backward(din, g ? g->A : nullptr, g ? g->B : nullptr, dout + sh.row_offset, sh.packed_rows, in, p.A,
-                         p.B, a.lora_u[k], s_.lora_du, T, sh.out, sh.in, r, s);
+                         p.B, a.lora_u[k], s_.lora_du, s_.lora_tmp, T, sh.out, sh.in, r, s);
   }
 }
 

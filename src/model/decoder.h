@@ -129,6 +129,7 @@ class Decoder {
     float* lse_head;    // [T] log-sum-exp of the output layer
     float *mcos, *msin; // [T, D/2] M-RoPE rows of the batch (batches with pictures)
     float* lora_du;     // [T, r] gradient of x A^T (LoRA)
+    float* lora_tmp;    // [T, max(HD, C, F)] a LoRA product before it is added (LoRA)
     float* norm_sink;   // [max(C, D)] norm weight gradients that a frozen base discards
   };
 

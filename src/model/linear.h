@@ -21,13 +21,14 @@ void linear_backward(ComputeMode mode, float* din, float* dW, const float* dout,
 
 // LoRA on a linear (f32 in both modes: the adapters are small and fp32). Output rows y [T, N] with row stride
 // ldy (the module's columns of a packed output); x [T, K]; A [r, K], B [N, r]; s the scale.
-// Forward: u [T, r] = x A^T (kept for backward); y += s u B^T.
-void lora_linear_forward(float* y, int64_t ldy, const float* x, const float* A, const float* B, float* u, int64_t T,
-                         int64_t N, int64_t K, int64_t r, float s);
-// Backward: du [T, r] = s dy B (scratch); dx [T, K] += du A; dA [r, K] += du^T x and dB [N, r] += s dy^T u (both
-// skipped when null).
+// Forward: u [T, r] = x A^T (kept for backward); y += s u B^T (through tmp [T, N]: oneDNN's accumulating
+// GEMM (beta = 1) into a large output ran 5x slower than writing a fresh one and adding it).
+void lora_linear_forward(float* y, int64_t ldy, const float* x, const float* A, const float* B, float* u, float* tmp,
+                         int64_t T, int64_t N, int64_t K, int64_t r, float s);
+// Backward: du [T, r] = s dy B (scratch); dx [T, K] += du A (through tmp [T, K]); dA [r, K] += du^T x and
+// dB [N, r] += s dy^T u (both skipped when null).
 void lora_linear_backward(float* dx, float* dA, float* dB, const float* dy, int64_t ldy, const float* x,
-                          const float* A, const float* B, const float* u, float* du, int64_t T, int64_t N, int64_t K,
-                          int64_t r, float s);
+                          const float* A, const float* B, const float* u, float* du, float* tmp, int64_t T, int64_t N,
+                          int64_t K, int64_t r, float s);
 
 }  // namespace grpo

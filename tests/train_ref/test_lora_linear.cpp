@@ -50,8 +50,9 @@ double loss(const Problem& p, const std::vector<float>& x, const std::vector<flo
 
 TEST(LoraLinear, ForwardAddsIntoItsColumnsOnly) {
   Problem p = make_problem();
-  std::vector<float> y(p.T * p.ld, 0.5f), u(p.T * p.r);
-  lora_linear_forward(y.data() + p.off, p.ld, p.x.data(), p.A.data(), p.B.data(), u.data(), p.T, p.N, p.K, p.r, p.s);
+  std::vector<float> y(p.T * p.ld, 0.5f), u(p.T * p.r), tmp(p.T * p.N);
+  lora_linear_forward(y.data() + p.off, p.ld, p.x.data(), p.A.data(), p.B.data(), u.data(), tmp.data(), p.T, p.N, p.K,
+                      p.r, p.s);
   for (int64_t t = 0; t < p.T; ++t)
     for (int64_t c = 0; c < p.ld; ++c) {
       double want = 0.5;
@@ -67,12 +68,13 @@ TEST(LoraLinear, ForwardAddsIntoItsColumnsOnly) {
 
 TEST(LoraLinear, BackwardMatchesFiniteDifferences) {
   Problem p = make_problem();
-  std::vector<float> y(p.T * p.ld, 0.0f), u(p.T * p.r), du(p.T * p.r);
-  lora_linear_forward(y.data() + p.off, p.ld, p.x.data(), p.A.data(), p.B.data(), u.data(), p.T, p.N, p.K, p.r, p.s);
+  std::vector<float> y(p.T * p.ld, 0.0f), u(p.T * p.r), du(p.T * p.r), tmp(p.T * std::max(p.N, p.K));
+  lora_linear_forward(y.data() + p.off, p.ld, p.x.data(), p.A.data(), p.B.data(), u.data(), tmp.data(), p.T, p.N, p.K,
+                      p.r, p.s);
   std::vector<float> dx(p.T * p.K, 0.25f), dA(p.r * p.K, 0.0f), dB(p.N * p.r, 0.0f);
   // dy = d loss / dy = wy (the whole packed row; the module reads its columns).
   lora_linear_backward(dx.data(), dA.data(), dB.data(), p.wy.data() + p.off, p.ld, p.x.data(), p.A.data(), p.B.data(),
-                       u.data(), du.data(), p.T, p.N, p.K, p.r, p.s);
+                       u.data(), du.data(), tmp.data(), p.T, p.N, p.K, p.r, p.s);
   // The loss is linear in each of x, A, B alone: central differences are exact up to rounding.
   auto check = [&](std::vector<float>& v, const std::vector<float>& grad, float base, const char* what) {
     for (size_t i = 0; i < v.size(); ++i) {
@@ -92,7 +94,7 @@ TEST(LoraLinear, BackwardMatchesFiniteDifferences) {
   // Without gradient buffers only dx is computed.
   std::vector<float> dx2(p.T * p.K, 0.25f);
   lora_linear_backward(dx2.data(), nullptr, nullptr, p.wy.data() + p.off, p.ld, p.x.data(), p.A.data(), p.B.data(),
-                       u.data(), du.data(), p.T, p.N, p.K, p.r, p.s);
+                       u.data(), du.data(), tmp.data(), p.T, p.N, p.K, p.r, p.s);
   EXPECT_EQ(dx, dx2);
 }
 
