@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -202,6 +203,42 @@ TEST(LoraReference, FrozenBf16BaseMatchesAndRefusesF32) {
   EXPECT_TRUE(contains(error_of([&] { Decoder d(*frozen, DecoderOptions{}); }), "frozen in bf16"));
   EXPECT_TRUE(contains(error_of([&] { frozen->refresh_bf16(); }), "frozen bf16 base"));
   EXPECT_TRUE(contains(error_of([&] { lora->merge_into(*frozen); }), "frozen in bf16"));
+}
+
+// Qwen3-VL: the language model's linears take adapters (model.language_model.* keys) and the batch with pictures
+// runs through them; all-linear reaches the tower's linears unless the tower is frozen; the adapted model equals
+// the merged one.
+TEST(LoraReference, QwenVlLanguageModel) {
+  auto w = ModelWeights::load(grpo::test::kReferenceVl);
+  LoraConfig cfg;
+  cfg.rank = 4;
+  cfg.alpha = 8;
+  cfg.target = ModuleSelector::from_json("all-linear", "test");
+  const std::string e = error_of([&] { LoraAdapters a(w->config(), cfg, "test"); });
+  EXPECT_TRUE(contains(e, "model.visual.blocks.0.attn.qkv") && contains(e, "freeze_vision_tower")) << e;
+  LoraAdapters a(w->config(), cfg, "test", /*vision_frozen=*/true);
+  ASSERT_EQ(a.modules().size(), 7u * w->config().num_hidden_layers);
+  EXPECT_EQ(a.modules()[0], "model.language_model.layers.0.self_attn.q_proj");
+  EXPECT_TRUE(a.params().has("base_model.model.model.language_model.layers.0.mlp.down_proj.lora_B.weight"));
+  a.init_default(3);
+  for (const auto& [name, view] : a.params().entries())  // a trained-looking B, so that the adapter matters
+    if (contains(name, "lora_B"))
+      for (int64_t i = 0; i < view.numel(); ++i) view.f32()[i] = 0.05f * std::sin(0.7f * static_cast<float>(i));
+  SafetensorsFile ref = SafetensorsFile::open(grpo::test::kReferenceVl + "vl_case.safetensors");
+  CaseOptions opt;
+  opt.lora = &a;
+  const CaseOutputs adapted = evaluate_case(*w, ref, nullptr, opt);
+  int grads = 0;
+  for (const auto& [name, t] : adapted) {
+    if (name.rfind("grad.", 0) != 0) continue;
+    EXPECT_TRUE(contains(name, ".lora_")) << name;
+    ++grads;
+  }
+  EXPECT_EQ(grads, 2 * static_cast<int>(a.modules().size()));
+  EXPECT_GT(rel_err(adapted.at("logits").data, case_floats(ref, "logits")), 1e-3) << "the adapter should matter";
+  a.merge_into(*w);
+  const CaseOutputs merged = evaluate_case(*w, ref, nullptr, CaseOptions{});
+  EXPECT_LE(rel_err(adapted.at("logits").data, merged.at("logits").data), 1e-5);
 }
 
 // A copy of a reference adapter folder with its config edited by `edit` and its tensors by `tensors`.
