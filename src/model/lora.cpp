@@ -290,7 +290,9 @@ void LoraAdapters::init_default(uint64_t seed) {
 
 void LoraAdapters::save(const std::string& dir, const std::string& base_model) const {
   std::filesystem::create_directories(dir);
-  // target_modules: the module base names when they select exactly the adapted modules, else the full names.
+  // target_modules: the module base names when they select exactly the adapted modules, else the full names
+  // (so no exclude_modules is needed). Only fields that PEFT has had since rsLoRA (0.7) are written, so older
+  // PEFT and vLLM read the file too.
   std::set<std::string> bases;
   for (int64_t l = 0; l < model_.num_hidden_layers; ++l)
     for (int s = 0; s < kLoraSlots; ++s)
@@ -310,11 +312,9 @@ void LoraAdapters::save(const std::string& dir, const std::string& base_model) c
                       {"lora_alpha", cfg_.alpha},
                       {"use_rslora", cfg_.use_rslora},
                       {"target_modules", targets},
-                      {"exclude_modules", nullptr},
                       {"lora_dropout", 0.0},
                       {"bias", "none"},
                       {"fan_in_fan_out", false},
-                      {"use_dora", false},
                       {"init_lora_weights", true},
                       {"modules_to_save", nullptr},
                       {"layers_to_transform", nullptr},
