@@ -2,7 +2,8 @@
 // (fused kernels, chunked output layer) against the plain path (unfused kernels, full [T x V] logits) on
 // the same batch. Each path runs in its own child process so that its peak RSS is its own. Prints one
 // JSON object: tokens/s, GFLOP/s, the fraction of the GEMM peak measured in the same run, peak RSS of
-// both paths, and the ratios.
+// both paths, and the ratios. --lora-rank R also times LoRA (frozen base, adapters on all linears) against
+// full fine-tuning of the same model in the same run.
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,7 +24,7 @@ namespace {
 
 struct BenchTrainArgs {
   std::string model, preset = "small", arch = "qwen3", dtype = "bf16";
-  int64_t tokens = 4096, seq_len = 512;
+  int64_t tokens = 4096, seq_len = 512, lora_rank = 0;
   int steps = 3, threads = 0;
   bool checkpoint = false, skip_baseline = false;
 };
@@ -73,7 +74,7 @@ nlohmann::json run_in_child(const std::string& what, const std::function<nlohman
   return j;
 }
 
-nlohmann::json train_path(const BenchTrainArgs& a, bool plain) {
+nlohmann::json train_path(const BenchTrainArgs& a, bool plain, int64_t lora_rank = 0) {
   auto w = make_weights(a);
   train::TrainBenchOptions o;
   o.tokens = a.tokens;
@@ -82,6 +83,7 @@ nlohmann::json train_path(const BenchTrainArgs& a, bool plain) {
   o.decoder.mode = parse_compute_mode(a.dtype);
   o.decoder.checkpoint_activations = a.checkpoint;
   o.decoder.kernels = plain ? &plain_kernels() : &fused_kernels();
+  o.lora_rank = lora_rank;
   train::TrainBenchResult r = train::run_train_bench(*w, o);
   return {{"tokens_per_s", r.tokens_per_s},         {"gflops", r.gflops},
           {"seconds_per_step", r.seconds_per_step}, {"flop_per_step", r.flop_per_step},
@@ -115,6 +117,17 @@ void run_bench_train(const BenchTrainArgs& a) {
                         {"activation_bytes", opt["activation_bytes"]},
                         {"loss_first", opt["loss_first"]},
                         {"loss_last", opt["loss_last"]}};
+  if (a.lora_rank > 0) {
+    std::fprintf(stderr, "[bench train] LoRA rank %lld on all linears (frozen base)...\n",
+                 static_cast<long long>(a.lora_rank));
+    nlohmann::json lora = run_in_child("the LoRA path", [&] { return train_path(a, false, a.lora_rank); });
+    out["lora_rank"] = a.lora_rank;
+    out["lora_tokens_per_s"] = lora["tokens_per_s"];
+    out["lora_seconds_per_step"] = lora["seconds_per_step"];
+    out["lora_peak_rss_bytes"] = lora["peak_rss_bytes"];
+    // The target: a LoRA step at most 0.75x the full fine-tuning step of the same model.
+    out["lora_step_ratio"] = lora["seconds_per_step"].get<double>() / opt["seconds_per_step"].get<double>();
+  }
   if (!a.skip_baseline) {
     std::fprintf(stderr, "[bench train] plain path (unfused kernels, full logits)...\n");
     nlohmann::json base = run_in_child("the plain path", [&] { return train_path(a, true); });
@@ -145,6 +158,8 @@ void setup_bench_train(CLI::App& app) {
   c->add_option("--steps", a->steps, "Timed steps (after one warm-up step)");
   c->add_flag("--checkpoint-activations", a->checkpoint, "Recompute each layer during backward");
   c->add_flag("--skip-baseline", a->skip_baseline, "Do not run the plain path");
+  c->add_option("--lora-rank", a->lora_rank, "Also time LoRA of this rank on all linears against full fine-tuning")
+      ->check(CLI::NonNegativeNumber);
   c->add_option("--threads", a->threads, "Threads (default: all cores)");
   c->callback([a] { run_bench_train(*a); });
 }

@@ -2,6 +2,7 @@
 // what the engine computes under the same tensor names, for comparison with PyTorch. Cases with
 // pixel_values and image_grid_thw (Qwen3-VL's vl_case / grpo_case) run the vision tower too and also write
 // position_ids, rope_deltas, vision_pos_embeds, vision_block_input, image_embeds and deepstack_embeds.k.
+// --adapter DIR attaches a PEFT LoRA adapter: the base is frozen and the gradients are `grad.<adapter key>`.
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
@@ -13,7 +14,7 @@ namespace grpo::cli {
 namespace {
 
 struct DebugArgs {
-  std::string model, case_path, grpo, out, dtype = "f32";
+  std::string model, adapter, case_path, grpo, out, dtype = "f32";
   bool checkpoint = false;
   int threads = 0;
 };
@@ -31,7 +32,10 @@ void run_forward_backward(const DebugArgs& a) {
     }
     GRPO_CHECK(j.is_object(), "[debug] ", a.grpo, ": expected a JSON object");
   }
+  std::unique_ptr<LoraAdapters> lora;
+  if (!a.adapter.empty()) lora = LoraAdapters::load(weights->config(), a.adapter);
   train::CaseOptions opt;
+  opt.lora = lora.get();
   opt.mode = parse_compute_mode(a.dtype);
   opt.checkpoint_activations = a.checkpoint;
   train::CaseOutputs out = train::evaluate_case(*weights, cf, a.grpo.empty() ? nullptr : &j, opt);
@@ -47,6 +51,7 @@ void setup_debug(CLI::App& app) {
   CLI::App* c = debug->add_subcommand("forward-backward",
                                       "Compute logits, log-probs, entropy, losses and gradients of a reference case");
   c->add_option("--model", a->model, "Hugging Face model folder")->required();
+  c->add_option("--adapter", a->adapter, "PEFT LoRA adapter folder (adapter_config.json + adapter_model.safetensors)");
   c->add_option("--case", a->case_path, "Case file (lm_case / vl_case / grpo_case .safetensors)")->required();
   c->add_option("--grpo", a->grpo, "GRPO coefficients (grpo_case.json); without it: cross-entropy loss");
   c->add_option("--out", a->out, "Output .safetensors")->required();

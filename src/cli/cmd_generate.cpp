@@ -45,7 +45,7 @@ constexpr int64_t kInt32Min = std::numeric_limits<int32_t>::min(), kInt32Max = s
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
 struct GenerateArgs {
-  std::string model, prompts, out, kv_dtype = "bf16", dtype = "bf16";
+  std::string model, adapter, prompts, out, kv_dtype = "bf16", dtype = "bf16";
   int n = 1, max_new_tokens = 256, top_k = 0, threads = 0;
   double temperature = 1.0, top_p = 1.0, min_p = 0.0, kv_fraction = 0.3;
   int64_t kv_bytes = 0, seed = 0;
@@ -402,6 +402,9 @@ void run_generate(const GenerateArgs& a) {
   ec.kv_memory_bytes = a.kv_bytes;
   ec.kv_memory_fraction = a.kv_fraction;
   rollout::DecoderRolloutModel model(*weights, parse_compute_mode(a.dtype), ec.block_size);
+  std::unique_ptr<LoraAdapters> lora;  // applied at every step, not merged
+  if (!a.adapter.empty()) lora = LoraAdapters::load(weights->config(), a.adapter);
+  model.set_lora(lora.get());
   std::optional<ImageProcessorConfig> images;
   if (has_image_processor_config(a.model)) images = load_image_processor_config(a.model);
   const LineContext context{.defaults = defaults,
@@ -433,6 +436,7 @@ void run_generate(const GenerateArgs& a) {
 void setup_generate(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
   CLI::App* c = app.add_subcommand("generate", "Sample completions for JSONL prompts with the rollout engine");
+  c->add_option("--adapter", a->adapter, "PEFT LoRA adapter folder to apply (unmerged)");
   c->add_option("--model", a->model,
                 "Hugging Face model folder (without tokenizer.json: \"input_ids\" prompts only, texts empty)")
       ->required();

@@ -14,7 +14,7 @@ namespace grpo::cli {
 namespace {
 
 struct ScoreArgs {
-  std::string model, input, out, dtype = "f32";
+  std::string model, adapter, input, out, dtype = "f32";
   double temperature = 1.0;
   int64_t max_batch_tokens = 8192;
   int threads = 0;
@@ -28,6 +28,9 @@ void run_score(const ScoreArgs& a) {
   opt.mode = parse_compute_mode(a.dtype);
   opt.logit_scale = static_cast<float>(1.0 / a.temperature);
   Decoder dec(*weights, opt);
+  std::unique_ptr<LoraAdapters> lora;  // applied in the forward pass, not merged
+  if (!a.adapter.empty()) lora = LoraAdapters::load(weights->config(), a.adapter);
+  dec.set_lora(lora.get());
   const int64_t V = weights->config().vocab_size, P = weights->config().max_position_embeddings;
 
   // Read every line first (errors name the line), then score in packed batches under a token budget.
@@ -84,6 +87,7 @@ void setup_score(CLI::App& app) {
   auto a = std::make_shared<ScoreArgs>();
   CLI::App* c = app.add_subcommand("score", "Per-token log-probs and entropies of {\"input_ids\": [...]} lines");
   c->add_option("--model", a->model, "Hugging Face model folder")->required();
+  c->add_option("--adapter", a->adapter, "PEFT LoRA adapter folder to apply (unmerged)");
   c->add_option("--input", a->input, "JSONL input, one {\"input_ids\": [...]} per line (- for stdin)")->required();
   c->add_option("--out", a->out, "JSONL output (- for stdout)")->required();
   c->add_option("--dtype", a->dtype, "Compute mode: f32 or bf16")->check(CLI::IsMember({"f32", "bf16"}));

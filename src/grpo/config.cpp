@@ -258,7 +258,8 @@ void assign(const KeySpec& spec, const Given& g, Config& config, std::vector<std
       return;
     }
     case KeyType::StringList: {
-      if (scalar && !g.node.Scalar().empty() && spec.allowed.accepts(g.node.Scalar())) {  // one name: a list of one
+      if (scalar && !g.node.Scalar().empty() &&
+          (spec.allowed.scalar_as_list || spec.allowed.accepts(g.node.Scalar()))) {  // one name: a list of one
         *static_cast<std::vector<std::string>*>(p) = {g.node.Scalar()};
         return;
       }
@@ -411,6 +412,11 @@ std::vector<std::string> cross_checks(const Config& c) {
   if (ref.log_prob_use_dynamic_bsz && ref.log_prob_max_token_len_per_gpu < longest)
     e.push_back(cat("[config] actor_rollout_ref.ref.log_prob_max_token_len_per_gpu = ",
                     ref.log_prob_max_token_len_per_gpu, " must be >= ", longest));
+  const auto& model = c.actor_rollout_ref.model;
+  if (!model.lora_adapter_path.empty() && model.lora_rank == 0)
+    e.push_back(cat("[config] actor_rollout_ref.model.lora_adapter_path = ", model.lora_adapter_path,
+                    " is set but actor_rollout_ref.model.lora_rank = 0 (LoRA off); set lora_rank > 0 to train the "
+                    "adapter (its own r, alpha and modules are used)"));
   if (actor.clip_ratio_low >= 1)
     e.push_back(cat("[config] actor_rollout_ref.actor.clip_ratio_low = ", actor.clip_ratio_low, " must be < 1"));
   if (c.algorithm.norm_adv_by_std_in_grpo != (c.algorithm.scale_rewards != "none"))

@@ -51,6 +51,13 @@ struct ModelSection {
   bool enable_gradient_checkpointing = false;
   bool use_remove_padding = true;  // fixed micro-batches packed padding-free; false pads them to their longest
   bool use_fused_kernels = true;   // false: the unfused kernels and full [tokens x vocab] logits (baseline)
+  // LoRA (model/lora.h): lora_rank 0 trains the whole model.
+  int64_t lora_rank = 0;
+  double lora_alpha = 16;
+  std::vector<std::string> target_modules = {"all-linear"};  // "all-linear" or module names (PEFT's suffix match)
+  std::vector<std::string> exclude_modules;
+  std::string lora_adapter_path;  // start from this PEFT adapter folder (its r, alpha and modules)
+  bool use_rslora = false;        // scale alpha / sqrt(r) instead of alpha / r
 };
 
 struct OptimConfig {

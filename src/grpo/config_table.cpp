@@ -125,6 +125,11 @@ constexpr double kInt32 = 2147483647.0;
 constexpr double kFloat = 1e30;
 constexpr double kTinyFloat = 1e-30;  // positive floats stay normal (FLT_MIN ~ 1.2e-38)
 
+Allowed list_or_text() {
+  Allowed a;
+  a.scalar_as_list = true;
+  return a;
+}
 Allowed count() { return between(1, kInt32); }     // sequences, prompts, tokens, steps
 Allowed count0() { return between(0, kInt32); }    // the same, 0 allowed
 Allowed positive_float() { return between(kTinyFloat, kFloat); }
@@ -154,6 +159,15 @@ std::vector<KeySpec> build_table() {
           "fixed micro-batches packed padding-free (false: padded to their longest)"),
       KEY(actor_rollout_ref.model.use_fused_kernels, any(),
           "fused kernels and chunked lm_head log-probs (false: unfused kernels, full [tokens x vocab] logits)"),
+      KEY(actor_rollout_ref.model.lora_rank, count0(),
+          "LoRA rank r (0: full fine-tuning); the base model is frozen, only the adapters train"),
+      KEY(actor_rollout_ref.model.lora_alpha, positive_float(), "LoRA alpha: the update is scaled by alpha / r"),
+      KEY(actor_rollout_ref.model.target_modules, list_or_text(),
+          "linears that get adapters: all-linear (every linear but lm_head) or names such as [q_proj, v_proj]"),
+      KEY(actor_rollout_ref.model.exclude_modules, list_or_text(), "linears left without adapters (names)"),
+      KEY(actor_rollout_ref.model.lora_adapter_path, any(),
+          "PEFT adapter folder to start from (adapter_config.json + adapter_model.safetensors)"),
+      KEY(actor_rollout_ref.model.use_rslora, any(), "rank-stabilised LoRA: scale alpha / sqrt(r)"),
 
       KEY(actor_rollout_ref.actor.ppo_mini_batch_size, count(),
           "prompts per optimizer step (each with rollout.n responses)"),

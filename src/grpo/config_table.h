@@ -23,6 +23,7 @@ struct Allowed {
   std::vector<double> also;
   std::vector<std::string> choices;
   int64_t length = -1;  // float lists: exact number of items
+  bool scalar_as_list = false;  // string lists: a single text value reads as a list of one
 
   Allowed or_value(double v) const {
     Allowed a = *this;

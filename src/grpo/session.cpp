@@ -39,6 +39,29 @@ rollout::EngineConfig engine_config(const Config& c, const ModelConfig& m, int64
   return e;
 }
 
+std::unique_ptr<LoraAdapters> make_lora_adapters(const Config& c, const ModelConfig& m) {
+  const ModelSection& ms = c.actor_rollout_ref.model;
+  if (ms.lora_rank == 0) return nullptr;
+  const bool vision_frozen = c.actor_rollout_ref.actor.freeze_vision_tower;
+  if (!ms.lora_adapter_path.empty()) {
+    ErrorContext what("loading the LoRA adapter ", ms.lora_adapter_path, " (actor_rollout_ref.model.lora_adapter_path)");
+    return LoraAdapters::load(m, ms.lora_adapter_path, vision_frozen);
+  }
+  LoraConfig lc;
+  lc.rank = ms.lora_rank;
+  lc.alpha = ms.lora_alpha;
+  lc.use_rslora = ms.use_rslora;
+  const nlohmann::json targets = ms.target_modules.size() == 1 ? nlohmann::json(ms.target_modules[0])
+                                                               : nlohmann::json(ms.target_modules);
+  lc.target = ModuleSelector::from_json(targets, "actor_rollout_ref.model.target_modules");
+  if (lc.target.kind == ModuleSelector::Kind::Regex)  // one name given as text: a name, not a regex
+    lc.target = ModuleSelector::from_json(nlohmann::json::array({ms.target_modules[0]}), "target_modules");
+  lc.exclude = ModuleSelector::from_json(nlohmann::json(ms.exclude_modules), "actor_rollout_ref.model.exclude_modules");
+  auto lora = std::make_unique<LoraAdapters>(m, lc, "actor_rollout_ref.model (lora_rank, target_modules)", vision_frozen);
+  lora->init_default(static_cast<uint64_t>(c.trainer.seed));
+  return lora;
+}
+
 std::unique_ptr<Session> Session::open(const Config& config, bool require_response, SessionRollout rollout) {
   auto s = std::make_unique<Session>();
   s->config = config;
@@ -47,9 +70,12 @@ std::unique_ptr<Session> Session::open(const Config& config, bool require_respon
   GRPO_CHECK(!model.empty(), "[config] actor_rollout_ref.model.path is required");
   {
     ErrorContext what("loading the model ", model, " (actor_rollout_ref.model.path)");
-    s->weights = ModelWeights::load(model);
+    // LoRA under mixed precision: the frozen base is held once, in bf16.
+    const bool frozen_bf16 = config.actor_rollout_ref.model.lora_rank > 0 && s->mode == ComputeMode::BF16;
+    s->weights = frozen_bf16 ? ModelWeights::load_frozen_bf16(model) : ModelWeights::load(model);
   }
   const ModelConfig& mc = s->weights->config();
+  s->lora = make_lora_adapters(config, mc);
   GRPO_CHECK(config.data.max_prompt_length + config.data.max_response_length <= mc.max_position_embeddings,
              "[config] data.max_prompt_length + data.max_response_length = ",
              config.data.max_prompt_length + config.data.max_response_length, " tokens, more than the ",
@@ -105,6 +131,7 @@ std::unique_ptr<Session> Session::open(const Config& config, bool require_respon
                       rc.max_num_batched_tokens, " tokens per step");
     s->rollout_model = std::make_unique<rollout::DecoderRolloutModel>(*s->weights, s->mode, ec.block_size,
                                                                      ops::parse_decode_matmul(rc.decode_matmul));
+    s->rollout_model->set_lora(s->lora.get());
     s->engine = std::make_unique<rollout::Engine>(*s->rollout_model, ec, rollout::tokenizer_decode_fn(tok));
     if (comm::launch_rank() == 0) std::fprintf(stderr, "[rollout] %s\n", s->engine->kv_budget().describe().c_str());
   }

@@ -20,10 +20,18 @@ namespace grpo {
 // validates (no engine without validation data).
 enum class SessionRollout { TrainAndValidate, ValidateOnly };
 
+// The run's LoRA adapters (null when actor_rollout_ref.model.lora_rank is 0): loaded from lora_adapter_path,
+// or created from lora_rank / lora_alpha / target_modules / exclude_modules / use_rslora and initialised as
+// PEFT does (A random, B zero: step 0 is the base model), seeded by trainer.seed.
+std::unique_ptr<LoraAdapters> make_lora_adapters(const Config& c, const ModelConfig& m);
+
 struct Session {
   Config config;
   ComputeMode mode = ComputeMode::F32;  // mixed_precision.enabled -> bf16
   std::unique_ptr<ModelWeights> weights;
+  // LoRA (actor_rollout_ref.model.lora_rank > 0): the adapters trained on the frozen weights, read unmerged
+  // by the rollout engine and the trainer's decoder; null for full fine-tuning.
+  std::unique_ptr<LoraAdapters> lora;
   std::unique_ptr<Tokenizer> tokenizer;
   Dataset train, val;  // val.examples empty when there is no val file
   std::unique_ptr<rollout::DecoderRolloutModel> rollout_model;

@@ -76,7 +76,7 @@ SftSummary run_sft(const Config& cfg, bool quiet, bool overwrite) {
   adam.weight_decay = static_cast<float>(sc.weight_decay);
   adam.grad_clip = static_cast<float>(sc.grad_clip);
   train::Actor actor(*s->weights, dopt, mb, adam, &comm, data_parallel_config(cfg),
-                     cfg.actor_rollout_ref.actor.freeze_vision_tower);
+                     cfg.actor_rollout_ref.actor.freeze_vision_tower || s->lora, s->lora.get());
 
   const int64_t N = data.size(), bs = std::min<int64_t>(sc.batch_size, N);
   const int64_t per_epoch = (N + bs - 1) / bs, total = per_epoch * sc.epochs;
@@ -129,14 +129,17 @@ SftSummary run_sft(const Config& cfg, bool quiet, bool overwrite) {
     }
   }
   sum.steps = step;
-  sum.model_dir = run_dir + "/model";
+  sum.model_dir = run_dir + (s->lora ? "/adapter" : "/model");
   std::vector<std::string> extra;
   for (const char* f : {"tokenizer.json", "tokenizer_config.json", "preprocessor_config.json"}) {
     std::string p = cfg.actor_rollout_ref.model.path + "/" + f;
     if (file_exists(p)) extra.push_back(p);
   }
   actor.gather_weights();
-  if (console) save_checkpoint(sum.model_dir, s->weights->config(), s->weights->named_tensors(), DType::F32, 0, extra);
+  if (console && s->lora)  // the frozen base stays where it is; the adapter in PEFT's layout
+    s->lora->save(sum.model_dir, cfg.actor_rollout_ref.model.path);
+  else if (console)
+    save_checkpoint(sum.model_dir, s->weights->config(), s->weights->named_tensors(), DType::F32, 0, extra);
   comm.barrier();
   if (!s->val.examples.empty()) {
     s->engine->clear_prefix_cache();

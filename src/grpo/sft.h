@@ -15,7 +15,7 @@ struct SftSummary {
   double seconds = 0;
   double val_accuracy = -1;  // -1: no val file
   double final_loss = 0;
-  std::string model_dir;
+  std::string model_dir;  // the trained model (Hugging Face folder); with LoRA the adapter (PEFT folder)
 };
 
 // `overwrite`: the run folder may hold an earlier run, whose outputs are deleted (run_folder.h); else such a

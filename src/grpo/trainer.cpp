@@ -113,8 +113,11 @@ GrpoTrainer::GrpoTrainer(const Config& config, const TrainOptions& opt)
   adam.weight_decay = static_cast<float>(ac.optim.weight_decay);
   adam.grad_clip = static_cast<float>(ac.grad_clip);
   actor_ = std::make_unique<train::Actor>(*s_->weights, dopt, mb, adam, &comm_, data_parallel_config(cfg_),
-                                          ac.freeze_vision_tower);
-  if (ac.use_kl_loss && ac.kl_loss_coef != 0) {
+                                          ac.freeze_vision_tower || s_->lora, s_->lora.get());
+  if (ac.use_kl_loss && ac.kl_loss_coef != 0 && s_->lora) {
+    // LoRA: the reference policy is the frozen base, the actor's own weights without the adapters.
+    ref_decoder_ = std::make_unique<Decoder>(*s_->weights, dopt);
+  } else if (ac.use_kl_loss && ac.kl_loss_coef != 0) {
     ErrorContext loading("loading the reference model ", cfg_.actor_rollout_ref.model.path);
     ref_weights_ = ModelWeights::load(cfg_.actor_rollout_ref.model.path);
     ref_decoder_ = std::make_unique<Decoder>(*ref_weights_, dopt);
@@ -137,7 +140,10 @@ GrpoTrainer::GrpoTrainer(const Config& config, const TrainOptions& opt)
     // Every rank reads the whole-layout moments and keeps its shard, whatever the ranks that saved them.
     std::vector<float> m(actor_->trained_numel()), v(m.size());
     int64_t optimizer_steps = 0;
-    state_ = load_run_checkpoint(plan.resume_checkpoint, *s_->weights, m.data(), v.data(), m.size(), &optimizer_steps);
+    state_ = s_->lora ? load_run_lora_checkpoint(plan.resume_checkpoint, *s_->lora, m.data(), v.data(), m.size(),
+                                                 &optimizer_steps)
+                      : load_run_checkpoint(plan.resume_checkpoint, *s_->weights, m.data(), v.data(), m.size(),
+                                            &optimizer_steps);
     actor_->load_moments(m.data(), v.data(), optimizer_steps);
     s_->engine->clear_prefix_cache();
     if (console_) {
@@ -264,11 +270,14 @@ TrainSummary GrpoTrainer::run() {
       ErrorContext saving("saving the checkpoint of step ", step, " in ", run_dir_, "/checkpoints");
       // Rank 0 gathers the f32 master weights and the moments of every shard and writes one checkpoint.
       const train::Actor::FullMoments full = actor_->gather_for_checkpoint();
+      const OptimizerMoments moments{full.m, full.v, full.numel, actor_->optimizer().steps()};
+      const std::string& base = cfg_.actor_rollout_ref.model.path;
       if (console_)
         sum.final_checkpoint =
-            save_run_checkpoint(run_dir_, *s_->weights, OptimizerMoments{full.m, full.v, full.numel, actor_->optimizer().steps()},
-                                state_, DType::F32, cfg_.actor_rollout_ref.model.path,
-                                cfg_.trainer.max_actor_ckpt_to_keep);
+            s_->lora ? save_run_lora_checkpoint(run_dir_, *s_->lora, moments, state_, base, base,
+                                                cfg_.trainer.max_actor_ckpt_to_keep)
+                     : save_run_checkpoint(run_dir_, *s_->weights, moments, state_, DType::F32, base,
+                                           cfg_.trainer.max_actor_ckpt_to_keep);
       comm_.barrier();
       if (!opt_.quiet)
         std::fprintf(stderr, "[train] saved %s (%.1fs)\n", sum.final_checkpoint.c_str(), seconds_since(t0));

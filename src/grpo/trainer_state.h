@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "model/lora.h"
 #include "model/weights.h"
 #include "train/optimizer.h"
 
@@ -39,6 +40,15 @@ struct OptimizerMoments {
 std::string save_run_checkpoint(const std::string& run_dir, const ModelWeights& w, const OptimizerMoments& opt,
                                 const TrainerState& st, DType save_dtype, const std::string& tokenizer_dir,
                                 int64_t max_to_keep = 0);
+// LoRA: the same folder with the adapter in PEFT's layout (adapter_config.json + adapter_model.safetensors,
+// loadable by PEFT and vLLM, and by `--adapter`) instead of the frozen base, and the adapters' moments in
+// optimizer.safetensors (m.<adapter key>, v.<adapter key>). Written as a folder atomically.
+std::string save_run_lora_checkpoint(const std::string& run_dir, const LoraAdapters& lora, const OptimizerMoments& opt,
+                                     const TrainerState& st, const std::string& base_model,
+                                     const std::string& tokenizer_dir, int64_t max_to_keep = 0);
+// Loads a LoRA checkpoint's adapter (same modules and rank as `lora`), moments and state.
+TrainerState load_run_lora_checkpoint(const std::string& dir, LoraAdapters& lora, float* m, float* v,
+                                      int64_t moments_numel, int64_t* optimizer_steps);
 // The global_step_<N> folders of <run_dir>/checkpoints, oldest (smallest N) first.
 std::vector<std::string> run_checkpoints(const std::string& run_dir);
 // The newest complete checkpoint folder of a run ("" when there is none).

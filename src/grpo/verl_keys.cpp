@@ -96,10 +96,9 @@ std::vector<VerlKeyRule> build_rules() {
   // architecture here is config.json's); features we do not have must stay off.
   add_none(r, model, {"use_shm", "trust_remote_code", "enable_activation_offload", "use_liger",
                       "fused_kernel_options.*", "tiled_mlp.*", "mtp.*", "lora.*", "use_efficient_resharding",
-                      "lora_alpha", "target_modules", "exclude_modules", "model_type", "_target_"});
-  r.push_back(only(model + ".lora_rank", {"0"}, "LoRA is not supported in this build (lora_rank must be 0)"));
-  r.push_back(only(model + ".lora.rank", {"0"}, "LoRA is not supported in this build (lora.rank must be 0)"));
-  r.push_back(only(model + ".lora_adapter_path", {}, "LoRA adapters are not supported in this build"));
+                      "model_type", "_target_"});
+  r.push_back(only(model + ".lora.rank", {"0"}, "LoRA is set by actor_rollout_ref.model.lora_rank (with lora_alpha, "
+                   "target_modules, exclude_modules, lora_adapter_path), not by the model.lora section"));
   r.push_back(only(model + ".external_lib", {}, "external model libraries (Python) are not supported"));
   r.push_back(only(model + ".hf_config_path", {}, "config.json is read from actor_rollout_ref.model.path"));
   r.push_back(only(model + ".tokenizer_path", {}, "the tokenizer is read from actor_rollout_ref.model.path"));

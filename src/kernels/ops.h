@@ -92,7 +92,8 @@ void lm_head_forward(float* logprob, float* entropy, float* lse, const void* h, 
                      const int32_t* target, int64_t T, int64_t C, int64_t V, float logit_scale, int64_t chunk,
                      float* ws);
 // Given dlogprob [T], dentropy [T] (either may be null = 0): recomputes each chunk's logits,
-// dz = logit_scale * (g_lp (onehot - p) - g_ent p (log p + H)); dh [T,C] (=), dW [V,C] (+=, f32).
+// dz = logit_scale * (g_lp (onehot - p) - g_ent p (log p + H)); dh [T,C] (=), dW [V,C] (+=, f32; null: a
+// frozen output layer, no weight gradient).
 void lm_head_backward(float* dh, float* dW, const float* dlogprob, const float* dentropy, const void* h,
                       const void* W, DType ab_dtype, const int32_t* target, const float* lse, int64_t T,
                       int64_t C, int64_t V, float logit_scale, int64_t chunk, float* ws);

@@ -29,6 +29,8 @@ ComputeMode parse_compute_mode(const std::string& s) {
 Decoder::Decoder(ModelWeights& weights, DecoderOptions opt)
     : w_(weights), c_(weights.config()), opt_(opt), k_(opt.kernels ? opt.kernels : &fused_kernels()) {
   GRPO_CHECK(opt_.lm_head_chunk > 0, "[decoder] lm_head_chunk must be positive");
+  GRPO_CHECK(opt_.mode == ComputeMode::BF16 || !w_.frozen_bf16(), "[decoder] f32 compute over a base frozen in bf16 "
+             "(its GEMM weights have no f32 copy); use bf16 compute");
   rope_ = make_rope_tables(c_, c_.max_position_embeddings);
   if (opt_.mode == ComputeMode::BF16) w_.bf16();
   if (c_.has_vision()) {
@@ -66,6 +68,7 @@ size_t Decoder::carve(int64_t T, bool dry_run) {
     a.o_bf = bf ? h(T * Q) : nullptr;
     a.h2_bf = bf ? h(T * C) : nullptr;
     a.act_bf = bf ? h(T * F) : nullptr;
+    for (float*& u : a.lora_u) u = lora_ ? f(T * lora_->rank()) : nullptr;
   };
   acts_.resize(L);
   LayerActs shared{};
@@ -101,6 +104,9 @@ size_t Decoder::carve(int64_t T, bool dry_run) {
   const bool mrope = c_.has_vision() && batch_->has_pictures();
   s_.mcos = mrope ? f(T * D / 2) : nullptr;
   s_.msin = mrope ? f(T * D / 2) : nullptr;
+  s_.lora_du = lora_ ? f(T * lora_->rank()) : nullptr;
+  s_.lora_tmp = lora_ ? f(T * std::max({Q, C, F})) : nullptr;
+  s_.norm_sink = f(std::max(C, D));
   return carver.size();
 }
 
@@ -157,6 +163,34 @@ void Decoder::linear_backward(float* din, float* dW, const float* dout, const fl
   grpo::linear_backward(opt_.mode, din, dW, dout, in, in_bf, w32, w16, T, N, K, s_.dy_bf);
 }
 
+void Decoder::lora_forward(int64_t l, LayerActs& a, int first, int last, float* out, const float* in) {
+  if (!lora_) return;
+  const int64_t T = T_, r = lora_->rank();
+  const float s = lora_->scale();
+  for (int k = first; k <= last; ++k) {
+    const LoraPair& p = lora_->tensors().layers[l].slot[k];
+    if (!p.A) continue;
+    const LoraSlotShape sh = lora_slot_shape(c_, static_cast<LoraSlot>(k));
+    lora_linear_forward(out + sh.row_offset, sh.packed_rows, in, p.A, p.B, a.lora_u[k], s_.lora_tmp, T, sh.out, sh.in,
+                        r, s);
+  }
+}
+
+void Decoder::lora_backward(int64_t l, LayerActs& a, int first, int last, const LoraTensors* lg, float* din,
+                            const float* dout, const float* in) {
+  if (!lora_) return;
+  const int64_t T = T_, r = lora_->rank();
+  const float s = lora_->scale();
+  for (int k = first; k <= last; ++k) {
+    const LoraPair& p = lora_->tensors().layers[l].slot[k];
+    if (!p.A) continue;
+    const LoraSlotShape sh = lora_slot_shape(c_, static_cast<LoraSlot>(k));
+    const LoraPair* g = lg ? &lg->layers[l].slot[k] : nullptr;
+    lora_linear_backward(din, g ? g->A : nullptr, g ? g->B : nullptr, dout + sh.row_offset, sh.packed_rows, in, p.A,
+                         p.B, a.lora_u[k], s_.lora_du, s_.lora_tmp, T, sh.out, sh.in, r, s);
+  }
+}
+
 void Decoder::layer_forward(int64_t l, LayerActs& a, float* x_out) {
   GRPO_PROFILE("layer_forward");
   const int64_t T = T_, C = c_.hidden_size, H = c_.num_attention_heads, K = c_.num_key_value_heads,
@@ -169,6 +203,7 @@ void Decoder::layer_forward(int64_t l, LayerActs& a, float* x_out) {
 
   k_->rmsnorm_forward(a.h1, a.rstd1, a.x_in, static_cast<float*>(p.attn_norm), T, C, eps);
   linear(s_.qkv, a.h1, a.h1_bf, p.wqkv, w16(&LayerTensors::wqkv), T, Q + 2 * KV, C);
+  lora_forward(l, a, 0, 2, s_.qkv, a.h1);
   if (p.bqkv) add_bias(s_.qkv, static_cast<float*>(p.bqkv), T, Q + 2 * KV);
   split_qkv(a.q_pre, a.k_pre, a.v, s_.qkv, T, Q, KV);
   if (c_.qk_norm) {
@@ -180,45 +215,62 @@ void Decoder::layer_forward(int64_t l, LayerActs& a, float* x_out) {
   k_->attention_forward(a.o, a.lse, a.q, a.k, a.v, b.cu_seqlens.data(), b.S(), T, H, K, D,
                          1.0f / std::sqrt(static_cast<float>(D)), s_.attn_ws);
   linear(a.x_mid, a.o, a.o_bf, p.wo, w16(&LayerTensors::wo), T, C, Q);
+  lora_forward(l, a, 3, 3, a.x_mid, a.o);
   k_->add_inplace(a.x_mid, a.x_in, T * C);
   k_->rmsnorm_forward(a.h2, a.rstd2, a.x_mid, static_cast<float*>(p.mlp_norm), T, C, eps);
   linear(a.gu, a.h2, a.h2_bf, p.wgu, w16(&LayerTensors::wgu), T, 2 * F, C);
+  lora_forward(l, a, 4, 5, a.gu, a.h2);
   k_->swiglu_forward(a.act, a.gu, T, F);
   linear(x_out, a.act, a.act_bf, p.wdown, w16(&LayerTensors::wdown), T, C, F);
+  lora_forward(l, a, 6, 6, x_out, a.act);
   k_->add_inplace(x_out, a.x_mid, T * C);
 }
 
-void Decoder::layer_backward(int64_t l, LayerActs& a, const ModelTensors& g) {
+void Decoder::layer_backward(int64_t l, LayerActs& a, const ModelTensors* g, const LoraTensors* lg) {
   GRPO_PROFILE("layer_backward");
   const int64_t T = T_, C = c_.hidden_size, H = c_.num_attention_heads, K = c_.num_key_value_heads,
                 D = c_.head_dim, F = c_.intermediate_size, Q = H * D, KV = K * D;
   const LayerTensors& p = w_.f32().layers[l];
   const LayerTensors* pb = opt_.mode == ComputeMode::BF16 ? &w_.bf16().layers[l] : nullptr;
   auto w16 = [&](void* LayerTensors::*m) { return pb ? pb->*m : nullptr; };
-  const LayerTensors& gl = g.layers[l];
+  // A frozen base (g null): no weight gradients; the norms' go to a sink.
+  const LayerTensors* gl = g ? &g->layers[l] : nullptr;
   auto G = [](void* q) { return static_cast<float*>(q); };
+  auto GW = [&](void* LayerTensors::*m) { return gl ? G(gl->*m) : nullptr; };
+  auto GN = [&](void* LayerTensors::*m) { return gl ? G(gl->*m) : s_.norm_sink; };
   const PackedBatch& b = *batch_;
 
   // MLP: s_.dx holds dL/dx_out on entry.
-  linear_backward(s_.dact, G(gl.wdown), s_.dx, a.act, a.act_bf, p.wdown, w16(&LayerTensors::wdown), T, C, F);
+  linear_backward(s_.dact, GW(&LayerTensors::wdown), s_.dx, a.act, a.act_bf, p.wdown, w16(&LayerTensors::wdown), T,
+                  C, F);
+  lora_backward(l, a, 6, 6, lg, s_.dact, s_.dx, a.act);
   k_->swiglu_backward(s_.dgu, s_.dact, a.gu, T, F);
-  linear_backward(s_.dtmp, G(gl.wgu), s_.dgu, a.h2, a.h2_bf, p.wgu, w16(&LayerTensors::wgu), T, 2 * F, C);
-  k_->rmsnorm_backward(s_.dtmp, G(gl.mlp_norm), s_.dtmp, a.x_mid, G(p.mlp_norm), a.rstd2, T, C, s_.rms_ws);
+  linear_backward(s_.dtmp, GW(&LayerTensors::wgu), s_.dgu, a.h2, a.h2_bf, p.wgu, w16(&LayerTensors::wgu), T, 2 * F,
+                  C);
+  lora_backward(l, a, 4, 5, lg, s_.dtmp, s_.dgu, a.h2);
+  k_->rmsnorm_backward(s_.dtmp, GN(&LayerTensors::mlp_norm), s_.dtmp, a.x_mid, G(p.mlp_norm), a.rstd2, T, C,
+                       s_.rms_ws);
   k_->add_inplace(s_.dx, s_.dtmp, T * C);  // dL/dx_mid
   // Attention.
-  linear_backward(s_.dO, G(gl.wo), s_.dx, a.o, a.o_bf, p.wo, w16(&LayerTensors::wo), T, C, Q);
+  linear_backward(s_.dO, GW(&LayerTensors::wo), s_.dx, a.o, a.o_bf, p.wo, w16(&LayerTensors::wo), T, C, Q);
+  lora_backward(l, a, 3, 3, lg, s_.dO, s_.dx, a.o);
   k_->attention_backward(s_.dq, s_.dk, s_.dv, s_.dO, a.q, a.k, a.v, a.o, a.lse, b.cu_seqlens.data(), b.S(), T, H,
                           K, D, 1.0f / std::sqrt(static_cast<float>(D)), s_.attn_ws);
   rope(s_.dq, H, /*backward=*/true);
   rope(s_.dk, K, /*backward=*/true);
   if (c_.qk_norm) {
-    k_->rmsnorm_backward(s_.dq, G(gl.q_norm), s_.dq, a.q_pre, G(p.q_norm), a.q_rstd, T * H, D, s_.rms_ws);
-    k_->rmsnorm_backward(s_.dk, G(gl.k_norm), s_.dk, a.k_pre, G(p.k_norm), a.k_rstd, T * K, D, s_.rms_ws);
+    k_->rmsnorm_backward(s_.dq, GN(&LayerTensors::q_norm), s_.dq, a.q_pre, G(p.q_norm), a.q_rstd, T * H, D,
+                         s_.rms_ws);
+    k_->rmsnorm_backward(s_.dk, GN(&LayerTensors::k_norm), s_.dk, a.k_pre, G(p.k_norm), a.k_rstd, T * K, D,
+                         s_.rms_ws);
   }
   merge_qkv(s_.dqkv, s_.dq, s_.dk, s_.dv, T, Q, KV);
-  if (gl.bqkv) bias_grad(G(gl.bqkv), s_.dqkv, T, Q + 2 * KV);
-  linear_backward(s_.dtmp, G(gl.wqkv), s_.dqkv, a.h1, a.h1_bf, p.wqkv, w16(&LayerTensors::wqkv), T, Q + 2 * KV, C);
-  k_->rmsnorm_backward(s_.dtmp, G(gl.attn_norm), s_.dtmp, a.x_in, G(p.attn_norm), a.rstd1, T, C, s_.rms_ws);
+  if (gl && gl->bqkv) bias_grad(G(gl->bqkv), s_.dqkv, T, Q + 2 * KV);
+  linear_backward(s_.dtmp, GW(&LayerTensors::wqkv), s_.dqkv, a.h1, a.h1_bf, p.wqkv, w16(&LayerTensors::wqkv), T,
+                  Q + 2 * KV, C);
+  lora_backward(l, a, 0, 2, lg, s_.dtmp, s_.dqkv, a.h1);
+  k_->rmsnorm_backward(s_.dtmp, GN(&LayerTensors::attn_norm), s_.dtmp, a.x_in, G(p.attn_norm), a.rstd1, T, C,
+                       s_.rms_ws);
   k_->add_inplace(s_.dx, s_.dtmp, T * C);  // dL/dx_in
 }
 
@@ -273,21 +325,26 @@ void Decoder::forward(const PackedBatch& batch, float* logprob, float* entropy) 
 }
 
 void Decoder::backward(const float* dlogprob, const float* dentropy, const ModelTensors& g) {
+  backward(dlogprob, dentropy, &g, nullptr);
+}
+
+void Decoder::backward(const float* dlogprob, const float* dentropy, const ModelTensors* gp, const LoraTensors* lg) {
   GRPO_PROFILE("decoder_backward");
+  GRPO_CHECK(!lg || lora_, "[decoder] backward() given LoRA gradients but no adapters are attached");
   GRPO_CHECK(batch_, "[decoder] backward() without forward()");
   const int64_t T = T_, C = c_.hidden_size, V = c_.vocab_size, L = c_.num_hidden_layers;
   const bool bf = opt_.mode == ComputeMode::BF16;
   auto G = [](void* q) { return static_cast<float*>(q); };
-  k_->lm_head_backward(s_.dtmp, G(g.lm_head), dlogprob, dentropy, bf ? static_cast<void*>(s_.h_final_bf) : s_.h_final,
+  k_->lm_head_backward(s_.dtmp, gp ? G(gp->lm_head) : nullptr, dlogprob, dentropy, bf ? static_cast<void*>(s_.h_final_bf) : s_.h_final,
                         bf ? w_.bf16().lm_head : w_.f32().lm_head, bf ? DType::BF16 : DType::F32,
                         batch_->targets.data(), s_.lse_head, T, C, V, opt_.logit_scale, opt_.lm_head_chunk,
                         s_.head_ws);
-  k_->rmsnorm_backward(s_.dx, G(g.final_norm), s_.dtmp, x_final_, G(w_.f32().final_norm), s_.rstd_final, T, C,
+  k_->rmsnorm_backward(s_.dx, gp ? G(gp->final_norm) : s_.norm_sink, s_.dtmp, x_final_, G(w_.f32().final_norm), s_.rstd_final, T, C,
                         s_.rms_ws);
   if (hooks_) hooks_->head_done();
   // The tower's gradient: through the image rows' embeddings and the DeepStack additions (not for a frozen
   // tower, whose gradient arena has no vision tensors).
-  const bool into_vision = pictures_ && g.vision.patch_w;
+  const bool into_vision = pictures_ && gp && gp->vision.patch_w;
   const int64_t n_pads = static_cast<int64_t>(pad_rows_.size());
   const int64_t deepstack = into_vision ? static_cast<int64_t>(vision_->num_deepstack()) : 0;
   for (int64_t l = L - 1; l >= 0; --l) {
@@ -298,15 +355,15 @@ void Decoder::backward(const float* dlogprob, const float* dentropy, const Model
       layer_forward(l, acts_[l], l + 1 < L ? acts_[l + 1].x_in : x_final_);
     }
     if (hooks_) hooks_->backward_layer(l);
-    layer_backward(l, acts_[l], g);
+    layer_backward(l, acts_[l], gp, lg);
     if (hooks_) hooks_->layer_done(l);
   }
   if (pictures_) {  // image rows replaced their embeddings: no gradient for the pad token's row
     if (into_vision) gather_rows(vision_->image_embeds_grad(), s_.dx, pad_rows_.data(), n_pads, C);
     for (int32_t row : pad_rows_) std::fill_n(s_.dx + int64_t{row} * C, C, 0.0f);
   }
-  k_->embedding_backward(G(g.embed), s_.dx, batch_->ids.data(), T, C);
-  if (into_vision) vision_->backward(g.vision);
+  if (gp) k_->embedding_backward(G(gp->embed), s_.dx, batch_->ids.data(), T, C);
+  if (into_vision) vision_->backward(gp->vision);
   if (hooks_) hooks_->embedding_done();
 }
 

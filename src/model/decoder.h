@@ -10,6 +10,7 @@
 // backward carries the gradient into the tower (unless the gradient arena has no tower: a frozen one). A
 // batch without pictures runs exactly the text decoder.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "kernels/plain_ops.h"
 #include "model/batch.h"
 #include "model/linear.h"
+#include "model/lora.h"
 #include "model/rope_tables.h"
 #include "model/vision.h"
 #include "model/weights.h"
@@ -59,6 +61,15 @@ class Decoder {
   // Backpropagates dlogprob [T] and dentropy [T] (either may be null) of the last forward() and
   // accumulates (+=) parameter gradients into `grads` (an arena declared by declare_parameters).
   void backward(const float* dlogprob, const float* dentropy, const ModelTensors& grads);
+  // The same with the base frozen or not: base_grads null computes no gradient of the model's parameters
+  // (no weight-gradient GEMMs, none for the norms, embedding or output layer); lora_grads (an arena declared
+  // by LoraAdapters::declare) receives (+=) the adapters' gradients when LoRA is attached.
+  void backward(const float* dlogprob, const float* dentropy, const ModelTensors* base_grads,
+                const LoraTensors* lora_grads);
+  // Attaches LoRA adapters (null: none): every later forward adds s (x A^T) B^T to the adapted linears
+  // (computed in f32 in both modes), backward carries the gradient through both paths.
+  void set_lora(const LoraAdapters* lora) { lora_ = lora; }
+  const LoraAdapters* lora() const { return lora_; }
   // Hooks told by every later forward() and backward() (null: none).
   void set_hooks(DecoderHooks* hooks) { hooks_ = hooks; }
   // Full logits [T, V] of the last forward() (debugging and the unfused baseline only).
@@ -95,6 +106,7 @@ class Decoder {
     float* gu;         // [T, 2F]  gate | up
     float* act;        // [T, F]   silu(gate) * up
     bf16_t *h1_bf, *o_bf, *h2_bf, *act_bf;  // bf16 copies of GEMM inputs (bf16 mode), else null
+    std::array<float*, kLoraSlots> lora_u;  // [T, r] x A^T of each adapted linear (LoRA), else null
   };
   struct Scratch {
     float* qkv;      // [T, (H+2K)D]
@@ -116,6 +128,9 @@ class Decoder {
     bf16_t* h_final_bf; // [T, C]
     float* lse_head;    // [T] log-sum-exp of the output layer
     float *mcos, *msin; // [T, D/2] M-RoPE rows of the batch (batches with pictures)
+    float* lora_du;     // [T, r] gradient of x A^T (LoRA)
+    float* lora_tmp;    // [T, max(HD, C, F)] a LoRA product before it is added (LoRA)
+    float* norm_sink;   // [max(C, D)] norm weight gradients that a frozen base discards
   };
 
   size_t carve(int64_t T, bool dry_run);
@@ -123,7 +138,13 @@ class Decoder {
   void prepare_pictures(const PackedBatch& batch);
   void rope(float* x, int64_t nh, bool backward);  // plain RoPE or M-RoPE rows, in place on [T, nh, D]
   void layer_forward(int64_t l, LayerActs& a, float* x_out);
-  void layer_backward(int64_t l, LayerActs& a, const ModelTensors& g);
+  void layer_backward(int64_t l, LayerActs& a, const ModelTensors* g, const LoraTensors* lg);
+  // LoRA of the linears that read `in` [T, K] and write `out` [T, packed] (slots first..last of layer l):
+  // out[:, slot rows] += s (in A^T) B^T, keeping in A^T in a.lora_u.
+  void lora_forward(int64_t l, LayerActs& a, int first, int last, float* out, const float* in);
+  // Its backward: din [T, K] += s (dout B) A, dA and dB (+=) into lg (null: only din).
+  void lora_backward(int64_t l, LayerActs& a, int first, int last, const LoraTensors* lg, float* din,
+                     const float* dout, const float* in);
   // out [T, N] = in [T, K] W^T (W [N, K]); in bf16 mode reads in_bf (converted here from in) and the bf16 W.
   void linear(float* out, const float* in, bf16_t* in_bf, const void* w32, const void* w16, int64_t T, int64_t N,
               int64_t K);
@@ -150,6 +171,7 @@ class Decoder {
   std::vector<int32_t> pad_rows_;     // their rows, in order
   bool pictures_ = false;             // the last batch had pictures
   DecoderHooks* hooks_ = nullptr;
+  const LoraAdapters* lora_ = nullptr;
 };
 
 }  // namespace grpo

@@ -20,11 +20,13 @@ namespace {
 struct Buffers {
   float *x, *h, *qkv, *q, *k, *v, *rstd, *o, *tmp, *gu, *act, *attn_ws, *hr;  // see workspace_bytes
   float *mcos, *msin;  // [T, D/2] M-RoPE rows (Qwen3-VL)
+  float *lora_u, *lora_y;  // [T, r], [T, max((H+2K)D, F, C)] LoRA scratch (r = 0: none)
   bf16_t* x_bf;
 };
 
 // Carves the step's buffers for T tokens and R logits rows (base == nullptr: only measures).
-size_t carve(const ModelConfig& c, int64_t T, int64_t R, int64_t block_size, char* base, Buffers* b) {
+size_t carve(const ModelConfig& c, int64_t T, int64_t R, int64_t block_size, int64_t lora_rank, char* base,
+             Buffers* b) {
   const int64_t C = c.hidden_size, H = c.num_attention_heads, K = c.num_key_value_heads, D = c.head_dim,
                 F = c.intermediate_size, Q = H * D, KV = K * D;
   Carver carver(base);
@@ -44,6 +46,8 @@ size_t carve(const ModelConfig& c, int64_t T, int64_t R, int64_t block_size, cha
   b->hr = f(R * C);        // [R, C] rows whose logits are wanted
   b->mcos = c.has_vision() ? f(T * D / 2) : nullptr;
   b->msin = c.has_vision() ? f(T * D / 2) : nullptr;
+  b->lora_u = lora_rank > 0 ? f(T * lora_rank) : nullptr;
+  b->lora_y = lora_rank > 0 ? f(T * std::max({Q + 2 * KV, F, C})) : nullptr;
   b->x_bf = carver.take<bf16_t>(ops::gemv_x_scratch_elems(T, std::max({C, F, Q})));  // [T, max(C, F, Q)], padded
   return carver.size();
 }
@@ -52,6 +56,8 @@ size_t carve(const ModelConfig& c, int64_t T, int64_t R, int64_t block_size, cha
 InferenceModel::InferenceModel(ModelWeights& weights, ComputeMode mode, ops::DecodeMatmul matmul)
     : w_(weights), mode_(mode), matmul_(matmul) {
   rope_ = make_rope_tables(w_.config(), w_.config().max_position_embeddings);
+  GRPO_CHECK(mode_ == ComputeMode::BF16 || !w_.frozen_bf16(), "[infer] f32 compute over a base frozen in bf16 (its "
+             "GEMM weights have no f32 copy); use bf16 compute");
   if (mode_ == ComputeMode::BF16) w_.bf16();
   if (w_.config().has_vision()) mrope_axes_ = mrope_axes(w_.config());
 }
@@ -104,13 +110,33 @@ PromptVision InferenceModel::encode_prompt(const std::vector<int32_t>& prompt, c
 
 size_t InferenceModel::workspace_bytes(int64_t max_tokens, int64_t max_rows, int64_t block_size) const {
   Buffers b;
-  return carve(w_.config(), max_tokens, max_rows, block_size, nullptr, &b);
+  return carve(w_.config(), max_tokens, max_rows, block_size, lora_ ? lora_->rank() : 0, nullptr, &b);
 }
 
 void InferenceModel::matmul(float* y, const float* x, bf16_t* x_bf, const void* w32, const void* w16, int64_t T,
                             int64_t N, int64_t K) const {
   const bool bf = mode_ == ComputeMode::BF16;
   ops::decode_matmul(y, x, bf ? x_bf : nullptr, bf ? w16 : w32, bf ? DType::BF16 : DType::F32, T, N, K, matmul_);
+}
+
+void InferenceModel::lora(int64_t l, int first, int last, float* y, const float* x, float* u, float* tmp,
+                          int64_t T) const {
+  if (!lora_) return;
+  const int64_t r = lora_->rank();
+  const float s = lora_->scale();
+  for (int k = first; k <= last; ++k) {
+    const LoraPair& p = lora_->tensors().layers[l].slot[k];
+    if (!p.A) continue;
+    const LoraSlotShape sh = lora_slot_shape(w_.config(), static_cast<LoraSlot>(k));
+    ops::decode_matmul(u, x, nullptr, p.A, DType::F32, T, r, sh.in, matmul_);  // [T, r]
+    for (int64_t i = 0; i < T * r; ++i) u[i] *= s;
+    ops::decode_matmul(tmp, u, nullptr, p.B, DType::F32, T, sh.out, r, matmul_);  // [T, out]
+    for (int64_t t = 0; t < T; ++t) {
+      float* row = y + t * sh.packed_rows + sh.row_offset;
+      const float* add = tmp + t * sh.out;
+      for (int64_t j = 0; j < sh.out; ++j) row[j] += add[j];
+    }
+  }
 }
 
 void InferenceModel::forward(const InferStep& st, const ops::PagedKvView& kv, float* logits, Workspace& ws) const {
@@ -122,9 +148,10 @@ void InferenceModel::forward(const InferStep& st, const ops::PagedKvView& kv, fl
   GRPO_CHECK(kv.head_dim == D && kv.num_kv_heads == K && kv.num_layers == c.num_hidden_layers,
              "[infer] KV cache shape does not match the model");
   Buffers b;
-  size_t need = carve(c, T, R, kv.block_size, nullptr, &b);
+  const int64_t lora_rank = lora_ ? lora_->rank() : 0;
+  size_t need = carve(c, T, R, kv.block_size, lora_rank, nullptr, &b);
   char* base = static_cast<char*>(ws.take_bytes(need, "inference step"));
-  carve(c, T, R, kv.block_size, base, &b);
+  carve(c, T, R, kv.block_size, lora_rank, base, &b);
 
   const ModelTensors& p32 = w_.f32();
   const ModelTensors* p16 = mode_ == ComputeMode::BF16 ? &const_cast<ModelWeights&>(w_).bf16() : nullptr;
@@ -147,6 +174,7 @@ void InferenceModel::forward(const InferStep& st, const ops::PagedKvView& kv, fl
     const LayerTensors* pb = p16 ? &p16->layers[l] : nullptr;
     ops::rmsnorm_forward(b.h, b.rstd, b.x, F32(p.attn_norm), T, C, eps);
     matmul(b.qkv, b.h, b.x_bf, p.wqkv, pb ? pb->wqkv : nullptr, T, Q + 2 * KV, C);
+    lora(l, 0, 2, b.qkv, b.h, b.lora_u, b.lora_y, T);
     if (p.bqkv) add_bias(b.qkv, F32(p.bqkv), T, Q + 2 * KV);
     split_qkv(b.q, b.k, b.v, b.qkv, T, Q, KV);
     if (c.qk_norm) {
@@ -164,11 +192,14 @@ void InferenceModel::forward(const InferStep& st, const ops::PagedKvView& kv, fl
     ops::paged_attention(b.o, b.q, kv, l, st.block_table_indptr, st.block_table, st.seq_index, st.positions, T, st.S,
                          H, scale, b.attn_ws);
     matmul(b.tmp, b.o, b.x_bf, p.wo, pb ? pb->wo : nullptr, T, C, Q);
+    lora(l, 3, 3, b.tmp, b.o, b.lora_u, b.lora_y, T);
     ops::add_inplace(b.x, b.tmp, T * C);
     ops::rmsnorm_forward(b.h, b.rstd, b.x, F32(p.mlp_norm), T, C, eps);
     matmul(b.gu, b.h, b.x_bf, p.wgu, pb ? pb->wgu : nullptr, T, 2 * F, C);
+    lora(l, 4, 5, b.gu, b.h, b.lora_u, b.lora_y, T);
     ops::swiglu_forward(b.act, b.gu, T, F);
     matmul(b.tmp, b.act, b.x_bf, p.wdown, pb ? pb->wdown : nullptr, T, C, F);
+    lora(l, 6, 6, b.tmp, b.act, b.lora_u, b.lora_y, T);
     ops::add_inplace(b.x, b.tmp, T * C);
     if (l < deepstack)  // DeepStack feature l joins the image-pad rows after text layer l
       for (int64_t t = 0; t < T; ++t)

@@ -6,6 +6,9 @@
 // Qwen3-VL: encode_prompt runs the vision tower once on a prompt's pictures and gives the prompt's M-RoPE
 // positions, its rope_delta and the features of its <|image_pad|> tokens; steps then take the M-RoPE
 // positions of their tokens and, for image-pad tokens, those features (embedding, then DeepStack k).
+//
+// LoRA (set_lora): each adapted linear adds s (x A^T) B^T, computed with the same decode matmul as the base
+// weights (two f32 GEMVs, u = x A^T then u B^T), so batch invariance holds and the base stays unmerged.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -15,6 +18,7 @@
 #include "core/arena.h"
 #include "kernels/paged_ops.h"
 #include "model/decoder.h"
+#include "model/lora.h"
 #include "model/picture.h"
 #include "model/vision.h"
 #include "model/rope_tables.h"
@@ -66,10 +70,15 @@ class InferenceModel {
 
   const ModelConfig& config() const { return w_.config(); }
   ComputeMode mode() const { return mode_; }
+  // Adapters read by every later forward (null: none). They must stay alive; their values may change
+  // between steps (the trainer updates them in place).
+  void set_lora(const LoraAdapters* lora) { lora_ = lora; }
 
  private:
   void matmul(float* y, const float* x, bf16_t* x_bf, const void* w32, const void* w16, int64_t T, int64_t N,
               int64_t K) const;
+  // y [T, packed] += s (x A^T) B^T for the adapted slots first..last of layer l; u [T, r], tmp [T, out] scratch.
+  void lora(int64_t l, int first, int last, float* y, const float* x, float* u, float* tmp, int64_t T) const;
 
   ModelWeights& w_;
   ComputeMode mode_;
@@ -77,6 +86,7 @@ class InferenceModel {
   RopeTables rope_;
   std::vector<uint8_t> mrope_axes_;      // [D/2] (Qwen3-VL)
   std::unique_ptr<VisionTower> vision_;  // created on the first prompt with pictures
+  const LoraAdapters* lora_ = nullptr;
 };
 
 }  // namespace grpo

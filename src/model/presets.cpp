@@ -19,6 +19,9 @@ struct PresetShape {
 constexpr PresetShape kTiny{384, 128, 384, 4, 4, 2, 32, 4096, "float32", 256, 258, 256};
 constexpr PresetShape kSmall{384, 512, 1536, 8, 8, 4, 64, 4096, "float32", 256, 258, 256};
 constexpr PresetShape kQwen3_06B{151936, 1024, 3072, 28, 16, 8, 128, 40960, "bfloat16", 151643, 151645, 151643};
+// The real Qwen3-1.7B and Qwen3-4B shapes (tied embeddings, rope_theta 1e6, 40960 positions).
+constexpr PresetShape kQwen3_17B{151936, 2048, 6144, 28, 16, 8, 128, 40960, "bfloat16", 151643, 151645, 151643};
+constexpr PresetShape kQwen3_4B{151936, 2560, 9728, 36, 32, 8, 128, 40960, "bfloat16", 151643, 151645, 151643};
 // Qwen3-VL-2B's text decoder (tied embeddings, rope_theta 5e6, 262144 positions).
 constexpr PresetShape kQwen3VL_2B{151936, 2048, 6144, 28, 16, 8, 128, 262144, "bfloat16", 151643, 151645, 151643};
 
@@ -98,12 +101,13 @@ const std::vector<std::string>& preset_archs() {
 }
 
 const std::vector<std::string>& preset_names() {
-  static const std::vector<std::string> names{"tiny", "small", "qwen3-0.6b", "qwen3-vl-2b"};
+  static const std::vector<std::string> names{"tiny", "small", "qwen3-0.6b", "qwen3-1.7b", "qwen3-4b", "qwen3-vl-2b"};
   return names;
 }
 
 bool preset_exists(const std::string& arch, const std::string& preset) {
   if (preset == "qwen3-0.6b") return arch == "qwen3" || arch == "qwen2" || arch == "llama";
+  if (preset == "qwen3-1.7b" || preset == "qwen3-4b") return arch == "qwen3";
   if (preset == "qwen3-vl-2b") return arch == "qwen3-vl";
   return preset == "tiny" || preset == "small";
 }
@@ -114,17 +118,25 @@ ModelConfig preset_config(const std::string& arch, const std::string& preset) {
   if (!known_arch) fail("[presets] unknown architecture \"", arch, "\" (expected qwen3, qwen2, llama or qwen3-vl)");
   bool known_preset = false;
   for (const std::string& p : preset_names()) known_preset = known_preset || p == preset;
-  if (!known_preset) fail("[presets] unknown preset \"", preset, "\" (expected tiny, small, qwen3-0.6b or qwen3-vl-2b)");
+  if (!known_preset)
+    fail("[presets] unknown preset \"", preset, "\" (expected tiny, small, qwen3-0.6b, qwen3-1.7b, qwen3-4b or qwen3-vl-2b)");
   if (!preset_exists(arch, preset))
-    fail("[presets] preset \"", preset, "\" is not a shape of ", arch, " (", arch == "qwen3-vl" ? "tiny, small or qwen3-vl-2b"
-                                                                                                : "tiny, small or qwen3-0.6b", ")");
+    fail("[presets] preset \"", preset, "\" is not a shape of ", arch, " (",
+         arch == "qwen3-vl" ? "tiny, small or qwen3-vl-2b"
+         : arch == "qwen3"  ? "tiny, small, qwen3-0.6b, qwen3-1.7b or qwen3-4b"
+                            : "tiny, small or qwen3-0.6b",
+         ")");
   const std::string source = cat("preset ", arch, "/", preset);
   if (arch == "qwen3-vl") {
     if (preset == "tiny") return parse_model_config(vl_json(kTiny, {2, 64, 256, 2, 576, {0}}, kByteVisionIds), source);
     if (preset == "small") return parse_model_config(vl_json(kSmall, {4, 256, 1024, 4, 2304, {1, 2}}, kByteVisionIds), source);
     return parse_model_config(vl_json(kQwen3VL_2B, {24, 1024, 4096, 16, 2304, {5, 11, 17}}, kQwenVisionIds), source);
   }
-  const PresetShape* s = preset == "tiny" ? &kTiny : preset == "small" ? &kSmall : &kQwen3_06B;
+  const PresetShape* s = preset == "tiny"         ? &kTiny
+                         : preset == "small"      ? &kSmall
+                         : preset == "qwen3-1.7b" ? &kQwen3_17B
+                         : preset == "qwen3-4b"   ? &kQwen3_4B
+                                                  : &kQwen3_06B;
   const char* architecture = arch == "qwen3" ? "Qwen3ForCausalLM" : arch == "qwen2" ? "Qwen2ForCausalLM" : "LlamaForCausalLM";
   nlohmann::json j = text_json(*s, arch);
   j["architectures"] = {architecture};

@@ -1,5 +1,6 @@
 // Built-in model shapes for `grpo init` and tests: tiny (~1M parameters), small (~25M, the shape the
 // performance guide measures peers on), qwen3-0.6b (the real Qwen3-0.6B shape) for each text architecture,
+// qwen3-1.7b and qwen3-4b (the real Qwen3-1.7B / Qwen3-4B shapes, qwen3 only),
 // and Qwen3-VL shapes (tiny and small with a small vision tower, qwen3-vl-2b the real 2B shape).
 #pragma once
 #include <string>
@@ -9,7 +10,8 @@
 
 namespace grpo {
 
-// arch: qwen3 | qwen2 | llama | qwen3-vl; preset: tiny | small | qwen3-0.6b (text archs) | qwen3-vl-2b
+// arch: qwen3 | qwen2 | llama | qwen3-vl; preset: tiny | small | qwen3-0.6b (text archs) | qwen3-1.7b |
+// qwen3-4b (qwen3) | qwen3-vl-2b
 // (qwen3-vl: the real Qwen3-VL-2B shape). Unknown names and combinations are errors listing the choices.
 // tiny/small use the 384-token vocabulary of the byte tokenizer (256 bytes + specials at 256.., the vision
 // tokens at 261..264 for qwen3-vl).

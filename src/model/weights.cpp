@@ -128,8 +128,38 @@ std::unique_ptr<ModelWeights> ModelWeights::load(const std::string& dir) {
   return w;
 }
 
+std::unique_ptr<ModelWeights> ModelWeights::load_frozen_bf16(const std::string& dir) {
+  GRPO_PROFILE("load_weights");
+  Checkpoint ck = Checkpoint::open(dir);
+  auto w = std::make_unique<ModelWeights>(ck.config());
+  w->bf16_arena_ = std::make_unique<Arena>(DType::BF16);
+  declare_parameters(w->config_, *w->bf16_arena_);
+  w->bf16_arena_->allocate();
+  w->bf16_ = resolve_tensors(w->config_, *w->bf16_arena_);
+  const auto& dst = w->bf16_arena_->entries();
+  const auto& src = w->params_.entries();
+  std::vector<float> tmp;
+  for (size_t i = 0; i < src.size(); ++i) {
+    const std::string& name = src[i].first;
+    const StTensor* t = ck.find(name);
+    GRPO_CHECK(t, "[checkpoint] ", ck.dir(), ": missing tensor \"", name, "\"");
+    const int64_t n = src[i].second.numel();
+    float* f32 = src[i].second.f32();
+    if (is_gemm_weight(name)) {  // bf16 only: the f32 pages stay untouched
+      tmp.resize(static_cast<size_t>(n));
+      f32 = tmp.data();
+    }
+    tensor_to_f32(*t, f32, n, ck.dir());
+    ops::f32_to_bf16(dst[i].second.as<bf16_t>(), f32, n);
+  }
+  w->frozen_bf16_ = true;
+  return w;
+}
+
 void ModelWeights::load_from(const Checkpoint& ck) {
   GRPO_PROFILE("load_weights");
+  GRPO_CHECK(!frozen_bf16_, "[weights] ", ck.dir(), ": these weights are a frozen bf16 base (LoRA); they are not "
+             "reloaded");
   for (const auto& [name, view] : params_.entries()) {
     const StTensor* t = ck.find(name);
     GRPO_CHECK(t, "[checkpoint] ", ck.dir(), ": missing tensor \"", name, "\"");
@@ -139,6 +169,7 @@ void ModelWeights::load_from(const Checkpoint& ck) {
 }
 
 std::vector<NamedF32> ModelWeights::named_tensors() const {
+  GRPO_CHECK(!frozen_bf16_, "[weights] a frozen bf16 base (LoRA) has no f32 GEMM weights to save");
   std::vector<NamedF32> out;
   for (const auto& [name, view] : params_.entries()) {
     std::vector<int64_t> shape(view.shape.dims.begin(), view.shape.dims.begin() + view.shape.ndim);
@@ -161,6 +192,7 @@ const ModelTensors& ModelWeights::bf16() {
 void ModelWeights::refresh_bf16() {
   GRPO_PROFILE("refresh_bf16");
   if (!bf16_arena_) return;
+  GRPO_CHECK(!frozen_bf16_, "[weights] a frozen bf16 base (LoRA) has no f32 GEMM weights to refresh from");
   const auto& dst = bf16_arena_->entries();
   const auto& src = params_.entries();
   for (size_t i = 0; i < src.size(); ++i)

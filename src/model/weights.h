@@ -4,6 +4,8 @@
 // buffer each), and a bf16 shadow of the GEMM weights for mixed precision, refreshed in place.
 // Qwen3-VL: the vision tower's tensors follow the text decoder's, so the text part is a prefix of the
 // arena: a frozen tower's gradients and moments are arenas of the text part alone, with the same offsets.
+// A frozen base under mixed precision (LoRA) is loaded by load_frozen_bf16: its GEMM weights exist only in
+// the bf16 shadow (the f32 arena's pages for them are reserved, never touched, so they cost no memory).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -75,6 +77,12 @@ class ModelWeights {
  public:
   explicit ModelWeights(const ModelConfig& c);
   static std::unique_ptr<ModelWeights> load(const std::string& dir);  // Hugging Face folder
+  // A frozen base for bf16 compute: GEMM weights (is_gemm_weight) converted straight into the bf16 shadow,
+  // the other tensors (norms, biases, embedding, the vision tower) in f32 and bf16. No f32 copy of the GEMM
+  // weights is ever written: peak memory is the bf16 model plus one tensor. Such weights refuse what would
+  // read or rewrite the missing f32 copies (f32 compute, refresh_bf16, load_from, named_tensors).
+  static std::unique_ptr<ModelWeights> load_frozen_bf16(const std::string& dir);
+  bool frozen_bf16() const { return frozen_bf16_; }
 
   const ModelConfig& config() const { return config_; }
   Arena& params() { return params_; }  // f32 master weights
@@ -100,6 +108,7 @@ class ModelWeights {
   ModelTensors f32_;
   std::unique_ptr<Arena> bf16_arena_;
   ModelTensors bf16_;
+  bool frozen_bf16_ = false;
 };
 
 }  // namespace grpo

@@ -27,6 +27,9 @@ class DecoderRolloutModel : public RolloutModel {
     return model_.workspace_bytes(max_tokens, max_seqs, block_size_);
   }
   bool has_vision() const override { return model_.config().has_vision(); }
+  // LoRA adapters applied at every step without merging (see InferenceModel::set_lora); set before the
+  // engine sizes its workspace.
+  void set_lora(const LoraAdapters* lora) { model_.set_lora(lora); }
   PromptVision encode_prompt(const std::vector<int32_t>& prompt, const std::vector<PicturePtr>& pictures,
                              const std::string& where) override {
     return model_.encode_prompt(prompt, pictures, where);

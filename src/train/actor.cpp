@@ -90,19 +90,33 @@ RankPlan plan_rank(const std::vector<int64_t>& lengths, const MicroBatching& mb,
 }
 
 Actor::Actor(ModelWeights& weights, const DecoderOptions& dopt, const MicroBatching& mb, const AdamWConfig& adam,
-             comm::Communicator* comm, const DataParallel& dp, bool freeze_vision_tower)
+             comm::Communicator* comm, const DataParallel& dp, bool freeze_vision_tower, LoraAdapters* lora)
     : w_(weights),
+      lora_(lora),
       dec_(weights, dopt),
       mb_(mb),
       adam_cfg_(adam),
       own_comm_(comm ? nullptr : std::make_unique<comm::LocalCommunicator>()),
       comm_(single_rank_if_vision(comm ? comm : own_comm_.get(), weights.config())),
       dp_(dp),
-      part_(comm::Partition::even(weights.params().numel(), comm_->size(), /*align=*/16)),
+      part_(comm::Partition::even(lora ? lora->params().numel() : weights.params().numel(), comm_->size(),
+                                  /*align=*/16)),
       // A frozen tower (one process): the moments cover the text part, a prefix of the layout.
-      adam_(weights.config(), part_.begin(comm_->rank()), freeze_vision_tower ? -1 : part_.end(comm_->rank()),
-            /*with_vision=*/!freeze_vision_tower),
+      adam_(lora ? AdamW(lora->params().numel(), part_.begin(comm_->rank()), part_.end(comm_->rank()))
+                 : AdamW(weights.config(), part_.begin(comm_->rank()),
+                         freeze_vision_tower ? -1 : part_.end(comm_->rank()), /*with_vision=*/!freeze_vision_tower)),
       grads_(DType::F32) {
+  if (lora_) {
+    GRPO_CHECK(!dp.zero3, "[actor] LoRA with fsdp_config.reshard_after_forward (ZeRO-3) is not supported: the frozen "
+               "base is not sharded; set reshard_after_forward: false");
+    dec_.set_lora(lora_);
+    lora_->declare(grads_);
+    grads_.allocate();
+    grads_.zero();
+    lora_grad_tensors_ = lora_->resolve(grads_);
+    if (comm_->size() > 1) shard_grads_ = Buffer(static_cast<size_t>(part_.size(comm_->rank())) * sizeof(float));
+    return;
+  }
   declare_parameters(weights.config(), grads_, /*with_vision=*/!freeze_vision_tower);
   grads_.allocate();
   grad_tensors_ = resolve_tensors(weights.config(), grads_);
@@ -189,7 +203,7 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
   const size_t count = rp.plan.micro_batches.size();
   for (size_t k = 0; k < count; ++k) {
     const MicroBatch& m = rp.plan.micro_batches[k];
-    const bool reduce = dist && (dp_.reduce_per_micro_batch || k + 1 == count);
+    const bool reduce = dist && !lora_ && (dp_.reduce_per_micro_batch || k + 1 == count);
     // Reducing every micro-batch: the previous micro-batch's buckets read the gradients until waited for.
     auto start_reduction = [&] {
       if (!reduce) return;
@@ -230,12 +244,21 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
     st.ppo_kl += ls.ppo_kl;
     st.response_tokens += static_cast<int64_t>(ls.tokens);
     start_reduction();
-    dec_.backward(dlp.data(), dent.data(), grad_tensors_);  // an armed reducer starts buckets from the hooks
+    if (lora_)
+      dec_.backward(dlp.data(), dent.data(), nullptr, &lora_grad_tensors_);
+    else
+      dec_.backward(dlp.data(), dent.data(), grad_tensors_);  // an armed reducer starts buckets from the hooks
     if (reduce) reducer_->launch_rest();
   }
   double sum_sq = 0;
   if (dist) {
-    reducer_->wait();
+    if (lora_) {  // the adapters' gradients are small: one reduction after the last micro-batch
+      comm::Request r = comm_->reduce_scatter(grads_.flat().f32(), 0, grads_.numel(), part_, shard, dp_.reduce_wire,
+                                              /*accumulate=*/false);
+      comm_->wait(r);
+    } else {
+      reducer_->wait();
+    }
     // Every statistic (and the skip decision) over all ranks.
     double g[] = {st.loss, st.pg_loss, st.kl, st.entropy, st.pg_clipfrac, st.ppo_kl,
                   static_cast<double>(st.response_tokens), static_cast<double>(st.tokens), nonfinite,
@@ -258,10 +281,19 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
     st.skipped = true;
     return st;
   }
-  StepReport r = adam_.step_shard(w_.params().flat().f32(), shard, std::sqrt(sum_sq), adam_cfg_, lr);
+  float* trained = lora_ ? lora_->params().flat().f32() : w_.params().flat().f32();
+  StepReport r = adam_.step_shard(trained, shard, std::sqrt(sum_sq), adam_cfg_, lr);
   st.grad_norm = r.grad_norm;
   st.skipped = r.skipped;
-  if (!r.skipped && (dist || w_.has_bf16())) {
+  if (!r.skipped && lora_ && dist) {  // every rank's updated adapter shard to every rank (the rollout reads them)
+    comm::WaitLabel label(comm_, "update_weights");
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<int64_t> off(part_.offsets.size());
+    for (size_t k = 0; k < off.size(); ++k) off[k] = part_.offsets[k] * static_cast<int64_t>(sizeof(float));
+    comm::Request g = comm_->all_gather(trained, off);
+    comm_->wait(g);
+    st.update_weights_s = seconds_since(t0);
+  } else if (!r.skipped && !lora_ && (dist || w_.has_bf16())) {
     comm::WaitLabel label(comm_, "update_weights");  // its communication is told apart from the update's
     auto t0 = std::chrono::steady_clock::now();
     if (windows_)  // ZeRO-3: the root stays whole; layers are gathered when next read
@@ -327,7 +359,7 @@ UpdateStats Actor::update_sft(const std::vector<TrainSample>& samples, float lr)
 
 void Actor::gather_weights() {
   gather_for_rollout();
-  sync_->gather_masters(0);
+  if (sync_) sync_->gather_masters(0);  // LoRA: the base is frozen and the adapters are whole on every rank
 }
 
 Actor::FullMoments Actor::gather_for_checkpoint() {

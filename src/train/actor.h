@@ -13,6 +13,11 @@
 // gathers each layer just in time (train/param_windows.h); gather_for_rollout() makes the model whole again.
 // Loss weights and every statistic are global, so the update is the one a single process would make with
 // the same mini-batch (up to the order of fp32 additions).
+//
+// LoRA (an Actor given LoraAdapters): the base model is frozen (no gradient buffer, no moments, no weight
+// gradients in the backward); the gradients, the AdamW moments and the ranks' shards are those of the
+// adapters' own flat arena. With several ranks the adapters' gradients (small) are reduce-scattered once
+// after the last micro-batch and the updated adapter shards all-gathered in f32.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -91,7 +96,8 @@ class Actor {
   // tower gets no gradient and no optimizer state (its weights stay). A model with a vision tower trains
   // in one process only (refused otherwise).
   Actor(ModelWeights& weights, const DecoderOptions& dopt, const MicroBatching& mb, const AdamWConfig& adam,
-        comm::Communicator* comm = nullptr, const DataParallel& dp = {}, bool freeze_vision_tower = false);
+        comm::Communicator* comm = nullptr, const DataParallel& dp = {}, bool freeze_vision_tower = false,
+        LoraAdapters* lora = nullptr);
 
   // One optimizer step of the GRPO/PPO objective over `samples` (a mini-batch, the same on every rank),
   // loss aggregated over the whole mini-batch by `agg`. tis_cap > 0 enables truncated importance sampling.
@@ -121,11 +127,13 @@ class Actor {
   void gather_for_rollout();
   // Every rank takes its shard of moments given in the whole flat layout.
   void load_moments(const float* m_full, const float* v_full, int64_t optimizer_steps);
-  // Elements of the flat layout the optimizer trains: all, or the text prefix with a frozen vision tower.
+  // Elements of the flat layout the optimizer trains: all, or the text prefix with a frozen vision tower, or
+  // the adapters' arena with LoRA.
   int64_t trained_numel() const { return grads_.numel(); }
 
   Decoder& decoder() { return dec_; }
   ModelWeights& weights() { return w_; }
+  LoraAdapters* lora() { return lora_; }  // null: full fine-tuning
   AdamW& optimizer() { return adam_; }
   const MicroBatching& micro_batching() const { return mb_; }
   int rank() const { return comm_->rank(); }
@@ -164,6 +172,7 @@ class Actor {
   };
 
   ModelWeights& w_;
+  LoraAdapters* lora_;
   Decoder dec_;
   MicroBatching mb_;
   AdamWConfig adam_cfg_;
@@ -174,6 +183,7 @@ class Actor {
   AdamW adam_;
   Arena grads_;
   ModelTensors grad_tensors_;
+  LoraTensors lora_grad_tensors_;  // LoRA: the adapters' gradients (grads_ is their layout)
   Buffer shard_grads_;  // [part_.size(rank)] reduced gradients (N > 1)
   std::unique_ptr<GradReducer> reducer_;
   std::unique_ptr<ParamSync> sync_;

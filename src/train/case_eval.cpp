@@ -126,6 +126,7 @@ CaseOutputs evaluate_case(ModelWeights& weights, const SafetensorsFile& cf, cons
   dopt.lm_head_chunk = opt.lm_head_chunk;
   dopt.kernels = opt.kernels;
   Decoder dec(weights, dopt);
+  dec.set_lora(opt.lora);
   std::vector<float> logprob(T), entropy(T);
   dec.forward(batch, logprob.data(), entropy.data());
 
@@ -209,9 +210,17 @@ CaseOutputs evaluate_case(ModelWeights& weights, const SafetensorsFile& cf, cons
   }
 
   Arena grads(DType::F32);
-  declare_parameters(c, grads);
-  grads.allocate();
-  dec.backward(dlogprob.data(), dentropy.data(), resolve_tensors(c, grads));
+  if (opt.lora) {
+    opt.lora->declare(grads);
+    grads.allocate();
+    grads.zero();
+    const LoraTensors g = opt.lora->resolve(grads);
+    dec.backward(dlogprob.data(), dentropy.data(), nullptr, &g);
+  } else {
+    declare_parameters(c, grads);
+    grads.allocate();
+    dec.backward(dlogprob.data(), dentropy.data(), resolve_tensors(c, grads));
+  }
   for (const auto& [name, view] : grads.entries()) {
     CaseTensor g;
     g.shape.assign(view.shape.dims.begin(), view.shape.dims.begin() + view.shape.ndim);

@@ -23,11 +23,13 @@ struct CaseOptions {
   bool checkpoint_activations = false;
   int64_t lm_head_chunk = 256;
   const DecoderKernels* kernels = nullptr;  // null: fused
+  const LoraAdapters* lora = nullptr;       // attached adapters: the base is frozen, gradients are the adapters'
 };
 
 // lm case (grpo == nullptr): `loss` = mean next-token cross-entropy and its gradients.
 // grpo case: `loss.<mode>` for the four aggregation modes, `pg_clipfrac`, and the gradients of
 // `loss.<gradients_for>` (default token-mean); coefficients from the case's json (see reference README).
+// With opt.lora the gradients are `grad.<adapter key>` of every lora_A / lora_B and none of the base.
 CaseOutputs evaluate_case(ModelWeights& weights, const SafetensorsFile& case_file, const nlohmann::json* grpo,
                           const CaseOptions& opt);
 

@@ -16,8 +16,10 @@ int64_t layout_numel(const ModelConfig& c, bool with_vision) {
 }
 }  // namespace
 
-AdamW::AdamW(const ModelConfig& c, int64_t begin, int64_t end, bool with_vision) : begin_(begin), end_(end) {
-  const int64_t n = layout_numel(c, with_vision);
+AdamW::AdamW(const ModelConfig& c, int64_t begin, int64_t end, bool with_vision)
+    : AdamW(layout_numel(c, with_vision), begin, end) {}
+
+AdamW::AdamW(int64_t n, int64_t begin, int64_t end) : begin_(begin), end_(end) {
   if (end_ < 0) end_ = n;
   GRPO_CHECK(0 <= begin_ && begin_ <= end_ && end_ <= n, "[adamw] shard [", begin_, ", ", end_,
              ") outside the parameter layout [0, ", n, ")");

@@ -33,6 +33,9 @@ class AdamW {
   // Moments for elements [begin, end) of the flat layout of `c` (end < 0: the whole layout), zeroed; the
   // layout without the vision tower when with_vision is false.
   explicit AdamW(const ModelConfig& c, int64_t begin = 0, int64_t end = -1, bool with_vision = true);
+  // Moments for elements [begin, end) of a flat layout of `layout_numel` elements (end < 0: all of it), e.g.
+  // the LoRA adapters' arena.
+  AdamW(int64_t layout_numel, int64_t begin, int64_t end);
 
   // The whole layout: computes the gradient norm from grads (the layout of params, or its text prefix) and
   // updates the parameters grads covers. Does not zero grads.

@@ -40,7 +40,16 @@ TrainBenchResult run_train_bench(ModelWeights& w, const TrainBenchOptions& opt) 
   mb.max_tokens = S * opt.seq_len;
   AdamWConfig adam;
   adam.lr = 1e-4f;
-  Actor actor(w, opt.decoder, mb, adam);
+  std::unique_ptr<LoraAdapters> lora;
+  if (opt.lora_rank > 0) {
+    LoraConfig lc;
+    lc.rank = opt.lora_rank;
+    lc.alpha = 2.0 * static_cast<double>(opt.lora_rank);
+    lc.target = ModuleSelector::from_json("all-linear", "bench train");
+    lora = std::make_unique<LoraAdapters>(w.config(), lc, "bench train --lora-rank", /*vision_frozen=*/true);
+    lora->init_default(opt.seed);
+  }
+  Actor actor(w, opt.decoder, mb, adam, nullptr, {}, /*freeze_vision_tower=*/lora != nullptr, lora.get());
   TrainBenchResult r;
   r.flop_per_step = training_step_flops(w.config(), lens);
   for (int i = 0; i < opt.warmup_steps; ++i) r.first_loss = actor.update_sft(samples, adam.lr).loss;

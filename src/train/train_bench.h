@@ -14,6 +14,7 @@ struct TrainBenchOptions {
   DecoderOptions decoder;  // mode, kernel set, checkpointing
   int warmup_steps = 1, steps = 3;
   uint64_t seed = 0;
+  int64_t lora_rank = 0;  // > 0: a frozen base with LoRA adapters (alpha 2r) on all linears, trained alone
 };
 
 struct TrainBenchResult {

@@ -430,7 +430,7 @@ TEST(Config, VerlGpuKeysAreAcceptedOnceAndFeaturesWeLackAreRefused) {
   EXPECT_EQ(std::count(line.begin(), line.end(), '\n'), 1) << line;
 
   for (const auto& [set, expect] : std::vector<std::pair<std::string, std::string>>{
-           {"actor_rollout_ref.model.lora_rank=64", "LoRA is not supported"},
+           {"actor_rollout_ref.model.lora.rank=64", "not by the model.lora section"},
            {"algorithm.use_kl_in_reward=True", "use actor_rollout_ref.actor.use_kl_loss"},
            {"actor_rollout_ref.rollout.multi_turn.enable=true", "multi-turn rollouts"},
            {"+actor_rollout_ref.model.override_config.max_position_embeddings=32768", "overriding config.json"},

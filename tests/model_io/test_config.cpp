@@ -273,6 +273,24 @@ TEST(Presets, ShapesAndParameterCounts) {
   EXPECT_EQ(real.head_dim, 128);
   EXPECT_EQ(real.num_hidden_layers, 28);
   EXPECT_NEAR(static_cast<double>(parameter_count(real)), 596e6, 5e6);  // Qwen3-0.6B: 0.6B incl. embeddings
+  // The real Qwen3-1.7B (1.72B with the tied embedding counted once) and Qwen3-4B (4.02B) shapes.
+  ModelConfig q17 = preset_config("qwen3", "qwen3-1.7b");
+  EXPECT_EQ(q17.hidden_size, 2048);
+  EXPECT_EQ(q17.intermediate_size, 6144);
+  EXPECT_EQ(q17.num_hidden_layers, 28);
+  EXPECT_TRUE(q17.tie_word_embeddings);
+  EXPECT_NEAR(static_cast<double>(parameter_count(q17)), 1.72e9, 0.01e9);
+  ModelConfig q4 = preset_config("qwen3", "qwen3-4b");
+  EXPECT_EQ(q4.hidden_size, 2560);
+  EXPECT_EQ(q4.intermediate_size, 9728);
+  EXPECT_EQ(q4.num_hidden_layers, 36);
+  EXPECT_EQ(q4.num_attention_heads, 32);
+  EXPECT_EQ(q4.num_key_value_heads, 8);
+  EXPECT_EQ(q4.head_dim, 128);
+  EXPECT_EQ(q4.vocab_size, 151936);
+  EXPECT_TRUE(q4.tie_word_embeddings);
+  EXPECT_NEAR(static_cast<double>(parameter_count(q4)), 4.02e9, 0.01e9);
+  EXPECT_THROW(preset_config("qwen2", "qwen3-4b"), Error);
   ModelConfig q2 = preset_config("qwen2", "tiny");
   EXPECT_TRUE(q2.qkv_bias);
   EXPECT_FALSE(q2.qk_norm);

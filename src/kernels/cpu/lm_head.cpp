@@ -120,7 +120,7 @@ void lm_head_backward(float* dh, float* dW, const float* dlogprob, const float* 
                       int64_t C, int64_t V, float logit_scale, int64_t chunk, float* ws) {
   GRPO_PROFILE("lm_head_backward");
   check_common("lm_head_backward", h, W, ab_dtype, target, T, C, V, chunk, ws);
-  GRPO_CHECK(T == 0 || (dh && dW && lse), "[lm_head_backward] null dh, dW or lse");
+  GRPO_CHECK(T == 0 || (dh && lse), "[lm_head_backward] null dh or lse");
   const RowKernels k = row_kernels();
   const bool bf16 = ab_dtype == DType::BF16;
   const int64_t row_bytes = C * dtype_size(ab_dtype);
@@ -163,7 +163,7 @@ void lm_head_backward(float* dh, float* dW, const float* dlogprob, const float* 
     }
     const void* dz = bf16 ? static_cast<const void*>(w.z16) : w.z;  // [n, V]
     gemm(Trans::N, Trans::N, n, C, V, 1.0f, dz, V, W, C, 0.0f, dhc, C, ab_dtype);
-    gemm(Trans::T, Trans::N, V, C, n, 1.0f, dz, V, hc, C, 1.0f, dW, C, ab_dtype);
+    if (dW) gemm(Trans::T, Trans::N, V, C, n, 1.0f, dz, V, hc, C, 1.0f, dW, C, ab_dtype);
     if (!contiguous)
       for (int64_t i = 0; i < n; ++i) std::copy(dhc + i * C, dhc + (i + 1) * C, dh + int64_t{w.rows[i]} * C);
   }

@@ -61,7 +61,7 @@ void lm_head_backward(float* dh, float* dW, const float* dlogprob, const float* 
                       int64_t C, int64_t V, float logit_scale, int64_t chunk, float* ws) {
   GRPO_PROFILE("plain_lm_head_backward");
   check_args("plain_lm_head_backward", h, W, ab_dtype, target, T, C, V, ws);
-  GRPO_CHECK(T == 0 || (dh && dW && lse), "[plain_lm_head_backward] null dh, dW or lse");
+  GRPO_CHECK(T == 0 || (dh && lse), "[plain_lm_head_backward] null dh or lse");
   if (T == 0) return;
   float* a = ws;                // [T, V] logits -> logp -> d_logp -> dz
   float* p = ws + T * V;        // [T, V] probabilities, then p * rowsum(d_logp); then dz in bf16
@@ -90,7 +90,7 @@ void lm_head_backward(float* dh, float* dW, const float* dlogprob, const float* 
     dz = dz16;
   }
   ops::gemm(Trans::N, Trans::N, T, C, V, logit_scale, dz, V, W, C, 0.0f, dh, C, ab_dtype);
-  ops::gemm(Trans::T, Trans::N, V, C, T, logit_scale, dz, V, h, C, 1.0f, dW, C, ab_dtype);
+  if (dW) ops::gemm(Trans::T, Trans::N, V, C, T, logit_scale, dz, V, h, C, 1.0f, dW, C, ab_dtype);
 }
 
 }  // namespace grpo::plain

@@ -1,0 +1,351 @@
+// LoRA adapters: module selection as PEFT resolves it, the adapter arena, PEFT folder IO, initialisation and
+// merging (see lora.h).
+#include "model/lora.h"
+
+#include <cmath>
+#include <filesystem>
+#include <regex>
+#include <set>
+
+#include "core/files.h"
+#include "core/rng.h"
+#include "kernels/ops.h"
+#include "model/safetensors.h"
+#include "model/weights.h"
+
+namespace grpo {
+
+namespace {
+
+constexpr const char* kSlotModules[kLoraSlots] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+                                                  "self_attn.o_proj", "mlp.gate_proj",    "mlp.up_proj",
+                                                  "mlp.down_proj"};
+
+std::string slot_module_name(const ModelConfig& c, int64_t layer, int s) {
+  return c.text_prefix() + "layers." + std::to_string(layer) + "." + kSlotModules[s];
+}
+
+// The vision tower's linear modules (Qwen3-VL): PEFT's all-linear would adapt them.
+std::vector<std::string> vision_linear_modules(const ModelConfig& c) {
+  std::vector<std::string> out;
+  if (!c.has_vision()) return out;
+  for (int64_t i = 0; i < c.vision.depth; ++i) {
+    const std::string p = "model.visual.blocks." + std::to_string(i) + ".";
+    for (const char* m : {"attn.qkv", "attn.proj", "mlp.linear_fc1", "mlp.linear_fc2"}) out.push_back(p + m);
+  }
+  for (const char* m : {"linear_fc1", "linear_fc2"}) out.push_back(std::string("model.visual.merger.") + m);
+  for (size_t k = 0; k < c.vision.deepstack_visual_indexes.size(); ++k)
+    for (const char* m : {"linear_fc1", "linear_fc2"})
+      out.push_back("model.visual.deepstack_merger_list." + std::to_string(k) + "." + m);
+  return out;
+}
+
+bool name_matches(const std::string& module, const std::string& entry) {
+  return module == entry || (module.size() > entry.size() && module.ends_with(entry) &&
+                             module[module.size() - entry.size() - 1] == '.');
+}
+
+// Whether `sel` selects `module` (a linear); entries_hit counts the list entries that matched.
+bool selects(const ModuleSelector& sel, const std::regex* re, const std::string& module, std::vector<int>* hits) {
+  switch (sel.kind) {
+    case ModuleSelector::Kind::None: return false;
+    case ModuleSelector::Kind::AllLinear: return true;
+    case ModuleSelector::Kind::Regex: return std::regex_match(module, *re);
+    case ModuleSelector::Kind::List: {
+      bool any = false;
+      for (size_t i = 0; i < sel.names.size(); ++i)
+        if (name_matches(module, sel.names[i])) {
+          any = true;
+          if (hits) (*hits)[i] += 1;
+        }
+      return any;
+    }
+  }
+  return false;
+}
+
+std::regex compile(const ModuleSelector& sel, const std::string& where) {
+  if (sel.kind != ModuleSelector::Kind::Regex) return std::regex();
+  try {
+    return std::regex(sel.regex, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    fail("[lora] ", where, ": \"", sel.regex, "\" is not a valid regular expression (", e.what(), ")");
+  }
+}
+
+Shape shape2(int64_t a, int64_t b) { return Shape{a, b}; }
+
+const nlohmann::json* field(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it == j.end() || it->is_null() ? nullptr : &*it;
+}
+
+}  // namespace
+
+ModuleSelector ModuleSelector::from_json(const nlohmann::json& j, const std::string& where) {
+  ModuleSelector s;
+  if (j.is_null()) return s;
+  if (j.is_string()) {
+    const std::string v = j.get<std::string>();
+    std::string lower = v;
+    for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (lower == "all-linear") {
+      s.kind = Kind::AllLinear;
+    } else if (!v.empty()) {
+      s.kind = Kind::Regex;
+      s.regex = v;
+    }
+    return s;
+  }
+  GRPO_CHECK(j.is_array(), "[lora] ", where, ": expected \"all-linear\", a list of module names or a regular "
+             "expression, got ", j.dump());
+  s.kind = Kind::List;
+  for (const nlohmann::json& e : j) {
+    GRPO_CHECK(e.is_string() && !e.get<std::string>().empty(), "[lora] ", where,
+               ": every entry must be a non-empty module name, got ", e.dump());
+    s.names.push_back(e.get<std::string>());
+  }
+  if (s.names.empty()) s.kind = Kind::None;
+  return s;
+}
+
+nlohmann::json ModuleSelector::to_json() const {
+  switch (kind) {
+    case Kind::None: return nullptr;
+    case Kind::AllLinear: return "all-linear";
+    case Kind::Regex: return regex;
+    case Kind::List: return names;
+  }
+  return nullptr;
+}
+
+float LoraConfig::scale() const {
+  const double r = static_cast<double>(rank);
+  return static_cast<float>(use_rslora ? alpha / std::sqrt(r) : alpha / r);
+}
+
+const char* lora_slot_module(LoraSlot s) { return kSlotModules[static_cast<int>(s)]; }
+
+LoraSlotShape lora_slot_shape(const ModelConfig& c, LoraSlot s) {
+  const int64_t C = c.hidden_size, Q = c.num_attention_heads * c.head_dim, KV = c.num_key_value_heads * c.head_dim,
+                F = c.intermediate_size, W = Q + 2 * KV;
+  switch (s) {
+    case LoraSlot::Q: return {0, Q, C, W};
+    case LoraSlot::K: return {Q, KV, C, W};
+    case LoraSlot::V: return {Q + KV, KV, C, W};
+    case LoraSlot::O: return {0, C, Q, C};
+    case LoraSlot::Gate: return {0, F, C, 2 * F};
+    case LoraSlot::Up: return {F, F, C, 2 * F};
+    case LoraSlot::Down: return {0, C, F, C};
+  }
+  fail("[lora] unknown slot");
+}
+
+std::string lora_key(const std::string& module, bool b_matrix) {
+  return "base_model.model." + module + (b_matrix ? ".lora_B.weight" : ".lora_A.weight");
+}
+
+LoraAdapters::LoraAdapters(const ModelConfig& c, const LoraConfig& cfg, const std::string& source, bool vision_frozen)
+    : model_(c), cfg_(cfg), params_(DType::F32) {
+  GRPO_CHECK(cfg_.rank >= 1, "[lora] ", source, ": rank (r / lora_rank) must be at least 1, got ", cfg_.rank);
+  GRPO_CHECK(std::isfinite(cfg_.alpha) && cfg_.alpha > 0, "[lora] ", source, ": lora_alpha must be positive, got ",
+             cfg_.alpha);
+  GRPO_CHECK(!cfg_.target.empty(), "[lora] ", source, ": target_modules is empty: name the modules to adapt "
+             "(\"all-linear\" or a list such as [q_proj, v_proj])");
+  const std::regex target_re = compile(cfg_.target, source + " target_modules");
+  const std::regex exclude_re = compile(cfg_.exclude, source + " exclude_modules");
+  std::vector<int> hits(cfg_.target.names.size(), 0), excl_hits(cfg_.exclude.names.size(), 0);
+  auto chosen = [&](const std::string& m) {
+    return selects(cfg_.target, &target_re, m, &hits) && !selects(cfg_.exclude, &exclude_re, m, &excl_hits);
+  };
+  adapted_.assign(c.num_hidden_layers, {});
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l)
+    for (int s = 0; s < kLoraSlots; ++s)
+      if (chosen(slot_module_name(c, l, s))) {
+        adapted_[l][s] = true;
+        modules_.push_back(slot_module_name(c, l, s));
+      }
+  if (!vision_frozen)
+    for (const std::string& m : vision_linear_modules(c))
+      GRPO_CHECK(!chosen(m), "[lora] ", source, ": target_modules selects the vision tower's linear \"", m,
+                 "\": LoRA on the vision tower is not supported; freeze the tower "
+                 "(actor_rollout_ref.actor.freeze_vision_tower) or exclude it (exclude_modules)");
+  for (size_t i = 0; i < hits.size(); ++i)
+    GRPO_CHECK(hits[i] > 0, "[lora] ", source, ": target_modules entry \"", cfg_.target.names[i],
+               "\" matches no linear module of ", c.architecture, " (adaptable: q_proj, k_proj, v_proj, o_proj, "
+               "gate_proj, up_proj, down_proj, e.g. ", slot_module_name(c, 0, 0), ")");
+  GRPO_CHECK(!modules_.empty(), "[lora] ", source, ": target_modules (", cfg_.target.to_json().dump(),
+             ") minus exclude_modules selects no linear module of ", c.architecture);
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l)
+    for (int s = 0; s < kLoraSlots; ++s)
+      if (adapted_[l][s]) {
+        const LoraSlotShape sh = lora_slot_shape(c, static_cast<LoraSlot>(s));
+        const std::string m = slot_module_name(c, l, s);
+        params_.add(lora_key(m, false), shape2(cfg_.rank, sh.in));
+        params_.add(lora_key(m, true), shape2(sh.out, cfg_.rank));
+      }
+  params_.allocate();
+  params_.zero();
+  tensors_ = resolve(params_);
+}
+
+void LoraAdapters::declare(Arena& a) const {
+  for (const auto& [name, view] : params_.entries()) a.add(name, view.shape);
+}
+
+LoraTensors LoraAdapters::resolve(const Arena& a) const {
+  LoraTensors t;
+  t.layers.resize(model_.num_hidden_layers);
+  for (int64_t l = 0; l < model_.num_hidden_layers; ++l)
+    for (int s = 0; s < kLoraSlots; ++s)
+      if (adapted_[l][s]) {
+        const std::string m = slot_module_name(model_, l, s);
+        t.layers[l].slot[s] = {a.view(lora_key(m, false)).f32(), a.view(lora_key(m, true)).f32()};
+      }
+  return t;
+}
+
+LoraConfig LoraAdapters::read_config(const std::string& dir) {
+  const std::string path = dir + "/adapter_config.json";
+  GRPO_CHECK(std::filesystem::exists(path), "[lora] ", dir, ": no adapter_config.json (expected a PEFT LoRA "
+             "adapter folder: adapter_config.json + adapter_model.safetensors)");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file(path));
+  } catch (const nlohmann::json::exception& e) {
+    fail("[lora] ", path, ": not valid JSON (", e.what(), ")");
+  }
+  GRPO_CHECK(j.is_object(), "[lora] ", path, ": expected a JSON object");
+  if (const nlohmann::json* t = field(j, "peft_type"))
+    GRPO_CHECK(t->is_string() && t->get<std::string>() == "LORA", "[lora] ", path, ": peft_type is ", t->dump(),
+               ", expected \"LORA\"");
+  LoraConfig cfg;
+  const nlohmann::json* r = field(j, "r");
+  GRPO_CHECK(r && r->is_number_integer(), "[lora] ", path, ": field \"r\" (the rank) must be an integer");
+  cfg.rank = r->get<int64_t>();
+  const nlohmann::json* alpha = field(j, "lora_alpha");
+  GRPO_CHECK(!alpha || alpha->is_number(), "[lora] ", path, ": field \"lora_alpha\" must be a number");
+  cfg.alpha = alpha ? alpha->get<double>() : 8.0;  // PEFT's default
+  if (const nlohmann::json* rs = field(j, "use_rslora")) {
+    GRPO_CHECK(rs->is_boolean(), "[lora] ", path, ": field \"use_rslora\" must be true or false");
+    cfg.use_rslora = rs->get<bool>();
+  }
+  const nlohmann::json* target = field(j, "target_modules");
+  GRPO_CHECK(target, "[lora] ", path, ": field \"target_modules\" is missing");
+  cfg.target = ModuleSelector::from_json(*target, path + " target_modules");
+  if (const nlohmann::json* ex = field(j, "exclude_modules"))
+    cfg.exclude = ModuleSelector::from_json(*ex, path + " exclude_modules");
+  // PEFT features that change the computation and that we do not implement: refuse rather than ignore.
+  for (const char* key : {"use_dora", "lora_bias"})
+    if (const nlohmann::json* v = field(j, key))
+      GRPO_CHECK(*v == false, "[lora] ", path, ": \"", key, "\" is ", v->dump(), ", not supported");
+  for (const char* key : {"rank_pattern", "alpha_pattern"})
+    if (const nlohmann::json* v = field(j, key))
+      GRPO_CHECK(v->empty(), "[lora] ", path, ": \"", key, "\" (per-module ranks or alphas) is not supported");
+  for (const char* key : {"layers_to_transform", "modules_to_save"})
+    if (const nlohmann::json* v = field(j, key))
+      GRPO_CHECK(v->empty(), "[lora] ", path, ": \"", key, "\" is not supported");
+  if (const nlohmann::json* b = field(j, "bias"))
+    GRPO_CHECK(*b == "none", "[lora] ", path, ": \"bias\" is ", b->dump(), ", only \"none\" is supported");
+  return cfg;
+}
+
+std::unique_ptr<LoraAdapters> LoraAdapters::load(const ModelConfig& c, const std::string& dir, bool vision_frozen) {
+  auto a = std::make_unique<LoraAdapters>(c, read_config(dir), dir + "/adapter_config.json", vision_frozen);
+  a->load_tensors(dir);
+  return a;
+}
+
+void LoraAdapters::load_tensors(const std::string& dir) {
+  const std::string path = dir + "/adapter_model.safetensors";
+  GRPO_CHECK(std::filesystem::exists(path), "[lora] ", dir, ": no adapter_model.safetensors");
+  SafetensorsFile f = SafetensorsFile::open(path);
+  for (const StTensor& t : f.tensors())
+    GRPO_CHECK(params_.has(t.name), "[lora] ", path, ": tensor \"", t.name, "\" belongs to no adapted module of ",
+               model_.architecture, " (target_modules ", cfg_.target.to_json().dump(), ", rank ", cfg_.rank,
+               "; expected keys such as \"", params_.entries().front().first, "\")");
+  for (const auto& [name, view] : params_.entries()) {
+    const StTensor* t = f.find(name);
+    GRPO_CHECK(t, "[lora] ", path, ": missing tensor \"", name, "\" (adapter_config.json selects its module)");
+    const std::vector<int64_t> want(view.shape.dims.begin(), view.shape.dims.begin() + view.shape.ndim);
+    GRPO_CHECK(t->shape == want, "[lora] ", path, ": tensor \"", name, "\" has shape ", st_shape_str(t->shape),
+               ", the model's module needs ", st_shape_str(want), " (r = ", cfg_.rank, ")");
+    tensor_to_f32(*t, view.f32(), view.numel(), path);
+  }
+}
+
+void LoraAdapters::init_default(uint64_t seed) {
+  for (int64_t l = 0; l < model_.num_hidden_layers; ++l)
+    for (int s = 0; s < kLoraSlots; ++s) {
+      const LoraPair& p = tensors_.layers[l].slot[s];
+      if (!p.A) continue;
+      const LoraSlotShape sh = lora_slot_shape(model_, static_cast<LoraSlot>(s));
+      // kaiming_uniform_(a = sqrt(5)): gain sqrt(2 / 6), bound gain * sqrt(3 / fan_in) = 1 / sqrt(fan_in).
+      const double bound = 1.0 / std::sqrt(static_cast<double>(sh.in));
+      Rng rng({seed, static_cast<uint64_t>(l), static_cast<uint64_t>(s)});
+      for (int64_t i = 0; i < cfg_.rank * sh.in; ++i) p.A[i] = static_cast<float>((2.0 * rng.uniform() - 1.0) * bound);
+      std::fill_n(p.B, sh.out * cfg_.rank, 0.0f);
+    }
+}
+
+void LoraAdapters::save(const std::string& dir, const std::string& base_model) const {
+  std::filesystem::create_directories(dir);
+  // target_modules: the module base names when they select exactly the adapted modules, else the full names
+  // (so no exclude_modules is needed). Only fields that PEFT has had since rsLoRA (0.7) are written, so older
+  // PEFT and vLLM read the file too.
+  std::set<std::string> bases;
+  for (int64_t l = 0; l < model_.num_hidden_layers; ++l)
+    for (int s = 0; s < kLoraSlots; ++s)
+      if (adapted_[l][s]) bases.insert(std::string(kSlotModules[s]).substr(std::string(kSlotModules[s]).find('.') + 1));
+  size_t by_bases = 0;
+  for (int64_t l = 0; l < model_.num_hidden_layers; ++l)
+    for (int s = 0; s < kLoraSlots; ++s) {
+      const std::string m = slot_module_name(model_, l, s);
+      for (const std::string& b : bases) by_bases += name_matches(m, b);
+    }
+  nlohmann::json targets = by_bases == modules_.size() ? nlohmann::json(std::vector<std::string>(bases.begin(), bases.end()))
+                                                       : nlohmann::json(modules_);
+  nlohmann::json j = {{"peft_type", "LORA"},
+                      {"task_type", "CAUSAL_LM"},
+                      {"base_model_name_or_path", base_model},
+                      {"r", cfg_.rank},
+                      {"lora_alpha", cfg_.alpha},
+                      {"use_rslora", cfg_.use_rslora},
+                      {"target_modules", targets},
+                      {"lora_dropout", 0.0},
+                      {"bias", "none"},
+                      {"fan_in_fan_out", false},
+                      {"init_lora_weights", true},
+                      {"modules_to_save", nullptr},
+                      {"layers_to_transform", nullptr},
+                      {"rank_pattern", nlohmann::json::object()},
+                      {"alpha_pattern", nlohmann::json::object()},
+                      {"inference_mode", true}};
+  if (model_.has_vision()) j["task_type"] = nullptr;  // a Qwen3-VL adapter loads on the conditional-generation model
+  std::vector<StTensorOut> out;
+  for (const auto& [name, view] : params_.entries())
+    out.push_back({name, StDType::F32, std::vector<int64_t>(view.shape.dims.begin(), view.shape.dims.begin() + view.shape.ndim),
+                   view.f32()});
+  write_safetensors(dir + "/adapter_model.safetensors", out, {{"format", "pt"}});
+  write_file_atomic(dir + "/adapter_config.json", j.dump(2) + "\n");
+}
+
+void LoraAdapters::merge_into(ModelWeights& w) const {
+  GRPO_CHECK(!w.frozen_bf16(), "[lora] merging needs the f32 weights; this base is frozen in bf16 only");
+  const ModelTensors& t = w.f32();
+  const float s = scale();
+  for (int64_t l = 0; l < model_.num_hidden_layers; ++l)
+    for (int k = 0; k < kLoraSlots; ++k) {
+      const LoraPair& p = tensors_.layers[l].slot[k];
+      if (!p.A) continue;
+      const LoraSlotShape sh = lora_slot_shape(model_, static_cast<LoraSlot>(k));
+      const LayerTensors& lt = t.layers[l];
+      void* W = k <= 2 ? lt.wqkv : k == 3 ? lt.wo : k <= 5 ? lt.wgu : lt.wdown;
+      float* rows = static_cast<float*>(W) + sh.row_offset * sh.in;  // [out, in]
+      ops::gemm(ops::Trans::N, ops::Trans::N, sh.out, sh.in, cfg_.rank, s, p.B, cfg_.rank, p.A, sh.in, 1.0f, rows,
+                sh.in, DType::F32);
+    }
+  if (w.has_bf16()) w.refresh_bf16();
+}
+
+}  // namespace grpo
