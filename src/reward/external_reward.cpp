@@ -22,14 +22,13 @@ namespace grpo {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = ExternalReward::Clock;
+using Io = ExternalReward::Io;
 
 int remaining_ms(Clock::time_point deadline) {
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
   return ms > 0 ? static_cast<int>(ms) : 0;
 }
-
-enum class Io { Ok, Closed, Timeout };
 
 // Waits for `events` on fd until the deadline.
 Io wait_for(int fd, short events, Clock::time_point deadline) {
@@ -44,7 +43,8 @@ Io wait_for(int fd, short events, Clock::time_point deadline) {
   }
 }
 
-constexpr int64_t kMaxReports = 20;  // problems logged one by one; later ones are only counted
+constexpr int64_t kMaxReports = 20;
+constexpr double kPythonStartupSeconds = 120;  // importing the user's module (see exchange)  // problems logged one by one; later ones are only counted
 
 }  // namespace
 
@@ -116,10 +116,11 @@ void ExternalReward::report(const char* what, const RewardInput& in, const std::
 }
 
 std::optional<std::string> ExternalReward::exchange(Worker& w, const std::string& line, const RewardInput& in) {
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                           std::chrono::duration<double>(timeout_s_));
+  const auto timeout = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
+  auto deadline = Clock::now() + timeout;
+  const bool fresh = w.pid < 0;
   try {
-    if (w.pid < 0) start(w);
+    if (fresh) start(w);
   } catch (const Error& e) {
     ++crashes_;
     report("cannot start a worker", in, cat(" (", e.what(), ")"));
@@ -141,6 +142,15 @@ std::optional<std::string> ExternalReward::exchange(Worker& w, const std::string
     }
     return std::nullopt;
   };
+  if (fresh && protocol_ != Protocol::Command) {
+    // The Python driver says {"ready": true} once the user's module is imported: the import (torch,
+    // sympy, ...) has its own deadline, not the per-call timeout.
+    std::string ready;
+    const auto startup = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                            std::chrono::duration<double>(std::max(timeout_s_, kPythonStartupSeconds)));
+    if (const Io io = read_line(w, startup, &ready); io != Io::Ok) return broken(io, "while starting");
+    deadline = Clock::now() + timeout;
+  }
   w.buffer.clear();  // anything unread belongs to earlier requests
   for (size_t sent = 0; sent < line.size();) {
     const Io io = wait_for(w.fd, POLLOUT, deadline);
@@ -150,19 +160,25 @@ std::optional<std::string> ExternalReward::exchange(Worker& w, const std::string
     if (n <= 0) return broken(Io::Closed, "while sending");
     sent += static_cast<size_t>(n);
   }
+  std::string reply;
+  if (const Io io = read_line(w, deadline, &reply); io != Io::Ok) return broken(io, "while waiting for the reply");
+  return reply;
+}
+
+ExternalReward::Io ExternalReward::read_line(Worker& w, Clock::time_point deadline, std::string* line) {
   size_t newline;
   while ((newline = w.buffer.find('\n')) == std::string::npos) {
     const Io io = wait_for(w.fd, POLLIN, deadline);
-    if (io != Io::Ok) return broken(io, "while waiting for the reply");
+    if (io != Io::Ok) return io;
     char chunk[4096];
     const ssize_t n = ::recv(w.fd, chunk, sizeof chunk, MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    if (n <= 0) return broken(Io::Closed, "while waiting for the reply");
+    if (n <= 0) return Io::Closed;
     w.buffer.append(chunk, static_cast<size_t>(n));
   }
-  std::string reply = w.buffer.substr(0, newline);
+  *line = w.buffer.substr(0, newline);
   w.buffer.erase(0, newline + 1);
-  return reply;
+  return Io::Ok;
 }
 
 nlohmann::json ExternalReward::request_of(const RewardInput& in) const {
@@ -187,16 +203,19 @@ bool ExternalReward::read_reply(const nlohmann::json& j, const std::string& text
   if (j.is_object() && j.contains("error") && j["error"].is_string()) {
     ++invalid_;
     const std::string error = j["error"].get<std::string>();
+    // The traceback is shown once per place it was raised (its lines but the last, which holds the
+    // message); each sample's failure is reported with that last line.
+    const size_t cut = error.find_last_not_of('\n');
+    const size_t last_line = cut == std::string::npos ? std::string::npos : error.rfind('\n', cut);
+    const std::string where = last_line == std::string::npos ? error : error.substr(0, last_line);
     bool shown;
     {
       std::lock_guard<std::mutex> lock(last_failure_mutex_);
-      shown = std::find(errors_shown_.begin(), errors_shown_.end(), error) != errors_shown_.end();
-      if (!shown) errors_shown_.push_back(error);
+      shown = std::find(errors_shown_.begin(), errors_shown_.end(), where) != errors_shown_.end();
+      if (!shown) errors_shown_.push_back(where);
     }
     if (!shown) std::fprintf(stderr, "[reward] %s \"%s\" raised:\n%s\n", name_.c_str(), label_.c_str(), error.c_str());
-    const size_t cut = error.find_last_not_of('\n');
-    const size_t line_start = cut == std::string::npos ? 0 : error.rfind('\n', cut);
-    report("error", in, cat(": ", error.substr(line_start == std::string::npos ? 0 : line_start + 1)));
+    report("error", in, cat(": ", error.substr(last_line == std::string::npos ? 0 : last_line + 1)));
     return false;
   }
   const nlohmann::json* value = j.is_object() && j.contains("reward") ? &j["reward"] : &j;

@@ -12,10 +12,13 @@
 // The Python reward (python_reward.h) runs on the same pool with its own protocol (Protocol::Python):
 // requests {"data_source", "solution_str", "ground_truth", "extra_info"}, or in batch mode one request
 // {"batch": [...]} per worker with a share of the batch and a reply {"rewards": [...], "extras": [...]}.
+// A fresh Python worker first says {"ready": true} once the user's module is imported; that start-up has
+// its own deadline (the larger of timeout_s and 120 s), and the call's timeout starts after it.
 #pragma once
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -41,6 +44,9 @@ class ExternalReward : public RewardFunction {
   int64_t score(std::span<const RewardInput> batch, std::span<float> out) override;
   std::string last_failure() const override;
 
+  using Clock = std::chrono::steady_clock;
+  enum class Io { Ok, Closed, Timeout };
+
   struct Stats {
     int64_t calls = 0, crashes = 0, timeouts = 0, invalid = 0;
   };
@@ -55,6 +61,8 @@ class ExternalReward : public RewardFunction {
   // Sends one request line and returns the reply line; nullopt (the failure counted and reported) when
   // the worker died or timed out.
   std::optional<std::string> exchange(Worker& w, const std::string& line, const RewardInput& in);
+  // Reads one line from the worker (bytes past it stay in its buffer).
+  Io read_line(Worker& w, Clock::time_point deadline, std::string* line);
   float call(Worker& w, const RewardInput& in, size_t index, size_t batch_size, bool* failed);
   // Batch mode: one request for batch[begin, end); returns the failures.
   int64_t call_batch(Worker& w, std::span<const RewardInput> batch, size_t begin, size_t end, std::span<float> out);
@@ -72,7 +80,7 @@ class ExternalReward : public RewardFunction {
   Protocol protocol_;
   std::string name_;
   std::string label_;  // how messages name the worker: the command, or the Python function
-  std::vector<std::string> errors_shown_;  // "error" texts already printed (each is shown once)
+  std::vector<std::string> errors_shown_;  // tracebacks already printed, without their message line
   std::vector<Worker> workers_;
   std::atomic<int64_t> calls_{0}, crashes_{0}, timeouts_{0}, invalid_{0}, reports_{0};
   mutable std::mutex last_failure_mutex_;

@@ -34,6 +34,10 @@ except BaseException:
     load_error = last_lines()
 
 
+protocol.write(json.dumps({"ready": True}) + "\n")
+protocol.flush()
+
+
 def number(value):
     if hasattr(value, "item"):  # numpy and torch scalars
         value = value.item()
