@@ -2,6 +2,8 @@
 // the key / value / line / what is allowed, and the resolved YAML loading back to the same config.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <limits>
 
@@ -44,8 +46,9 @@ TEST(Config, DefaultsAreVerls) {
   EXPECT_TRUE(c.algorithm.norm_adv_by_std_in_grpo);
   EXPECT_EQ(c.algorithm.adv_estimator, "grpo");
   EXPECT_EQ(c.trainer.save_freq, -1);
-  ASSERT_EQ(c.reward.functions.size(), 1u);
-  EXPECT_EQ(c.reward.functions[0].name, "math");
+  EXPECT_TRUE(c.reward.functions.empty()) << "verl's choice: custom function, data_source rules, else math";
+  EXPECT_EQ(c.reward.reward_manager, "naive");
+  EXPECT_EQ(c.reward.custom_reward_function.name, "compute_score");
   // derived: loss_scale_factor 0 -> max_response_length
   EXPECT_DOUBLE_EQ(c.actor_rollout_ref.actor.loss_scale_factor, 512.0);
 }
@@ -214,6 +217,46 @@ TEST(Config, ResolvedYamlRoundTrips) {
   EXPECT_EQ(back.trainer.logger, (std::vector<std::string>{"console"}));
 }
 
+// verl's custom_reward_function (top-level and reward.* spellings), reward_kwargs as a mapping, the
+// reward manager, and python / verl entries of reward.functions; all written back and read again.
+TEST(Config, CustomRewardFunctionKeys) {
+  test::TempDir dir;
+  const std::string path = dir.write("c.yaml", std::string(kMinimal) +
+                                                   "custom_reward_function:\n  path: my_reward.py\n  name: score_fn\n"
+                                                   "  reward_kwargs:\n    bonus: 0.5\n    mode: strict\n    n: 3\n");
+  Config c = load_config(path, {"reward_model.reward_manager=batch"});
+  EXPECT_EQ(c.reward.custom_reward_function.path, "my_reward.py");
+  EXPECT_EQ(c.reward.custom_reward_function.name, "score_fn");
+  EXPECT_EQ(c.reward.custom_reward_function.reward_kwargs,
+            nlohmann::json::parse(R"({"bonus": 0.5, "mode": "strict", "n": 3})"));
+  EXPECT_EQ(c.reward.reward_manager, "batch");
+  Config back = load_config(dir.write("resolved.yaml", config_to_yaml(c)));
+  EXPECT_EQ(config_to_yaml(back), config_to_yaml(c));
+  EXPECT_EQ(back.reward.custom_reward_function.reward_kwargs, c.reward.custom_reward_function.reward_kwargs);
+
+  c = load_config(dir.write("d.yaml", kMinimal),
+                  {"reward.custom_reward_function.path=r.py", "reward.custom_reward_function.reward_kwargs={a: 1}"});
+  EXPECT_EQ(c.reward.custom_reward_function.reward_kwargs, nlohmann::json::parse(R"({"a": 1})"));
+  c = load_config(dir.write("e.yaml", kMinimal),
+                  {"reward.functions=[{name: python, path: r.py, function: f, kwargs: {k: x}, batch: true, workers: 4}, "
+                   "{name: verl, weight: 0.5}]"});
+  ASSERT_EQ(c.reward.functions.size(), 2u);
+  EXPECT_EQ(c.reward.functions[0].kwargs_json, R"({"k":"x"})");
+  EXPECT_TRUE(c.reward.functions[0].batch);
+  EXPECT_EQ(c.reward.functions[0].workers, 4);
+  back = load_config(dir.write("resolved2.yaml", config_to_yaml(c)));
+  EXPECT_EQ(config_to_yaml(back), config_to_yaml(c));
+
+  std::string e = error_of([&] { load_config(path, {"reward.functions=[{name: math}]"}); });
+  EXPECT_TRUE(contains(e, "reward.functions are both set")) << e;
+  e = error_of([&] { load_config(path, {"reward.reward_manager=fancy"}); });
+  EXPECT_TRUE(contains(e, "naive")) << e;
+  e = error_of([&] { load_config(path, {"reward.custom_reward_function.reward_kwargs=[1]"}); });
+  EXPECT_TRUE(contains(e, "expected a mapping")) << e;
+  e = error_of([&] { load_config(path, {"reward.functions=[{name: python}]", "custom_reward_function.path=''"}); });
+  EXPECT_TRUE(contains(e, "needs a path")) << e;
+}
+
 TEST(Config, KeyTableDocumentsEveryKey) {
   const auto& keys = config_keys();
   EXPECT_GT(keys.size(), 60u);
@@ -296,7 +339,8 @@ TEST(Config, LargestValuesGiveErrorsNotOverflows) {
   const std::string path = dir.write("c.yaml", kMinimal);
   std::vector<std::string> sets;
   for (const ConfigKeyInfo& k : config_keys())
-    if (k.type == "integer" && k.name != "trainer.seed") sets.push_back(k.name + "=2147483647");
+    if (k.type == "integer" && k.name != "trainer.seed" && k.allowed.find("2147483647") != std::string::npos)
+      sets.push_back(k.name + "=2147483647");  // (worker counts are bounded lower: kMaxRewardWorkers)
   std::string e = error_of([&] { load_config(path, sets); });
   EXPECT_TRUE(contains(e, "responses per step; at most 2147483647")) << e;
   EXPECT_TRUE(contains(e, "positions are 32-bit")) << e;
