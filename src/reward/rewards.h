@@ -1,6 +1,8 @@
 // Reward functions: the built-in `math` (answer from \boxed{} or the last number, compared by value),
 // `exact` (extracted answer, else the whole response, equal to the answer as text), `format` (1 when a
-// PCRE2 regex matches the response), user commands (external_reward.h), and their weighted sum.
+// PCRE2 regex matches the response), `verl` (verl's rules by data_source, verl/verl_reward.h), user
+// commands (external_reward.h), `python` (a Python function with verl's signature, python_reward.h), and
+// their weighted sum. Functions may report extra results besides the score (extras(): verl's dict keys).
 // A function that cannot score a sample (a command that crashed, timed out, or replied with something
 // other than a number in [-kMaxRewardMagnitude, kMaxRewardMagnitude]) scores it 0 and counts it as a
 // failure: the trainer logs reward/<name>/failures and stops the run when a step's failures exceed
