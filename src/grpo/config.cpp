@@ -280,6 +280,34 @@ void resolve(Config& c, const std::map<std::string, Given>& given, std::vector<s
     auto it = given.find(key);
     return it != given.end() && !it->second.node.IsNull();
   };
+  // verl's reward manager arguments (reward_model.reward_kwargs).
+  auto& reward = c.reward;
+  nlohmann::json manager_kwargs = reward.reward_kwargs;
+  if (reward.reward_manager == "dapo" && manager_kwargs.contains("overlong_buffer_cfg")) {
+    const nlohmann::json& ob = manager_kwargs["overlong_buffer_cfg"];
+    auto& to = reward.overlong_buffer;
+    if (!ob.is_object()) {
+      errors.push_back("[config] reward.reward_kwargs.overlong_buffer_cfg must be a mapping {enable, len, penalty_factor}");
+    } else {
+      if (ob.contains("enable") && ob["enable"].is_boolean() && !is_set("reward.overlong_buffer.enable"))
+        to.enable = ob["enable"].get<bool>();
+      if (ob.contains("len") && ob["len"].is_number_integer() && !is_set("reward.overlong_buffer.len"))
+        to.len = ob["len"].get<int64_t>();
+      if (ob.contains("penalty_factor") && ob["penalty_factor"].is_number() && !is_set("reward.overlong_buffer.penalty_factor"))
+        to.penalty_factor = ob["penalty_factor"].get<double>();
+    }
+    manager_kwargs.erase("overlong_buffer_cfg");
+  }
+  if (reward.reward_manager == "dapo") manager_kwargs.erase("max_resp_len");  // = data.max_response_length
+  if (reward.reward_manager == "batch") {
+    for (const auto& [k, v] : manager_kwargs.items()) reward.custom_reward_function.reward_kwargs[k] = v;
+  } else if (!manager_kwargs.empty()) {
+    errors.push_back(cat("[config] reward.reward_kwargs (verl's reward_model.reward_kwargs) ", manager_kwargs.dump(),
+                         " is not taken by reward_manager ", reward.reward_manager,
+                         " (batch passes them to the custom function; dapo takes overlong_buffer_cfg and "
+                         "max_resp_len); pass a function's arguments in custom_reward_function.reward_kwargs"));
+  }
+  reward.reward_kwargs = nlohmann::json::object();  // consumed: the resolved config holds their effect
   auto& actor = c.actor_rollout_ref.actor;
   if (!is_set("actor_rollout_ref.actor.clip_ratio_low")) actor.clip_ratio_low = actor.clip_ratio;
   if (!is_set("actor_rollout_ref.actor.clip_ratio_high")) actor.clip_ratio_high = actor.clip_ratio;
@@ -414,10 +442,26 @@ void throw_if_any(const std::vector<std::string>& errors) {
   throw Error(msg);
 }
 
+// The mapping key that `key` names an entry of (reward.reward_kwargs for reward.reward_kwargs.a.b), or null.
+const KeySpec* mapping_key_above(const std::string& key) {
+  for (size_t dot = key.rfind('.'); dot != std::string::npos && dot > 0; dot = key.rfind('.', dot - 1)) {
+    const KeySpec* spec = find_key(key.substr(0, dot));
+    if (spec) return spec->type == KeyType::Mapping ? spec : nullptr;
+  }
+  return nullptr;
+}
+
+struct MappingEntry {
+  const KeySpec* spec;
+  std::string path;  // "a.b" below the mapping key
+  YAML::Node value;
+};
+
 }  // namespace
 
 Config load_config(const std::string& yaml_path, const std::vector<std::string>& overrides) {
   std::vector<std::string> errors;
+  std::vector<MappingEntry> mapping_entries;
   std::map<std::string, Given> given;
   if (!yaml_path.empty()) {
     std::string text;
@@ -453,6 +497,10 @@ Config load_config(const std::string& yaml_path, const std::vector<std::string>&
       continue;
     }
     if (!find_key(key)) {
+      if (const KeySpec* mapping = mapping_key_above(key)) {  // MAPPING.a.b=value: one entry of a mapping
+        mapping_entries.push_back({mapping, key.substr(mapping->name.size() + 1), value});
+        continue;
+      }
       errors.push_back(unknown_key_message("--set", spelled, value));
       continue;
     }
@@ -460,6 +508,18 @@ Config load_config(const std::string& yaml_path, const std::vector<std::string>&
   }
   Config config;
   for (const auto& [key, g] : given) assign(*find_key(key), g, config, errors);
+  for (const MappingEntry& e : mapping_entries) {
+    nlohmann::json* j = static_cast<nlohmann::json*>(e.spec->field(config));
+    for (size_t b = 0;;) {
+      const size_t dot = e.path.find('.', b);
+      const std::string part = e.path.substr(b, dot == std::string::npos ? std::string::npos : dot - b);
+      if (!j->is_object()) *j = nlohmann::json::object();
+      j = &(*j)[part];
+      if (dot == std::string::npos) break;
+      b = dot + 1;
+    }
+    *j = yaml_to_json(e.value);
+  }
   for (const auto& spec : key_specs()) {
     auto it = given.find(spec.name);
     if (spec.required && (it == given.end() || it->second.node.IsNull() ||

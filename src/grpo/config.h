@@ -188,6 +188,10 @@ struct RewardConfig {
   std::vector<RewardFunctionConfig> functions;
   CustomRewardFunctionConfig custom_reward_function;
   std::string reward_manager = "naive";  // verl's: batch passes lists to the custom function
+  // verl's reward_model.reward_kwargs, the reward manager's arguments: with `batch` they are passed to the
+  // custom function; with `dapo` its overlong_buffer_cfg {enable, len, penalty_factor} sets
+  // overlong_buffer (max_resp_len is data.max_response_length); the naive manager takes none.
+  nlohmann::json reward_kwargs = nlohmann::json::object();
   OverlongBufferConfig overlong_buffer;
   // A step in which one function fails (scores 0: an external command that crashed, timed out or replied
   // with no number in range) on more than this fraction of the samples stops the run.

@@ -296,6 +296,9 @@ std::vector<KeySpec> build_table() {
       KEY(reward.reward_manager, one_of({"naive", "batch", "dapo", "prime"}),
           "verl's reward manager: batch calls the custom function with lists (data_sources, solution_strs, "
           "ground_truths, extra_infos); the others call it once a response"),
+      KEY(reward.reward_kwargs, any(),
+          "verl's reward_model.reward_kwargs: passed to the custom function with reward_manager batch; with "
+          "dapo, overlong_buffer_cfg sets reward.overlong_buffer"),
       KEY(reward.overlong_buffer.enable, any(), "DAPO overlong shaping: linear penalty near max_response_length"),
       KEY(reward.overlong_buffer.len, count0(), "tokens before max_response_length where the penalty starts"),
       KEY(reward.overlong_buffer.penalty_factor, nonnegative_float(), "penalty at max_response_length"),
@@ -330,7 +333,7 @@ const Alias kAliases[] = {
     {"reward_model.overlong_buffer", "reward.overlong_buffer"},
     {"custom_reward_function", "reward.custom_reward_function"},
     {"reward_model.reward_manager", "reward.reward_manager"},
-    {"reward_model.reward_kwargs", "reward.custom_reward_function.reward_kwargs"},
+    {"reward_model.reward_kwargs", "reward.reward_kwargs"},
 };
 
 bool starts_section(const std::string& name, const std::string& prefix) {

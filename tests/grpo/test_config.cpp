@@ -247,7 +247,24 @@ TEST(Config, CustomRewardFunctionKeys) {
   back = load_config(dir.write("resolved2.yaml", config_to_yaml(c)));
   EXPECT_EQ(config_to_yaml(back), config_to_yaml(c));
 
-  std::string e = error_of([&] { load_config(path, {"reward.functions=[{name: math}]"}); });
+  // verl's DAPO scripts: the reward manager's arguments as dotted entries of reward_model.reward_kwargs.
+  c = load_config(dir.write("f.yaml", kMinimal),
+                  {"reward_model.reward_manager=dapo", "reward_model.reward_kwargs.overlong_buffer_cfg.enable=True",
+                   "reward_model.reward_kwargs.overlong_buffer_cfg.len=128",
+                   "reward_model.reward_kwargs.overlong_buffer_cfg.penalty_factor=0.5",
+                   "reward_model.reward_kwargs.overlong_buffer_cfg.log=False",
+                   "reward_model.reward_kwargs.max_resp_len=512"});
+  EXPECT_TRUE(c.reward.overlong_buffer.enable);
+  EXPECT_EQ(c.reward.overlong_buffer.len, 128);
+  EXPECT_DOUBLE_EQ(c.reward.overlong_buffer.penalty_factor, 0.5);
+  // With the batch manager they are the custom function's keyword arguments.
+  c = load_config(dir.write("g.yaml", kMinimal), {"reward_model.reward_manager=batch", "custom_reward_function.path=r.py",
+                                                  "reward_model.reward_kwargs.scale=2"});
+  EXPECT_EQ(c.reward.custom_reward_function.reward_kwargs, nlohmann::json::parse(R"({"scale": 2})"));
+  std::string e = error_of([&] { load_config(path, {"reward_model.reward_kwargs.scale=2"}); });
+  EXPECT_TRUE(contains(e, "not taken by reward_manager naive")) << e;
+
+  e = error_of([&] { load_config(path, {"reward.functions=[{name: math}]"}); });
   EXPECT_TRUE(contains(e, "reward.functions are both set")) << e;
   e = error_of([&] { load_config(path, {"reward.reward_manager=fancy"}); });
   EXPECT_TRUE(contains(e, "naive")) << e;
