@@ -1,5 +1,5 @@
 // verl's built-in rules (reward/verl/) against verl's own functions: tests/reward/data/verl_cases.jsonl
-// holds 6,528 responses (hand-picked edge cases, random combinations of answer fragments, random strings
+// holds 7,179 responses (hand-picked edge cases, random combinations of answer fragments, random strings
 // of answer-like characters, geometry answers in many equivalent forms) with the score
 // (and math_dapo's acc) that verl's default_compute_score gave them, run from verl-project/verl's
 // verl/utils/reward_score/ and hiyouga/MathRuler with sympy 1.11 and pylatexenc 2.10. Every case must

@@ -11,7 +11,7 @@
 // floating-point sums that differ from the other side by rounding only (0.1 + 0.2 against 0.3) grade
 // as equal here where sympy's exact Float arithmetic keeps the rounding difference.
 #include <cmath>
-#include <functional>
+#include <map>
 #include <set>
 
 #include "reward/verl/hendrycks_math.h"
@@ -268,7 +268,7 @@ PyStr normalize(PyStr expr) {
 // Evaluates the difference expression sympy would parse (see the file comment); nullopt when it cannot.
 class Evaluator {
  public:
-  Evaluator(const PyStr& text, const double* values) : s_(text), values_(values) {}
+  Evaluator(const PyStr& text, const std::map<char32_t, double>& variables) : s_(text), variables_(variables) {}
   std::optional<double> run() {
     const auto v = sum();
     if (!v || pos_ != s_.size()) return std::nullopt;
@@ -363,13 +363,15 @@ class Evaluator {
       ++pos_;
       if (c == 'E') return M_E;
       if (c == 'I') return std::nullopt;  // the imaginary unit: beyond this evaluator
-      return values_[c % 7];  // a variable: its value at this sample point
+      const auto it = variables_.find(c);  // a variable: its value at this sample point
+      if (it == variables_.end()) return std::nullopt;
+      return it->second;
     }
     return std::nullopt;
   }
 
   const PyStr& s_;
-  const double* values_;
+  const std::map<char32_t, double>& variables_;
   size_t pos_ = 0;
 };
 
@@ -396,10 +398,19 @@ bool equal_under_evaluation(const PyStr& truth, const PyStr& given) {
   static const double kPoints[3][7] = {{0.5772, 1.4142, 2.7183, 0.6931, 1.7321, 3.1416, 2.2361},
                                        {1.3247, 0.9159, 1.6180, 2.5029, 0.4343, 1.2021, 3.3219},
                                        {2.0794, 0.3010, 1.0986, 0.8862, 1.9601, 2.6651, 0.7854}};
+  std::set<char32_t> letters;  // each distinct letter gets its own value at each point
+  for (char32_t c : expr)
+    if (py_isalpha(c)) letters.insert(c);
+  const PyStr pa = replace_all(a, U"^", U"**"), pb = replace_all(b, U"^", U"**");
   for (const auto& values : kPoints) {
-    const auto d = Evaluator(parsed, values).run();
-    const PyStr pa = replace_all(a, U"^", U"**"), pb = replace_all(b, U"^", U"**");
-    const auto va = Evaluator(pa, values).run(), vb = Evaluator(pb, values).run();
+    std::map<char32_t, double> variables;
+    size_t k = 0;
+    for (char32_t c : letters) {
+      variables[c] = values[k % 7] + static_cast<double>(k / 7);
+      ++k;
+    }
+    const auto d = Evaluator(parsed, variables).run();
+    const auto va = Evaluator(pa, variables).run(), vb = Evaluator(pb, variables).run();
     if (!d || !va || !vb) return false;
     const double scale = std::max({1.0, std::fabs(*va), std::fabs(*vb)});
     if (std::fabs(*d) > 1e-9 * scale) return false;
