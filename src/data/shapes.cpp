@@ -275,7 +275,7 @@ std::vector<ShapesProblem> generate_shapes(int64_t n, uint64_t seed, const std::
 nlohmann::json shapes_row(const ShapesProblem& p, const std::string& id, const std::string& image_path,
                           const std::string& split, int64_t index, ShapesStyle style) {
   return {{"id", id},
-          {"data_source", "shapes"},
+          {"data_source", kShapesDataSource},
           {"prompt", nlohmann::json::array({{{"role", "user"}, {"content", "<image>" + shapes_question_text(p)}}})},
           {"images", nlohmann::json::array({image_path})},
           {"reward_model", {{"style", "rule"}, {"ground_truth", p.answer}}},

@@ -174,8 +174,33 @@ bool parse_bool(const std::string& s, bool& out) {
   return false;
 }
 
-// Reads one reward function {name, weight, pattern, command, timeout_s, workers}; keys that the named
-// function does not use are errors.
+// A YAML value as JSON: scalars that read as integers, numbers, booleans or null become those, others text.
+nlohmann::json yaml_to_json(const YAML::Node& node) {
+  if (node.IsMap()) {
+    nlohmann::json j = nlohmann::json::object();
+    for (const auto& item : node) j[item.first.Scalar()] = yaml_to_json(item.second);
+    return j;
+  }
+  if (node.IsSequence()) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& item : node) j.push_back(yaml_to_json(item));
+    return j;
+  }
+  if (!node.IsScalar()) return nullptr;
+  const std::string& s = node.Scalar();
+  if (node.Tag() == "!") return s;  // quoted in the YAML: text
+  int64_t i;
+  double d;
+  bool b;
+  if (parse_int(s, i)) return i;
+  if (parse_float(s, d)) return d;
+  if (parse_bool(s, b)) return b;
+  if (s == "null" || s == "~" || s == "Null" || s == "NULL") return nullptr;
+  return s;
+}
+
+// Reads one reward function {name, weight, pattern, command, timeout_s, workers, path, function, kwargs,
+// batch}; keys that the named function does not use are errors.
 void read_reward_function(const YAML::Node& node, const std::string& where, RewardFunctionConfig& f,
                           std::vector<std::string>& errors) {
   const std::string here = cat("[config] ", where, ": reward.functions[", node.Mark().line + 1, "]: ");
@@ -187,13 +212,14 @@ void read_reward_function(const YAML::Node& node, const std::string& where, Rewa
   if (node["name"] && node["name"].IsScalar()) f.name = node["name"].Scalar();
   if (f.name == "format") used.insert("pattern");
   if (f.name == "external") used.insert({"command", "timeout_s", "workers"});
+  if (f.name == "python") used.insert({"path", "function", "kwargs", "batch", "timeout_s", "workers"});
   for (const auto& item : node) {
     const std::string k = item.first.Scalar();
     const YAML::Node& v = item.second;
     if (!used.count(k)) {
       errors.push_back(here + cat("key \"", k, "\" is not used by reward function \"", f.name,
-                                  "\" (math/exact: name, weight; format: + pattern; external: + command, "
-                                  "timeout_s, workers)"));
+                                  "\" (math/exact/verl: name, weight; format: + pattern; external: + command, "
+                                  "timeout_s, workers; python: + path, function, kwargs, batch, timeout_s, workers)"));
     } else if (k == "weight" && !(v.IsScalar() && parse_float(v.Scalar(), f.weight))) {
       errors.push_back(here + cat("weight: expected a number, got ", shown(v)));
     } else if (k == "timeout_s" && !(v.IsScalar() && parse_float(v.Scalar(), f.timeout_s) && f.timeout_s > 0 &&
@@ -203,12 +229,21 @@ void read_reward_function(const YAML::Node& node, const std::string& where, Rewa
     } else if (k == "workers" && !(v.IsScalar() && parse_int(v.Scalar(), f.workers) && f.workers >= 1 &&
                                    f.workers <= kMaxRewardWorkers)) {
       errors.push_back(here + cat("workers: expected an integer in [1, ", kMaxRewardWorkers, "], got ", shown(v)));
-    } else if ((k == "pattern" || k == "command" || k == "name") && !v.IsScalar()) {
+    } else if (k == "kwargs") {
+      if (!v.IsMap()) errors.push_back(here + cat("kwargs: expected a mapping of keyword arguments, got ", shown(v)));
+      else f.kwargs_json = yaml_to_json(v).dump();
+    } else if (k == "batch" && !(v.IsScalar() && parse_bool(v.Scalar(), f.batch))) {
+      errors.push_back(here + cat("batch: expected true or false, got ", shown(v)));
+    } else if ((k == "pattern" || k == "command" || k == "name" || k == "path" || k == "function") && !v.IsScalar()) {
       errors.push_back(here + cat(k, ": expected text, got ", shown(v)));
     } else if (k == "pattern") {
       f.pattern = v.Scalar();
     } else if (k == "command") {
       f.command = v.Scalar();
+    } else if (k == "path") {
+      f.path = v.Scalar();
+    } else if (k == "function") {
+      f.function = v.Scalar();
     }
   }
 }
@@ -286,8 +321,13 @@ void assign(const KeySpec& spec, const Given& g, Config& config, std::vector<std
       *static_cast<std::vector<double>*>(p) = v;
       return;
     }
-    case KeyType::RewardFunctions: {
-      if (!g.node.IsSequence() || g.node.size() == 0) return bad("expected a non-empty list, got");
+    case KeyType::Mapping: {
+      if (!g.node.IsMap()) return bad("expected a mapping, got");
+      *static_cast<nlohmann::json*>(p) = yaml_to_json(g.node);
+      return;
+    }
+    case KeyType::RewardFunctions: {  // an empty list keeps verl's choice (see RewardConfig)
+      if (!g.node.IsSequence()) return bad("expected a list, got");
       std::vector<RewardFunctionConfig> v;
       for (const auto& item : g.node) read_reward_function(item, g.where, v.emplace_back(), errors);
       *static_cast<std::vector<RewardFunctionConfig>*>(p) = v;
@@ -306,6 +346,34 @@ void resolve(Config& c, const std::map<std::string, Given>& given, ConfigNotes& 
     auto it = given.find(key);
     return it != given.end() && !it->second.node.IsNull();
   };
+  // verl's reward manager arguments (reward_model.reward_kwargs).
+  auto& reward = c.reward;
+  nlohmann::json manager_kwargs = reward.reward_kwargs;
+  if (reward.reward_manager == "dapo" && manager_kwargs.contains("overlong_buffer_cfg")) {
+    const nlohmann::json& ob = manager_kwargs["overlong_buffer_cfg"];
+    auto& to = reward.overlong_buffer;
+    if (!ob.is_object()) {
+      errors.push_back("[config] reward.reward_kwargs.overlong_buffer_cfg must be a mapping {enable, len, penalty_factor}");
+    } else {
+      if (ob.contains("enable") && ob["enable"].is_boolean() && !is_set("reward.overlong_buffer.enable"))
+        to.enable = ob["enable"].get<bool>();
+      if (ob.contains("len") && ob["len"].is_number_integer() && !is_set("reward.overlong_buffer.len"))
+        to.len = ob["len"].get<int64_t>();
+      if (ob.contains("penalty_factor") && ob["penalty_factor"].is_number() && !is_set("reward.overlong_buffer.penalty_factor"))
+        to.penalty_factor = ob["penalty_factor"].get<double>();
+    }
+    manager_kwargs.erase("overlong_buffer_cfg");
+  }
+  if (reward.reward_manager == "dapo") manager_kwargs.erase("max_resp_len");  // = data.max_response_length
+  if (reward.reward_manager == "batch") {
+    for (const auto& [k, v] : manager_kwargs.items()) reward.custom_reward_function.reward_kwargs[k] = v;
+  } else if (!manager_kwargs.empty()) {
+    errors.push_back(cat("[config] reward.reward_kwargs (verl's reward_model.reward_kwargs) ", manager_kwargs.dump(),
+                         " is not taken by reward_manager ", reward.reward_manager,
+                         " (batch passes them to the custom function; dapo takes overlong_buffer_cfg and "
+                         "max_resp_len); pass a function's arguments in custom_reward_function.reward_kwargs"));
+  }
+  reward.reward_kwargs = nlohmann::json::object();  // consumed: the resolved config holds their effect
   auto& actor = c.actor_rollout_ref.actor;
   if (!is_set("trainer.default_local_dir"))
     c.trainer.default_local_dir = cat("checkpoints/", c.trainer.project_name, "/", c.trainer.experiment_name);
@@ -425,20 +493,29 @@ std::vector<std::string> cross_checks(const Config& c) {
   if (ob.enable && (ob.len < 1 || ob.len > c.data.max_response_length))
     e.push_back(cat("[config] reward.overlong_buffer.len = ", ob.len,
                     " must be in [1, data.max_response_length = ", c.data.max_response_length, "] when enabled"));
-  if (c.reward.functions.empty()) e.push_back("[config] reward.functions: at least one reward function is needed");
   for (size_t i = 0; i < c.reward.functions.size(); ++i) {
     const auto& f = c.reward.functions[i];
     const std::string at = cat("[config] reward.functions[", i, "] (", f.name, "): ");
-    if (f.name != "math" && f.name != "exact" && f.name != "format" && f.name != "external")
-      e.push_back(at + "name must be one of: math, exact, format, external");
+    if (f.name != "math" && f.name != "exact" && f.name != "format" && f.name != "external" && f.name != "verl" &&
+        f.name != "python")
+      e.push_back(at + "name must be one of: math, exact, format, external, verl, python");
     if (!std::isfinite(f.weight) || std::fabs(f.weight) > kMaxRewardMagnitude)
       e.push_back(at + cat("weight = ", f.weight, " must be a finite number of magnitude at most ", kMaxRewardMagnitude));
     if (f.name == "format" && f.pattern.empty()) e.push_back(at + "needs a pattern (a regular expression)");
     if (f.name == "external" && f.command.empty()) e.push_back(at + "needs a command");
+    if (f.name == "python" && (f.path.empty() || f.function.empty()))
+      e.push_back(at + "needs a path (a Python file) and a function name");
     if (!(f.timeout_s > 0 && f.timeout_s <= kMaxRewardTimeoutSeconds) || f.workers < 1 || f.workers > kMaxRewardWorkers)
       e.push_back(at + cat("timeout_s must be in (0, ", kMaxRewardTimeoutSeconds, "] and workers in [1, ",
                            kMaxRewardWorkers, "]"));
   }
+  const auto& custom = c.reward.custom_reward_function;
+  if (!custom.path.empty() && !c.reward.functions.empty())
+    e.push_back(cat("[config] reward.custom_reward_function.path = \"", custom.path, "\" and reward.functions are both ",
+                    "set; list the Python function in reward.functions ({name: python, path: ", custom.path,
+                    ", function: ", custom.name, "}) or drop reward.functions"));
+  if (!custom.reward_kwargs.is_object())
+    e.push_back("[config] reward.custom_reward_function.reward_kwargs must be a mapping");
   return e;
 }
 
@@ -556,10 +633,26 @@ void throw_if_any(const std::vector<std::string>& errors) {
   throw Error(msg);
 }
 
+// The mapping key that `key` names an entry of (reward.reward_kwargs for reward.reward_kwargs.a.b), or null.
+const KeySpec* mapping_key_above(const std::string& key) {
+  for (size_t dot = key.rfind('.'); dot != std::string::npos && dot > 0; dot = key.rfind('.', dot - 1)) {
+    const KeySpec* spec = find_key(key.substr(0, dot));
+    if (spec) return spec->type == KeyType::Mapping ? spec : nullptr;
+  }
+  return nullptr;
+}
+
+struct MappingEntry {
+  const KeySpec* spec;
+  std::string path;  // "a.b" below the mapping key
+  YAML::Node value;
+};
+
 }  // namespace
 
 Config load_config(const std::string& yaml_path, const std::vector<std::string>& overrides, ConfigNotes* notes_out) {
   std::vector<std::string> errors;
+  std::vector<MappingEntry> mapping_entries;
   std::map<std::string, Given> given;
   ConfigNotes notes;
   if (!yaml_path.empty()) {
@@ -586,10 +679,13 @@ Config load_config(const std::string& yaml_path, const std::vector<std::string>&
     if (!parse_override(o, ov, errors)) continue;
     const std::string key = resolve_alias(ov.key);
     if (!find_key(key)) {
-      if (const VerlKeyRule* verl = find_verl_key(key))
+      if (const KeySpec* mapping = mapping_key_above(key)) {  // MAPPING.a.b=value: one entry of a mapping
+        mapping_entries.push_back({mapping, key.substr(mapping->name.size() + 1), ov.value});
+      } else if (const VerlKeyRule* verl = find_verl_key(key)) {
         accept_verl_key(*verl, ov.where, ov.key, ov.value, notes, errors);
-      else
+      } else {
         errors.push_back(unknown_key_message(ov.where, ov.key, ov.value));
+      }
       continue;
     }
     given[key] = Given{ov.value, ov.where, ov.key};
@@ -597,6 +693,18 @@ Config load_config(const std::string& yaml_path, const std::vector<std::string>&
   if (auto it = given.find("trainer.logger"); it != given.end()) split_loggers(it->second.node, notes);
   Config config;
   for (const auto& [key, g] : given) assign(*find_key(key), g, config, errors);
+  for (const MappingEntry& e : mapping_entries) {
+    nlohmann::json* j = static_cast<nlohmann::json*>(e.spec->field(config));
+    for (size_t b = 0;;) {
+      const size_t dot = e.path.find('.', b);
+      const std::string part = e.path.substr(b, dot == std::string::npos ? std::string::npos : dot - b);
+      if (!j->is_object()) *j = nlohmann::json::object();
+      j = &(*j)[part];
+      if (dot == std::string::npos) break;
+      b = dot + 1;
+    }
+    *j = yaml_to_json(e.value);
+  }
   for (const auto& spec : key_specs()) {
     auto it = given.find(spec.name);
     if (spec.required && (it == given.end() || it->second.node.IsNull() ||
@@ -665,6 +773,7 @@ void validate_config(const Config& config) {
         break;
       }
       case KeyType::Bool:
+      case KeyType::Mapping:
       case KeyType::RewardFunctions: break;
     }
     if (!ok)
@@ -720,14 +829,21 @@ std::string config_to_yaml(const Config& config) {
         for (double v : *static_cast<std::vector<double>*>(p)) out << format_double(v);
         out << YAML::EndSeq;
         break;
+      case KeyType::Mapping: out << YAML::Flow << YAML::Load(static_cast<nlohmann::json*>(p)->dump()); break;
       case KeyType::RewardFunctions:
         out << YAML::BeginSeq;
         for (const auto& f : *static_cast<std::vector<RewardFunctionConfig>*>(p)) {
           out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << f.name;
           out << YAML::Key << "weight" << YAML::Value << format_double(f.weight);
           if (f.name == "format") out << YAML::Key << "pattern" << YAML::Value << YAML::DoubleQuoted << f.pattern;
-          if (f.name == "external") {
-            out << YAML::Key << "command" << YAML::Value << YAML::DoubleQuoted << f.command;
+          if (f.name == "external") out << YAML::Key << "command" << YAML::Value << YAML::DoubleQuoted << f.command;
+          if (f.name == "python") {
+            out << YAML::Key << "path" << YAML::Value << YAML::DoubleQuoted << f.path;
+            out << YAML::Key << "function" << YAML::Value << YAML::DoubleQuoted << f.function;
+            out << YAML::Key << "kwargs" << YAML::Value << YAML::Load(f.kwargs_json);
+            out << YAML::Key << "batch" << YAML::Value << (f.batch ? "true" : "false");
+          }
+          if (f.name == "external" || f.name == "python") {
             out << YAML::Key << "timeout_s" << YAML::Value << format_double(f.timeout_s);
             out << YAML::Key << "workers" << YAML::Value << f.workers;
           }
@@ -764,7 +880,8 @@ std::string config_help() {
        "actor_rollout_ref.actor.optim.lr_scheduler_type, actor_rollout_ref.actor.optim.clip_grad, "
        "actor_rollout_ref.nccl_timeout, reward_model.overlong_buffer.*, "
        "reward_model.reward_kwargs.overlong_buffer_cfg.*, reward.reward_kwargs.overlong_buffer_cfg.*, "
-       "custom_reward_function.overlong_buffer.*\n"
+       "custom_reward_function.overlong_buffer.*, custom_reward_function.* (= reward.custom_reward_function.*), "
+       "reward_model.reward_manager, reward_model.reward_kwargs\n"
        "verl's keys that steer only its GPU machinery are accepted and listed as having no effect (docs/verl.md).\n";
   return s;
 }

@@ -19,6 +19,7 @@
 // only steer its GPU machinery are accepted and reported as having no effect here (grpo/verl_keys.h).
 #pragma once
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -189,8 +190,26 @@ struct OverlongBufferConfig {
   double penalty_factor = 1.0;
 };
 
+// verl's custom_reward_function: a Python function scoring every response (reward/python_reward.h).
+struct CustomRewardFunctionConfig {
+  std::string path;                    // a .py file; "" = none
+  std::string name = "compute_score";  // the function in it
+  nlohmann::json reward_kwargs = nlohmann::json::object();  // keyword arguments passed on each call
+  int64_t workers = 2;                 // python3 worker processes
+  double timeout_s = 30;               // per call (per share of the batch in batch mode)
+};
+
 struct RewardConfig {
-  std::vector<RewardFunctionConfig> functions = {RewardFunctionConfig{}};
+  // Empty (the default): as verl, the custom function when custom_reward_function.path is set, else each
+  // row scored by verl's rule for its data_source, else `math` for rows without data_source (see
+  // grpo/reward_setup.h).
+  std::vector<RewardFunctionConfig> functions;
+  CustomRewardFunctionConfig custom_reward_function;
+  std::string reward_manager = "naive";  // verl's: batch passes lists to the custom function
+  // verl's reward_model.reward_kwargs, the reward manager's arguments: with `batch` they are passed to the
+  // custom function; with `dapo` its overlong_buffer_cfg {enable, len, penalty_factor} sets
+  // overlong_buffer (max_resp_len is data.max_response_length); the naive manager takes none.
+  nlohmann::json reward_kwargs = nlohmann::json::object();
   OverlongBufferConfig overlong_buffer;
   // A step in which one function fails (scores 0: an external command that crashed, timed out or replied
   // with no number in range) on more than this fraction of the samples stops the run.

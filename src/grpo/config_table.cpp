@@ -33,7 +33,9 @@ std::string Allowed::describe(KeyType type) const {
   }
   if (type == KeyType::Bool) return "true or false";
   if (type == KeyType::RewardFunctions)
-    return "a non-empty list of {name: math|exact|format|external, weight, pattern, command, timeout_s, workers}";
+    return "a list of {name: math|exact|format|external|verl|python, weight, pattern, command, timeout_s, workers, "
+           "path, function, kwargs, batch}";
+  if (type == KeyType::Mapping) return "a mapping of names to values";
   auto num = [type](double v) {  // bounds read best without a forced ".0": "> 0", "[0, 1)"
     if (type == KeyType::Int) return std::to_string(static_cast<int64_t>(v));
     std::string s = format_double(v);
@@ -97,6 +99,7 @@ constexpr KeyType key_type_of() {
   else if constexpr (std::is_same_v<T, std::string>) return KeyType::String;
   else if constexpr (std::is_same_v<T, std::vector<std::string>>) return KeyType::StringList;
   else if constexpr (std::is_same_v<T, std::vector<double>>) return KeyType::FloatList;
+  else if constexpr (std::is_same_v<T, nlohmann::json>) return KeyType::Mapping;
   else {
     static_assert(std::is_same_v<T, std::vector<RewardFunctionConfig>>, "unsupported config field type");
     return KeyType::RewardFunctions;
@@ -300,7 +303,24 @@ std::vector<KeySpec> build_table() {
       KEY(trainer.comm_timeout_s, open_closed(0, 7 * 24 * 3600),
           "seconds a collective may take before the run stops with an error (a rank died or hangs)"),
 
-      KEY(reward.functions, any(), "reward functions, summed with their weights"),
+      KEY(reward.functions, any(),
+          "reward functions, summed with their weights; empty: verl's choice (the custom function, else each "
+          "row's data_source rule, else math)"),
+      KEY(reward.custom_reward_function.path, any(),
+          "verl's custom reward: a Python file whose function scores every response; empty: none"),
+      KEY(reward.custom_reward_function.name, any(), "the function in custom_reward_function.path"),
+      KEY(reward.custom_reward_function.reward_kwargs, any(), "keyword arguments passed to the custom function"),
+      KEY(reward.custom_reward_function.workers, between(1, kMaxRewardWorkers),
+          "python3 worker processes scoring in parallel"),
+      KEY(reward.custom_reward_function.timeout_s, open_closed(0, kMaxRewardTimeoutSeconds),
+          "seconds a call of the custom function may take (a batch share in batch mode); past it the sample "
+          "scores 0 and counts as a failure"),
+      KEY(reward.reward_manager, one_of({"naive", "batch", "dapo", "prime"}),
+          "verl's reward manager: batch calls the custom function with lists (data_sources, solution_strs, "
+          "ground_truths, extra_infos); the others call it once a response"),
+      KEY(reward.reward_kwargs, any(),
+          "verl's reward_model.reward_kwargs: passed to the custom function with reward_manager batch; with "
+          "dapo, overlong_buffer_cfg sets reward.overlong_buffer"),
       KEY(reward.overlong_buffer.enable, any(), "DAPO overlong shaping: linear penalty near max_response_length"),
       KEY(reward.overlong_buffer.len, count0(), "tokens before max_response_length where the penalty starts"),
       KEY(reward.overlong_buffer.penalty_factor, nonnegative_float(), "penalty at max_response_length"),
@@ -338,6 +358,10 @@ const Alias kAliases[] = {
     {"reward_model.reward_kwargs.overlong_buffer_cfg", "reward.overlong_buffer"},
     {"reward.reward_kwargs.overlong_buffer_cfg", "reward.overlong_buffer"},  // verl's newer reward section
     {"custom_reward_function.overlong_buffer", "reward.overlong_buffer"},  // DAPO's early run scripts
+    // (the more specific spellings above come first: the first alias whose section matches wins)
+    {"custom_reward_function", "reward.custom_reward_function"},
+    {"reward_model.reward_manager", "reward.reward_manager"},
+    {"reward_model.reward_kwargs", "reward.reward_kwargs"},
 };
 
 bool starts_section(const std::string& name, const std::string& prefix) {
@@ -383,6 +407,7 @@ std::string type_name(KeyType type) {
     case KeyType::StringList: return "list of text";
     case KeyType::FloatList: return "list of numbers";
     case KeyType::RewardFunctions: return "list of reward functions";
+    case KeyType::Mapping: return "mapping";
   }
   return "?";
 }
@@ -413,6 +438,7 @@ std::string value_text(const KeySpec& spec, Config& config) {
       for (double v : *static_cast<std::vector<double>*>(p)) s += (s.size() > 1 ? ", " : "") + format_double(v);
       return s + "]";
     }
+    case KeyType::Mapping: return static_cast<nlohmann::json*>(p)->dump();
     case KeyType::RewardFunctions: {
       std::string s = "[";
       for (const auto& f : *static_cast<std::vector<RewardFunctionConfig>*>(p))

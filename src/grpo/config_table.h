@@ -11,7 +11,7 @@
 
 namespace grpo::config_detail {
 
-enum class KeyType { Int, Float, Bool, String, StringList, FloatList, RewardFunctions };
+enum class KeyType { Int, Float, Bool, String, StringList, FloatList, RewardFunctions, Mapping };
 
 // What a value may be: a numeric interval (with open/closed ends) plus extra allowed numbers such as
 // -1 meaning "off"; a set of choices for strings (and for each item of a string list); a fixed length

@@ -13,6 +13,7 @@
 #include "model/checkpoint.h"
 #include "reward/rewards.h"
 #include "tokenizer/tokenizer.h"
+#include "grpo/reward_setup.h"
 #include "grpo/trainer.h"
 
 namespace grpo {
@@ -27,6 +28,7 @@ std::string millions(int64_t n) {
 // What the data check found in one file.
 struct DataFacts {
   int64_t examples = 0, filtered = 0, truncated = 0, longest = 0, with_pictures = 0;
+  std::vector<std::string> data_sources;  // of the rows, in first-seen order ("" for rows without)
 };
 
 // Loads one data file as the run would (prompts tokenized when the tokenizer loaded); problems recorded.
@@ -38,6 +40,7 @@ std::optional<DataFacts> check_data(const std::string& key, const std::string& p
     f.examples = static_cast<int64_t>(d.examples.size());
     f.filtered = d.filtered;
     f.truncated = d.truncated;
+    f.data_sources = data_sources_of({&d});
     for (const Example& ex : d.examples) {
       f.longest = std::max<int64_t>(f.longest, static_cast<int64_t>(ex.prompt_ids.size()));
       if (!ex.images.empty()) f.with_pictures++;
@@ -180,9 +183,15 @@ RunCheck check_run(const Config& c, const ConfigNotes& notes, RunKind kind) {
   // The memory plan of the run (what the weights, optimizer, KV cache and activations take) belongs here,
   // between the run's shapes and its reward set-up.
 
-  // Rewards: each configured function constructs (patterns compile; external commands start on first use).
+  // Rewards, chosen as the run chooses them (by the rows' data_source when reward.functions is empty): each
+  // function constructs (patterns compile; external commands and Python workers start on first use).
   try {
-    const std::vector<WeightedReward> rewards = make_rewards(c.reward.functions);
+    std::vector<std::string> sources = train ? train->data_sources : std::vector<std::string>{};
+    if (val)
+      for (const std::string& s : val->data_sources)
+        if (std::find(sources.begin(), sources.end(), s) == sources.end()) sources.push_back(s);
+    const std::vector<WeightedReward> rewards =
+        make_rewards(run_reward_functions(c.reward, sources, c.data.train_files));
     std::string line = "reward:";
     for (size_t i = 0; i < rewards.size(); ++i)
       line += cat(i ? " +" : " ", rewards[i].weight, " x ", rewards[i].function->name());

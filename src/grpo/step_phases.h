@@ -6,10 +6,13 @@
 // (ranks, pictures) slots into the phase it concerns.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "data/dataset.h"
+#include "reward/rewards.h"
 #include "train/actor.h"
 
 namespace grpo {
@@ -32,6 +35,7 @@ struct ScoreResult {
   std::vector<std::vector<float>> per_function;  // [function][sample] unweighted
   std::vector<std::string> function_names;
   std::vector<int64_t> failures;                 // [function] samples it could not score
+  std::vector<RewardExtra> extras;               // extra results (verl's dict keys), this rank's samples
   double seconds = 0;
 };
 
@@ -48,6 +52,9 @@ struct StepBatch {
   int64_t prompts = 0, gen_tokens = 0, prompt_tokens = 0, gen_batches = 0, groups_dropped = 0;
   std::vector<int64_t> reward_failures;  // [function] over every generated sample
   int64_t scored = 0;                    // generated samples, kept or not
+  // Extra results of the reward functions (verl's "acc", ...): sum and count over this rank's generated
+  // samples, logged as reward/<key>/mean.
+  std::map<std::string, std::pair<double, int64_t>> reward_extras;
   double gen_s = 0, reward_s = 0;
 };
 

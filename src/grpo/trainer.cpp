@@ -13,6 +13,7 @@
 #include "core/profiler.h"
 #include "core/rng.h"
 #include "grpo/distributed.h"
+#include "grpo/reward_setup.h"
 #include "report/metrics.h"
 #include "report/report.h"
 #include "grpo/run_folder.h"
@@ -123,7 +124,8 @@ GrpoTrainer::GrpoTrainer(const Config& config, const TrainOptions& opt)
     ref_decoder_ = std::make_unique<Decoder>(*ref_weights_, dopt);
   }
   ref_micro_batching_ = ref_micro_batching(cfg_);
-  rewards_ = make_rewards(cfg_.reward.functions);
+  rewards_ = make_rewards(run_reward_functions(cfg_.reward, data_sources_of({&s_->train, &s_->val}),
+                                               cat(cfg_.data.train_files, " (data.train_files) and data.val_files")));
   total_steps_ = total_training_steps(cfg_, N);
   steps_per_epoch_ = std::max<int64_t>(1, N / B);
   max_gen_batches_ = max_num_gen_batches_per_step(cfg_, N);

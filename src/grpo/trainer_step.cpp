@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <numeric>
@@ -159,6 +160,7 @@ ScoreResult GrpoTrainer::score(const GenerationResult& gen) {
   sc.per_function = std::move(rs.per_function);
   sc.function_names = std::move(rs.names);
   sc.failures = std::move(rs.failures);
+  sc.extras = std::move(rs.extras);
   const OverlongBufferConfig& ob = cfg_.reward.overlong_buffer;
   if (ob.enable)
     for (size_t i = 0; i < gen.samples.size(); ++i)
@@ -197,6 +199,9 @@ StepBatch GrpoTrainer::collect_batch(int64_t step) {
     b.per_function.resize(sc.function_names.size());
     b.reward_failures.resize(sc.failures.size());
     for (size_t f = 0; f < sc.failures.size(); ++f) b.reward_failures[f] += sc.failures[f];
+    for (const RewardExtra& e : sc.extras)
+      for (float v : e.values)
+        if (!std::isnan(v)) b.reward_extras[e.key].first += v, b.reward_extras[e.key].second += 1;
     b.scored += static_cast<int64_t>(gen.samples.size());
     check_reward_failures(rewards_, b.function_names, b.reward_failures, b.scored, cfg_.reward.max_failure_fraction,
                           cat("step ", step));
@@ -451,6 +456,8 @@ nlohmann::json GrpoTrainer::step_metrics(const StepBatch& batch, const Advantage
     const std::vector<double> v(batch.per_function[f].begin(), batch.per_function[f].end());
     m["reward/" + batch.function_names[f] + "/mean"] = mean(v);
   }
+  for (const auto& [key, sum_count] : batch.reward_extras)
+    m["reward/" + key + "/mean"] = sum_count.first / static_cast<double>(std::max<int64_t>(1, sum_count.second));
   m["actor/pg_loss"] = mean(up.pg_loss);
   m["actor/kl_loss"] = mean(up.kl_loss);
   m["actor/entropy"] = mean(up.entropy);

@@ -116,19 +116,12 @@ std::vector<VerlKeyRule> build_rules() {
     r.push_back(none(std::string(section) + ".*"));
   r.push_back(only("reward_model.enable", {"false"}, "a reward model is not supported (rewards are functions)"));
   r.push_back(only("reward.reward_model.enable", {"false"}, "a reward model is not supported (rewards are functions)"));
-  r.push_back(only("custom_reward_function.path", {},
-                   "Python reward functions (custom_reward_function) are not supported in this build; see "
-                   "reward.functions (external commands)"));
-  r.push_back(only("reward.custom_reward_function.path", {},
-                   "Python reward functions (custom_reward_function) are not supported in this build; see "
-                   "reward.functions (external commands)"));
   r.push_back(none("reward.overlong_buffer.log"));  // reward_model.overlong_buffer.log, after the alias
   r.push_back(none("reward.overlong_buffer.exclude"));
   r.push_back(none("reward_model.reward_kwargs.overlong_buffer_cfg.log"));
   r.push_back(none("reward_model.reward_kwargs.max_resp_len"));  // the overlong penalty uses max_response_length
   r.push_back(none("reward.reward_kwargs.max_resp_len"));
   r.push_back(none("reward_model.*"));
-  r.push_back(none("custom_reward_function.*"));
   add_none(r, "reward", {"num_workers", "custom_reward_function.*", "reward_manager.*", "reward_model.*",
                          "sandbox_fusion.*", "_target_"});
   r.push_back(only("defaults", {}, "Hydra's defaults list (config composition) is not read: name a verl config "

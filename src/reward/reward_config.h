@@ -1,4 +1,5 @@
-// One entry of reward.functions in the run config: which reward function, its weight and its settings.
+// One entry of reward.functions in the run config: which reward function, its weight and its settings
+// (verl: verl's rules by data_source, reward/verl/verl_reward.h; python: reward/python_reward.h).
 // The config reader (grpo/config.h) fills it; reward/rewards.h builds the functions from it.
 #pragma once
 #include <cstdint>
@@ -13,12 +14,16 @@ inline constexpr double kMaxRewardTimeoutSeconds = 7 * 24 * 3600;
 inline constexpr int64_t kMaxRewardWorkers = 256;
 
 struct RewardFunctionConfig {
-  std::string name = "math";  // math | exact | format | external
+  std::string name = "math";  // math | exact | format | external | verl | python
   double weight = 1.0;
   std::string pattern;    // format: PCRE2 regex the response must match
   std::string command;    // external: shell command speaking JSONL on stdin/stdout
-  double timeout_s = 10;  // external: per call
-  int64_t workers = 2;    // external: worker processes
+  double timeout_s = 10;  // external, python: per call
+  int64_t workers = 2;    // external, python: worker processes
+  std::string path;                       // python: the .py file
+  std::string function = "compute_score";  // python: the function in it
+  std::string kwargs_json = "{}";          // python: keyword arguments (a JSON object)
+  bool batch = false;                      // python: the function takes lists (verl's batch reward manager)
 };
 
 }  // namespace grpo

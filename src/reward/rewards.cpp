@@ -5,10 +5,13 @@
 #include <pcre2.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/error.h"
 #include "reward/external_reward.h"
 #include "reward/math_answer.h"
+#include "reward/python_reward.h"
+#include "reward/verl/verl_reward.h"
 
 namespace grpo {
 
@@ -81,6 +84,13 @@ class FormatReward : public RewardFunction {
 
 }  // namespace
 
+void RewardFunction::add_extra(const std::string& key, size_t i, size_t n, double value) {
+  std::lock_guard<std::mutex> lock(extras_mutex_);
+  auto it = std::find_if(extras_.begin(), extras_.end(), [&](const RewardExtra& e) { return e.key == key; });
+  if (it == extras_.end()) it = extras_.insert(extras_.end(), RewardExtra{key, std::vector<float>(n, NAN)});
+  it->values[i] = static_cast<float>(value);
+}
+
 float math_reward(const std::string& response, const std::string& answer) {
   const auto predicted = extract_answer(response);
   return predicted && answers_match(*predicted, answer) ? 1.0f : 0.0f;
@@ -108,7 +118,10 @@ std::vector<WeightedReward> make_rewards(const std::vector<RewardFunctionConfig>
     else if (c.name == "exact") w.function = make_exact_reward();
     else if (c.name == "format") w.function = make_format_reward(c.pattern);
     else if (c.name == "external") w.function = std::make_unique<ExternalReward>(c.command, c.workers, c.timeout_s);
-    else fail("[reward] unknown reward function \"", c.name, "\": expected math, exact, format or external");
+    else if (c.name == "verl") w.function = make_verl_reward();
+    else if (c.name == "python")
+      w.function = make_python_reward({c.path, c.function, c.kwargs_json, c.batch, c.workers, c.timeout_s});
+    else fail("[reward] unknown reward function \"", c.name, "\": expected math, exact, format, external, verl or python");
     out.push_back(std::move(w));
   }
   return out;
@@ -126,6 +139,7 @@ RewardScores score_batch(std::span<WeightedReward> rewards, std::span<const Rewa
     s.names.push_back(same ? cat(name, "_", same + 1) : name);
     std::vector<float>& scores = s.per_function.emplace_back(batch.size(), 0.0f);
     s.failures.push_back(r.function->score(batch, scores));
+    for (const RewardExtra& e : r.function->extras()) s.extras.push_back(e);
     for (size_t i = 0; i < batch.size(); ++i) s.total[i] += static_cast<float>(r.weight) * scores[i];
   }
   return s;

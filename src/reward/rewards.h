@@ -1,6 +1,8 @@
 // Reward functions: the built-in `math` (answer from \boxed{} or the last number, compared by value),
 // `exact` (extracted answer, else the whole response, equal to the answer as text), `format` (1 when a
-// PCRE2 regex matches the response), user commands (external_reward.h), and their weighted sum.
+// PCRE2 regex matches the response), `verl` (verl's rules by data_source, verl/verl_reward.h), user
+// commands (external_reward.h), `python` (a Python function with verl's signature, python_reward.h), and
+// their weighted sum. Functions may report extra results besides the score (extras(): verl's dict keys).
 // A function that cannot score a sample (a command that crashed, timed out, or replied with something
 // other than a number in [-kMaxRewardMagnitude, kMaxRewardMagnitude]) scores it 0 and counts it as a
 // failure: the trainer logs reward/<name>/failures and stops the run when a step's failures exceed
@@ -8,6 +10,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
@@ -26,6 +29,13 @@ struct RewardInput {
   nlohmann::json extra_info = nullptr;   // verl's extra_info (null when absent)
 };
 
+// A numeric result besides the score (the other keys of a dict that verl's rules and Python functions
+// return, e.g. "acc"): [batch] values, NaN for samples that had none.
+struct RewardExtra {
+  std::string key;
+  std::vector<float> values;
+};
+
 class RewardFunction {
  public:
   virtual ~RewardFunction() = default;
@@ -35,6 +45,16 @@ class RewardFunction {
   virtual int64_t score(std::span<const RewardInput> batch, std::span<float> out) = 0;
   // What the last failure was ("" when there was none), for the error that stops a run.
   virtual std::string last_failure() const { return ""; }
+  // The extra results of the last score() call.
+  const std::vector<RewardExtra>& extras() const { return extras_; }
+
+ protected:
+  // Records extra `key` = value for sample i of a batch of n (thread-safe).
+  void add_extra(const std::string& key, size_t i, size_t n, double value);
+  std::vector<RewardExtra> extras_;
+
+ private:
+  std::mutex extras_mutex_;
 };
 
 std::unique_ptr<RewardFunction> make_math_reward();
@@ -58,6 +78,7 @@ struct RewardScores {
   std::vector<std::string> names;               // [functions] unique: "format", "format_2", ...
   std::vector<std::vector<float>> per_function;  // [functions][batch] unweighted scores
   std::vector<int64_t> failures;                // [functions] samples each could not score
+  std::vector<RewardExtra> extras;              // every function's extra results ([batch] each)
 };
 
 // Scores a batch with every function and sums them with their weights.

@@ -15,8 +15,8 @@
 
 #include "cli_run.h"
 #include "core/files.h"
-#include "grpo/metrics.h"
-#include "grpo/run_metrics.h"
+#include "report/metrics.h"
+#include "run_metrics.h"
 
 using namespace grpo;
 using Json = nlohmann::json;

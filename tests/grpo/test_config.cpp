@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <filesystem>
 #include <limits>
 
@@ -54,8 +55,9 @@ TEST(Config, DefaultsAreVerls) {
   EXPECT_EQ(c.actor_rollout_ref.rollout.max_num_seqs, 256);
   EXPECT_TRUE(c.actor_rollout_ref.rollout.do_sample);
   EXPECT_FALSE(c.actor_rollout_ref.rollout.val_kwargs.do_sample);
-  ASSERT_EQ(c.reward.functions.size(), 1u);
-  EXPECT_EQ(c.reward.functions[0].name, "math");
+  EXPECT_TRUE(c.reward.functions.empty()) << "verl's choice: custom function, data_source rules, else math";
+  EXPECT_EQ(c.reward.reward_manager, "naive");
+  EXPECT_EQ(c.reward.custom_reward_function.name, "compute_score");
   // derived: loss_scale_factor 0 -> max_response_length
   EXPECT_DOUBLE_EQ(c.actor_rollout_ref.actor.loss_scale_factor, 512.0);
 }
@@ -229,6 +231,63 @@ TEST(Config, ResolvedYamlRoundTrips) {
   EXPECT_EQ(back.trainer.logger, (std::vector<std::string>{"console"}));
 }
 
+// verl's custom_reward_function (top-level and reward.* spellings), reward_kwargs as a mapping, the
+// reward manager, and python / verl entries of reward.functions; all written back and read again.
+TEST(Config, CustomRewardFunctionKeys) {
+  test::TempDir dir;
+  const std::string path = dir.write("c.yaml", std::string(kMinimal) +
+                                                   "custom_reward_function:\n  path: my_reward.py\n  name: score_fn\n"
+                                                   "  reward_kwargs:\n    bonus: 0.5\n    mode: strict\n    n: 3\n");
+  Config c = load_config(path, {"reward_model.reward_manager=batch"});
+  EXPECT_EQ(c.reward.custom_reward_function.path, "my_reward.py");
+  EXPECT_EQ(c.reward.custom_reward_function.name, "score_fn");
+  EXPECT_EQ(c.reward.custom_reward_function.reward_kwargs,
+            nlohmann::json::parse(R"({"bonus": 0.5, "mode": "strict", "n": 3})"));
+  EXPECT_EQ(c.reward.reward_manager, "batch");
+  Config back = load_config(dir.write("resolved.yaml", config_to_yaml(c)));
+  EXPECT_EQ(config_to_yaml(back), config_to_yaml(c));
+  EXPECT_EQ(back.reward.custom_reward_function.reward_kwargs, c.reward.custom_reward_function.reward_kwargs);
+
+  c = load_config(dir.write("d.yaml", kMinimal),
+                  {"reward.custom_reward_function.path=r.py", "reward.custom_reward_function.reward_kwargs={a: 1}"});
+  EXPECT_EQ(c.reward.custom_reward_function.reward_kwargs, nlohmann::json::parse(R"({"a": 1})"));
+  c = load_config(dir.write("e.yaml", kMinimal),
+                  {"reward.functions=[{name: python, path: r.py, function: f, kwargs: {k: x}, batch: true, workers: 4}, "
+                   "{name: verl, weight: 0.5}]"});
+  ASSERT_EQ(c.reward.functions.size(), 2u);
+  EXPECT_EQ(c.reward.functions[0].kwargs_json, R"({"k":"x"})");
+  EXPECT_TRUE(c.reward.functions[0].batch);
+  EXPECT_EQ(c.reward.functions[0].workers, 4);
+  back = load_config(dir.write("resolved2.yaml", config_to_yaml(c)));
+  EXPECT_EQ(config_to_yaml(back), config_to_yaml(c));
+
+  // verl's DAPO scripts: the reward manager's arguments as dotted entries of reward_model.reward_kwargs.
+  c = load_config(dir.write("f.yaml", kMinimal),
+                  {"reward_model.reward_manager=dapo", "reward_model.reward_kwargs.overlong_buffer_cfg.enable=True",
+                   "reward_model.reward_kwargs.overlong_buffer_cfg.len=128",
+                   "reward_model.reward_kwargs.overlong_buffer_cfg.penalty_factor=0.5",
+                   "reward_model.reward_kwargs.overlong_buffer_cfg.log=False",
+                   "reward_model.reward_kwargs.max_resp_len=512"});
+  EXPECT_TRUE(c.reward.overlong_buffer.enable);
+  EXPECT_EQ(c.reward.overlong_buffer.len, 128);
+  EXPECT_DOUBLE_EQ(c.reward.overlong_buffer.penalty_factor, 0.5);
+  // With the batch manager they are the custom function's keyword arguments.
+  c = load_config(dir.write("g.yaml", kMinimal), {"reward_model.reward_manager=batch", "custom_reward_function.path=r.py",
+                                                  "reward_model.reward_kwargs.scale=2"});
+  EXPECT_EQ(c.reward.custom_reward_function.reward_kwargs, nlohmann::json::parse(R"({"scale": 2})"));
+  std::string e = error_of([&] { load_config(path, {"reward_model.reward_kwargs.scale=2"}); });
+  EXPECT_TRUE(contains(e, "not taken by reward_manager naive")) << e;
+
+  e = error_of([&] { load_config(path, {"reward.functions=[{name: math}]"}); });
+  EXPECT_TRUE(contains(e, "reward.functions are both set")) << e;
+  e = error_of([&] { load_config(path, {"reward.reward_manager=fancy"}); });
+  EXPECT_TRUE(contains(e, "naive")) << e;
+  e = error_of([&] { load_config(path, {"reward.custom_reward_function.reward_kwargs=[1]"}); });
+  EXPECT_TRUE(contains(e, "expected a mapping")) << e;
+  e = error_of([&] { load_config(path, {"reward.functions=[{name: python}]", "custom_reward_function.path=''"}); });
+  EXPECT_TRUE(contains(e, "needs a path")) << e;
+}
+
 TEST(Config, KeyTableDocumentsEveryKey) {
   const auto& keys = config_keys();
   EXPECT_GT(keys.size(), 60u);
@@ -311,7 +370,8 @@ TEST(Config, LargestValuesGiveErrorsNotOverflows) {
   const std::string path = dir.write("c.yaml", kMinimal);
   std::vector<std::string> sets;
   for (const ConfigKeyInfo& k : config_keys())
-    if (k.type == "integer" && k.name != "trainer.seed") sets.push_back(k.name + "=2147483647");
+    if (k.type == "integer" && k.name != "trainer.seed" && k.allowed.find("2147483647") != std::string::npos)
+      sets.push_back(k.name + "=2147483647");  // (worker counts are bounded lower: kMaxRewardWorkers)
   std::string e = error_of([&] { load_config(path, sets); });
   EXPECT_TRUE(contains(e, "responses per step; at most 2147483647")) << e;
   EXPECT_TRUE(contains(e, "positions are 32-bit")) << e;
@@ -416,7 +476,7 @@ TEST(Config, VerlGpuKeysAreAcceptedOnceAndFeaturesWeLackAreRefused) {
   EXPECT_TRUE(c.reward.overlong_buffer.enable);
   EXPECT_EQ(c.reward.overlong_buffer.len, 16);
   for (const char* k : {"critic", "actor_rollout_ref.rollout.name", "actor_rollout_ref.rollout.engine_kwargs",
-                        "data.dataloader_num_workers", "reward_model.reward_manager",
+                        "data.dataloader_num_workers",
                         "actor_rollout_ref.rollout.multi_turn.format", "actor_rollout_ref.rollout.tensor_model_parallel_size",
                         "actor_rollout_ref.actor.fsdp_config.param_offload", "trainer.critic_warmup"})
     EXPECT_NE(std::find(notes.no_effect.begin(), notes.no_effect.end(), k), notes.no_effect.end()) << k;

@@ -475,4 +475,34 @@ TEST(RequestIds, DistinctForEveryStepBatchAndRequest) {
   EXPECT_EQ(seen.size(), static_cast<size_t>(3 * batches * requests));
 }
 
+
+// With reward.functions empty and rows carrying data_source, each row is scored by verl's rule for it
+// (math_dapo: -1 or +1, its `acc` logged as reward/acc/mean); a data_source with no rule stops the run at
+// start with an error naming it and the known ones.
+TEST_F(GrpoLoop, VerlRulesScoreRowsByDataSource) {
+  std::string rows;
+  for (int i = 0; i < 8; ++i)
+    rows += Json{{"prompt", "Say " + std::to_string(i) + "."}, {"data_source", "math_dapo"},
+                 {"reward_model", {{"ground_truth", std::to_string(i)}}}}.dump() + "\n";
+  dir_.write("dapo.jsonl", rows);
+  const std::vector<Json> m = train("dapo", {"data.train_files=" + dir_.path() + "/dapo.jsonl", "reward.functions=[]",
+                                             "trainer.total_training_steps=1"});
+  ASSERT_EQ(m.size(), 1u);
+  ASSERT_TRUE(m[0].contains("reward/verl/mean") && m[0].contains("reward/acc/mean")) << m[0].dump();
+  const double score = m[0]["reward/verl/mean"].get<double>(), acc = m[0]["reward/acc/mean"].get<double>();
+  EXPECT_NEAR(score, 2 * acc - 1, 1e-6) << "DAPO scores +1 when right and -1 when wrong";
+  EXPECT_LT(score, 0) << "a random tiny model does not write \"Answer: N\"";
+
+  dir_.write("mine.jsonl", Json{{"prompt", "x"}, {"data_source", "my/set"}, {"answer", "1"}}.dump() + "\n");
+  std::string e;
+  try {
+    train("mine", {"data.train_files=" + dir_.path() + "/mine.jsonl", "reward.functions=[]", "data.train_batch_size=1",
+                   "actor_rollout_ref.actor.ppo_mini_batch_size=1"});
+  } catch (const Error& err) {
+    e = err.what();
+  }
+  EXPECT_NE(e.find("\"my/set\""), std::string::npos) << e;
+  EXPECT_NE(e.find("openai/gsm8k"), std::string::npos) << e;
+}
+
 }  // namespace
