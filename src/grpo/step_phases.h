@@ -41,6 +41,7 @@ struct StepBatch {
   std::vector<train::TrainSample> samples;  // group by group
   std::vector<int64_t> group_sizes;
   std::vector<float> scores, rewards;            // per sample, as in ScoreResult
+  std::vector<float> reward_baselines;           // remax: per sample, the reward of its prompt's greedy response
   std::vector<std::vector<float>> per_function;  // [function][sample]
   std::vector<std::string> function_names;
   std::vector<uint8_t> truncated;                // per sample, as in GenerationResult
@@ -51,9 +52,12 @@ struct StepBatch {
   double gen_s = 0, reward_s = 0;
 };
 
-// advantages: one per sample of the StepBatch.
+// advantages: the chosen estimator's, over every response token of the StepBatch (critic/advantages), and
+// the KL penalty in the reward when on (actor/reward_kl_penalty and its coefficient).
 struct AdvantageResult {
-  std::vector<float> advantages;
+  std::vector<double> token_advantages;  // every response token, sample by sample
+  bool kl_in_reward = false;
+  double reward_kl_penalty = 0, reward_kl_coeff = 0;
   double seconds = 0;
 };
 
@@ -64,7 +68,8 @@ struct LogProbResult {
 
 // update: the optimizer steps over the mini-batches (x ppo_epochs).
 struct UpdateResult {
-  std::vector<double> pg_loss, kl_loss, entropy, pg_clipfrac, ppo_kl, grad_norm;  // per update
+  std::vector<double> pg_loss, kl_loss, entropy, pg_clipfrac, pg_clipfrac_lower, ppo_kl, grad_norm;  // per update
+  train::RolloutMismatch rollout;  // over the first epoch's updates (every trained token once)
   float lr = 0;
   // train_tokens: computed by the micro-batches (padding included); useful_tokens: the sequences' own
   int64_t skipped = 0, train_tokens = 0, useful_tokens = 0;

@@ -114,7 +114,9 @@ GrpoTrainer::GrpoTrainer(const Config& config, const TrainOptions& opt)
   adam.grad_clip = static_cast<float>(ac.grad_clip);
   actor_ = std::make_unique<train::Actor>(*s_->weights, dopt, mb, adam, &comm_, data_parallel_config(cfg_),
                                           ac.freeze_vision_tower);
-  if (ac.use_kl_loss && ac.kl_loss_coef != 0) {
+  GRPO_CHECK(!cfg_.algorithm.use_kl_in_reward || comm_.size() == 1, "[config] algorithm.use_kl_in_reward runs in one "
+             "process only for now (each of the ", comm_.size(), " ranks holds the log-probs of its own share)");
+  if ((ac.use_kl_loss && ac.kl_loss_coef != 0) || cfg_.algorithm.use_kl_in_reward) {
     ErrorContext loading("loading the reference model ", cfg_.actor_rollout_ref.model.path);
     ref_weights_ = ModelWeights::load(cfg_.actor_rollout_ref.model.path);
     ref_decoder_ = std::make_unique<Decoder>(*ref_weights_, dopt);

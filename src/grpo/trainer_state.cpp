@@ -30,6 +30,7 @@ void write_optimizer_state(const std::string& dir, const ModelWeights& w, const 
                            const TrainerState& st) {
   nlohmann::json j = {{"global_step", st.global_step}, {"epoch", st.epoch}, {"epoch_position", st.epoch_position},
                       {"skipped_steps", st.skipped_steps}, {"consecutive_skips", st.consecutive_skips},
+                      {"reward_kl_coef", st.reward_kl_coef},
                       {"optimizer_steps", opt.steps}};
   write_file_atomic(dir + "/trainer_state.json", j.dump(2) + "\n");
   std::vector<StTensorOut> moments;
@@ -121,6 +122,7 @@ TrainerState load_run_checkpoint(const std::string& dir, ModelWeights& w, float*
     st.epoch_position = j.at("epoch_position").get<int64_t>();
     st.skipped_steps = j.at("skipped_steps").get<int64_t>();
     st.consecutive_skips = j.value("consecutive_skips", int64_t{0});  // absent in older checkpoints
+    st.reward_kl_coef = j.value("reward_kl_coef", -1.0);             // likewise
     *optimizer_steps = j.at("optimizer_steps").get<int64_t>();
   } catch (const nlohmann::json::exception& e) {
     fail("[resume] ", dir, "/trainer_state.json: ", e.what());

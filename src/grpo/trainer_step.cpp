@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <numeric>
@@ -18,6 +19,7 @@
 #include "grpo/trainer.h"
 #include "model/vision.h"
 #include "train/advantages.h"
+#include "train/kl_penalty.h"
 
 namespace grpo {
 
@@ -234,12 +236,72 @@ StepBatch GrpoTrainer::collect_batch(int64_t step) {
   return b;
 }
 
-AdvantageResult GrpoTrainer::compute_advantages(StepBatch& batch) {
+// The chosen estimator over the step's samples (in mini-batch order, which is the batch's): verl's [B, T]
+// layout with each response's reward on its last token, minus kl_ctrl's coefficient x the per-token KL
+// between the old and the reference log-probs when algorithm.use_kl_in_reward is on.
+AdvantageResult GrpoTrainer::compute_advantages(const StepBatch& batch,
+                                                std::vector<std::vector<train::TrainSample>>& minibatches) {
   GRPO_PROFILE("adv");
   const auto t0 = Clock::now();
+  const AlgorithmConfig& alg = cfg_.algorithm;
+  std::vector<train::TrainSample*> samples;
+  for (auto& mb : minibatches)
+    for (auto& smp : mb) samples.push_back(&smp);
+  const int64_t B = static_cast<int64_t>(samples.size());
+  GRPO_CHECK(B == static_cast<int64_t>(batch.rewards.size()), "[train] ", B, " samples for ", batch.rewards.size(),
+             " rewards");
+  int64_t T = 1;
+  for (const auto* smp : samples) T = std::max(T, smp->response_len());
+  std::vector<double> rewards(B * T, 0.0), mask(B * T, 0.0);
+  std::vector<int64_t> group(B);
+  for (int64_t g = 0, i = 0; g < static_cast<int64_t>(batch.group_sizes.size()); ++g)
+    for (int64_t k = 0; k < batch.group_sizes[g]; ++k) group[i++] = g;
   AdvantageResult a;
-  a.advantages = train::grpo_advantages(batch.rewards, batch.group_sizes, advantage_scaling(cfg_), 1e-6);
-  for (size_t i = 0; i < batch.samples.size(); ++i) batch.samples[i].advantage = a.advantages[i];
+  if (alg.use_kl_in_reward) {
+    if (state_.reward_kl_coef < 0) state_.reward_kl_coef = alg.kl_ctrl.kl_coef;
+    const train::KlPenaltyType kl_type = train::parse_kl_penalty(alg.kl_penalty);
+    double seq_kl_sum = 0;
+    for (int64_t i = 0; i < B; ++i) {
+      const train::TrainSample& smp = *samples[i];
+      const int64_t n = smp.response_len();
+      GRPO_CHECK(static_cast<int64_t>(smp.old_logprobs.size()) == n && static_cast<int64_t>(smp.ref_logprobs.size()) == n,
+                 "[train] the KL penalty in the reward needs old and reference log-probs of sample ", i);
+      double kl_sum = 0;
+      for (int64_t t = 0; t < n; ++t) {
+        const double kl = train::kl_penalty(smp.old_logprobs[t], smp.ref_logprobs[t], kl_type).value;
+        rewards[i * T + t] -= state_.reward_kl_coef * kl;
+        kl_sum += kl;
+      }
+      seq_kl_sum += kl_sum / (static_cast<double>(n) + 1e-8);
+    }
+    a.kl_in_reward = true;
+    a.reward_kl_penalty = seq_kl_sum / static_cast<double>(std::max<int64_t>(B, 1));
+    a.reward_kl_coeff = state_.reward_kl_coef;
+    if (alg.kl_ctrl.type == "adaptive") {  // verl's AdaptiveKLController, n_steps = the batch's responses
+      const double error = std::clamp(a.reward_kl_penalty / alg.kl_ctrl.target_kl - 1.0, -0.2, 0.2);
+      state_.reward_kl_coef *= 1.0 + error * static_cast<double>(B) / static_cast<double>(alg.kl_ctrl.horizon);
+    }
+  }
+  for (int64_t i = 0; i < B; ++i) {
+    const int64_t n = samples[i]->response_len();
+    for (int64_t t = 0; t < n; ++t) mask[i * T + t] = 1.0;
+    if (n > 0) rewards[i * T + n - 1] += batch.rewards[i];
+  }
+  std::vector<double> baselines(batch.reward_baselines.begin(), batch.reward_baselines.end());
+  train::AdvantageInputs in;
+  in.B = B, in.T = T;
+  in.token_level_rewards = rewards;
+  in.response_mask = mask;
+  in.group = group;
+  in.reward_baselines = baselines;
+  const train::TokenAdvantages ta = train::estimate_advantages(advantage_options(cfg_), in);
+  for (int64_t i = 0; i < B; ++i) {
+    train::TrainSample& smp = *samples[i];
+    const int64_t n = smp.response_len();
+    smp.token_advantages.assign(ta.advantages.begin() + i * T, ta.advantages.begin() + i * T + n);
+    smp.advantage = n > 0 ? smp.token_advantages[0] : 0.0f;
+    a.token_advantages.insert(a.token_advantages.end(), ta.advantages.begin() + i * T, ta.advantages.begin() + i * T + n);
+  }
   a.seconds = seconds_since(t0);
   return a;
 }
@@ -258,8 +320,9 @@ std::vector<std::vector<train::TrainSample>> GrpoTrainer::split_minibatches(Step
   return minibatches;
 }
 
-// Old log-probs only when they can differ from the current policy's (several updates per step, or
-// truncated importance sampling against the rollout's log-probs); reference log-probs when a KL term is used.
+// Old log-probs only when they can differ from the current policy's (several updates per step), or when the
+// rollout importance weights or the KL penalty in the reward read them; reference log-probs when a KL term
+// (loss or reward) is used.
 LogProbResult GrpoTrainer::compute_log_probs(std::vector<std::vector<train::TrainSample>>& minibatches) {
   const ActorConfig& ac = cfg_.actor_rollout_ref.actor;
   const bool need_old = ac.ppo_epochs > 1 || minibatches.size() > 1;
@@ -267,7 +330,7 @@ LogProbResult GrpoTrainer::compute_log_probs(std::vector<std::vector<train::Trai
   std::vector<std::vector<float>> lp;
   int64_t sequences = 0;
   for (const auto& mb : minibatches) sequences += static_cast<int64_t>(mb.size());
-  if (need_old || ac.tis_imp_ratio_cap > 0) {
+  if (need_old || !cfg_.algorithm.rollout_correction.rollout_is.empty() || cfg_.algorithm.use_kl_in_reward) {
     GRPO_PROFILE("old_log_prob");
     ErrorContext what("computing old log-probs of ", sequences, " sequences");
     const auto t0 = Clock::now();
@@ -294,9 +357,11 @@ UpdateResult GrpoTrainer::update(std::vector<std::vector<train::TrainSample>>& m
   GRPO_PROFILE("update_actor");
   const auto t0 = Clock::now();
   const ActorConfig& ac = cfg_.actor_rollout_ref.actor;
-  const ops::PolicyLossConfig lcfg = policy_loss_config(cfg_);
+  const train::PolicyObjectiveConfig lcfg = policy_loss_config(cfg_);
   const train::LossAggMode agg = loss_agg_mode(cfg_);
-  const float tis_cap = static_cast<float>(ac.tis_imp_ratio_cap);
+  train::RolloutCorrection correction;
+  correction.level = train::parse_rollout_is_level(cfg_.algorithm.rollout_correction.rollout_is);
+  correction.threshold = cfg_.algorithm.rollout_correction.rollout_is_threshold;
   const int64_t updates_per_step = ac.ppo_epochs * static_cast<int64_t>(minibatches.size());
   const int64_t total_updates = checked_mul(total_steps_, updates_per_step, "[config] optimizer steps of the run");
   const int64_t warmup = ac.optim.lr_warmup_steps >= 0
@@ -314,12 +379,22 @@ UpdateResult GrpoTrainer::update(std::vector<std::vector<train::TrainSample>>& m
       r.lr = train::scheduled_lr(static_cast<float>(ac.optim.lr), actor_->optimizer().steps(), total_updates, warmup,
                                  ac.optim.warmup_style, static_cast<float>(ac.optim.min_lr_ratio));
       const train::UpdateStats u =
-          actor_->update_policy(mb, lcfg, agg, static_cast<float>(ac.loss_scale_factor), tis_cap, r.lr);
+          actor_->update_policy(mb, lcfg, agg, static_cast<float>(ac.loss_scale_factor), correction, r.lr);
+      if (e == 0) {  // the rollout mismatch of every trained token, once
+        r.rollout.tokens += u.rollout.tokens;
+        r.rollout.diff_sum += u.rollout.diff_sum;
+        r.rollout.diff_sq += u.rollout.diff_sq;
+        r.rollout.diff_max = std::max(r.rollout.diff_max, u.rollout.diff_max);
+        r.rollout.is_sum += u.rollout.is_sum;
+        r.rollout.is_min = r.pg_loss.empty() ? u.rollout.is_min : std::min(r.rollout.is_min, u.rollout.is_min);
+        r.rollout.is_max = std::max(r.rollout.is_max, u.rollout.is_max);
+      }
       r.skipped += u.skipped;
       r.pg_loss.push_back(u.pg_loss);
       r.kl_loss.push_back(u.kl);
       r.entropy.push_back(u.entropy);
       r.pg_clipfrac.push_back(u.pg_clipfrac);
+      r.pg_clipfrac_lower.push_back(u.pg_clipfrac_lower);
       r.ppo_kl.push_back(u.ppo_kl);
       r.grad_norm.push_back(u.grad_norm);
       r.update_weights_s += u.update_weights_s;
@@ -352,12 +427,13 @@ nlohmann::json GrpoTrainer::train_step(int64_t step) {
   StepBatch batch = collect_batch(step);
   const VisionWork vision_gen = vision_work() - vision_start;
   if (batch.group_sizes.empty()) return skipped_step_metrics(batch, seconds_since(t_step));
-  const AdvantageResult adv = compute_advantages(batch);
+  const size_t generated = batch.samples.size();
   std::vector<std::vector<train::TrainSample>> minibatches = split_minibatches(batch);
   if (!opt_.quiet && seconds_since(t_step) >= 30.0)  // a long step: say where it is
     std::fprintf(stderr, "[train] step %lld: %zu samples generated and scored in %.0f s; log-probs and update...\n",
-                 static_cast<long long>(step), batch.samples.size(), seconds_since(t_step));
+                 static_cast<long long>(step), generated, seconds_since(t_step));
   const LogProbResult lp = compute_log_probs(minibatches);
+  const AdvantageResult adv = compute_advantages(batch, minibatches);
   const UpdateResult up = update(minibatches);
   const VisionWork vision_train = vision_work() - vision_start - vision_gen;
   const SyncResult sync = sync_weights();
@@ -394,7 +470,7 @@ nlohmann::json GrpoTrainer::step_metrics(const StepBatch& batch, const Advantage
   nlohmann::json m;
   const std::vector<double> rew(batch.rewards.begin(), batch.rewards.end());
   const std::vector<double> sc(batch.scores.begin(), batch.scores.end());
-  const std::vector<double> advs(adv.advantages.begin(), adv.advantages.end());
+  const std::vector<double>& advs = adv.token_advantages;
   std::vector<double> lens;
   for (const auto& mb : minibatches)
     for (const auto& s : mb) lens.push_back(static_cast<double>(s.response_len()));
@@ -413,6 +489,24 @@ nlohmann::json GrpoTrainer::step_metrics(const StepBatch& batch, const Advantage
   m["actor/kl_loss"] = mean(up.kl_loss);
   m["actor/entropy"] = mean(up.entropy);
   m["actor/pg_clipfrac"] = mean(up.pg_clipfrac);
+  m["actor/pg_clipfrac_lower"] = mean(up.pg_clipfrac_lower);
+  if (adv.kl_in_reward) {
+    m["actor/reward_kl_penalty"] = adv.reward_kl_penalty;
+    m["actor/reward_kl_penalty_coeff"] = adv.reward_kl_coeff;
+  }
+  // Rollout vs training probabilities of the same tokens (verl's names), and the rollout importance weights.
+  const train::RolloutMismatch& rm = up.rollout;
+  if (rm.tokens > 0) {
+    const double diff_mean = rm.diff_sum / rm.tokens;
+    m["training/rollout_probs_diff_mean"] = diff_mean;
+    m["training/rollout_probs_diff_max"] = rm.diff_max;
+    m["training/rollout_probs_diff_std"] = std::sqrt(std::max(0.0, rm.diff_sq / rm.tokens - diff_mean * diff_mean));
+    if (!cfg_.algorithm.rollout_correction.rollout_is.empty()) {
+      m["rollout_corr/rollout_is_mean"] = rm.is_sum / rm.tokens;
+      m["rollout_corr/rollout_is_min"] = rm.is_min;
+      m["rollout_corr/rollout_is_max"] = rm.is_max;
+    }
+  }
   m["actor/ppo_kl"] = mean(up.ppo_kl);
   m["actor/grad_norm"] = mean(up.grad_norm);
   m["actor/lr"] = up.lr;
