@@ -21,7 +21,10 @@ struct GenerationResult {
   std::vector<std::string> texts;           // response text of each sample
   std::vector<int64_t> group_sizes;         // samples per prompt
   std::vector<uint8_t> truncated;           // per sample: 1 when cut at max_response_length
-  int64_t gen_tokens = 0, prompt_tokens = 0;
+  // remax: each prompt's greedy response (generated in the same engine call), its baseline
+  std::vector<std::string> greedy_texts;    // per prompt
+  std::vector<int64_t> greedy_lengths;      // per prompt, tokens
+  int64_t gen_tokens = 0, prompt_tokens = 0;  // gen_tokens: the greedy responses' included
   double seconds = 0;
 };
 
@@ -32,6 +35,7 @@ struct ScoreResult {
   std::vector<std::vector<float>> per_function;  // [function][sample] unweighted
   std::vector<std::string> function_names;
   std::vector<int64_t> failures;                 // [function] samples it could not score
+  std::vector<float> reward_baselines;           // remax: per sample, its prompt's greedy response's reward
   double seconds = 0;
 };
 
@@ -47,6 +51,7 @@ struct StepBatch {
   std::vector<uint8_t> truncated;                // per sample, as in GenerationResult
   // gen_tokens, prompt_tokens: every generation batch's (dropped groups included: the work done)
   int64_t prompts = 0, gen_tokens = 0, prompt_tokens = 0, gen_batches = 0, groups_dropped = 0;
+  int64_t greedy_tokens = 0;  // remax: the greedy baseline responses' tokens (inside gen_tokens)
   std::vector<int64_t> reward_failures;  // [function] over every generated sample
   int64_t scored = 0;                    // generated samples, kept or not
   double gen_s = 0, reward_s = 0;

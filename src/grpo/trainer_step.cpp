@@ -64,6 +64,7 @@ void append_sample(StepBatch& b, GenerationResult& gen, const ScoreResult& sc, s
   b.scores.push_back(sc.scores[i]);
   b.rewards.push_back(sc.rewards[i]);
   b.truncated.push_back(gen.truncated[i]);
+  if (!sc.reward_baselines.empty()) b.reward_baselines.push_back(sc.reward_baselines[i]);
   for (size_t f = 0; f < sc.function_names.size(); ++f) b.per_function[f].push_back(sc.per_function[f][i]);
 }
 
@@ -89,18 +90,22 @@ GenerationResult GrpoTrainer::generate(const std::vector<const Example*>& prompt
                     " prompts x ", rc.n, " responses of at most ", cfg_.data.max_response_length, " tokens");
   // Shared: one request of n samples per prompt. Not shared (the baseline): n requests of one sample.
   const int64_t requests_per_prompt = rc.share_group_prompt ? 1 : rc.n;
+  // remax: one more request per prompt, greedy, whose reward is the prompt's baseline.
+  const bool greedy_baseline = cfg_.algorithm.adv_estimator == "remax";
+  const int64_t slots_per_prompt = requests_per_prompt + (greedy_baseline ? 1 : 0);
   // Each prompt's pictures, decoded once and shared by its requests and samples (empty for text).
   std::vector<std::vector<PicturePtr>> pictures;
   for (const Example* ex : prompts) pictures.push_back(s_->pictures(*ex, s_->train));
-  const int64_t requests_per_batch = cfg_.data.train_batch_size * requests_per_prompt;
+  const int64_t requests_per_batch = cfg_.data.train_batch_size * slots_per_prompt;
   std::vector<rollout::Request> reqs;
-  for (size_t r = 0; r < prompts.size() * requests_per_prompt; ++r) {
-    const size_t i = r / requests_per_prompt;
+  for (size_t r = 0; r < prompts.size() * slots_per_prompt; ++r) {
+    const size_t i = r / slots_per_prompt;
+    const bool greedy = greedy_baseline && static_cast<int64_t>(r % slots_per_prompt) == requests_per_prompt;
     rollout::Request q;
     q.prompt = prompts[i]->prompt_ids;
     q.pictures = pictures[i];
-    q.n = static_cast<int32_t>(rc.n / requests_per_prompt);
-    q.sampling.temperature = static_cast<float>(rc.temperature);
+    q.n = greedy ? 1 : static_cast<int32_t>(rc.n / requests_per_prompt);
+    q.sampling.temperature = greedy ? 0.0f : static_cast<float>(rc.temperature);
     q.sampling.top_p = static_cast<float>(rc.top_p);
     q.sampling.top_k = rc.top_k > 0 ? static_cast<int32_t>(rc.top_k) : 0;
     q.sampling.min_p = static_cast<float>(rc.min_p);
@@ -108,7 +113,7 @@ GenerationResult GrpoTrainer::generate(const std::vector<const Example*>& prompt
     q.max_new_tokens = static_cast<int32_t>(cfg_.data.max_response_length);
     q.seed = static_cast<uint64_t>(cfg_.trainer.seed);
     // Request ids are global (the prompt's place in the batch), so samples do not depend on the rank.
-    const int64_t in_batch = index[i] * requests_per_prompt + static_cast<int64_t>(r) % requests_per_prompt;
+    const int64_t in_batch = index[i] * slots_per_prompt + static_cast<int64_t>(r) % slots_per_prompt;
     q.id = rollout_request_id(step, batch_index, in_batch, max_gen_batches_, requests_per_batch);
     reqs.push_back(std::move(q));
   }
@@ -118,8 +123,14 @@ GenerationResult GrpoTrainer::generate(const std::vector<const Example*>& prompt
   g.prompts = prompts;
   for (size_t i = 0; i < prompts.size(); ++i) {
     int64_t group_size = 0;
+    if (greedy_baseline) {
+      const rollout::SampleResult& r = out[i * slots_per_prompt + requests_per_prompt].samples.at(0);
+      g.greedy_texts.push_back(r.text);
+      g.greedy_lengths.push_back(static_cast<int64_t>(r.tokens.size()));
+      g.gen_tokens += static_cast<int64_t>(r.tokens.size());
+    }
     for (int64_t k = 0; k < requests_per_prompt; ++k)
-      for (const rollout::SampleResult& r : out[i * requests_per_prompt + k].samples) {
+      for (const rollout::SampleResult& r : out[i * slots_per_prompt + k].samples) {
         train::TrainSample ts;
         ts.tokens = prompts[i]->prompt_ids;
         ts.prompt_len = ts.tokens.size();
@@ -151,8 +162,17 @@ ScoreResult GrpoTrainer::score(const GenerationResult& gen) {
     for (int64_t k = 0; k < gen.group_sizes[g]; ++k, ++i)
       inputs.push_back({ex.id, ex.prompt, gen.texts[i], ex.answer, ex.data_source, extra_info});
   }
+  const size_t sampled = inputs.size();
+  for (size_t g = 0; g < gen.greedy_texts.size(); ++g) {  // remax: the greedy baselines after the samples
+    const Example& ex = *gen.prompts[g];
+    inputs.push_back({ex.id, ex.prompt, gen.greedy_texts[g], ex.answer, ex.data_source,
+                      ex.extra.value("extra_info", nlohmann::json())});
+  }
   ErrorContext what("scoring ", inputs.size(), " responses");
   RewardScores rs = score_batch(rewards_, inputs);
+  std::vector<float> greedy_rewards(rs.total.begin() + sampled, rs.total.end());
+  rs.total.resize(sampled);
+  for (auto& f : rs.per_function) f.resize(sampled);
   ScoreResult sc;
   sc.scores = rs.total;
   sc.rewards = rs.total;
@@ -164,6 +184,12 @@ ScoreResult GrpoTrainer::score(const GenerationResult& gen) {
     for (size_t i = 0; i < gen.samples.size(); ++i)
       sc.rewards[i] += train::overlong_penalty(gen.samples[i].response_len(), cfg_.data.max_response_length, ob.len,
                                                static_cast<float>(ob.penalty_factor));
+  for (size_t g = 0; g < gen.greedy_texts.size(); ++g) {
+    if (ob.enable)
+      greedy_rewards[g] += train::overlong_penalty(gen.greedy_lengths[g], cfg_.data.max_response_length, ob.len,
+                                                   static_cast<float>(ob.penalty_factor));
+    for (int64_t k = 0; k < gen.group_sizes[g]; ++k) sc.reward_baselines.push_back(greedy_rewards[g]);
+  }
   sc.seconds = seconds_since(t0);
   return sc;
 }
@@ -203,6 +229,7 @@ StepBatch GrpoTrainer::collect_batch(int64_t step) {
     b.gen_batches++;
     b.prompts += prompts.size();
     b.gen_tokens += gen.gen_tokens;
+    for (int64_t n : gen.greedy_lengths) b.greedy_tokens += n;
     b.prompt_tokens += gen.prompt_tokens;
     // DAPO dynamic sampling: keep only groups whose rewards differ.
     std::vector<bool> keep(gen.group_sizes.size(), true);
@@ -231,6 +258,7 @@ StepBatch GrpoTrainer::collect_batch(int64_t step) {
     b.scores.resize(n);
     b.rewards.resize(n);
     b.truncated.resize(n);
+    if (!b.reward_baselines.empty()) b.reward_baselines.resize(n);
     for (auto& f : b.per_function) f.resize(n);
   }
   return b;
@@ -534,6 +562,11 @@ nlohmann::json GrpoTrainer::step_metrics(const StepBatch& batch, const Advantage
   m["training/gen_batches"] = batch.gen_batches;
   m["training/groups_dropped"] = batch.groups_dropped;
   m["training/groups_kept"] = batch.group_sizes.size();
+  if (!batch.reward_baselines.empty()) {  // remax: the greedy responses generated as baselines
+    const std::vector<double> base(batch.reward_baselines.begin(), batch.reward_baselines.end());
+    m["critic/reward_baselines/mean"] = mean(base);
+    m["response_length/greedy_baseline_tokens"] = batch.greedy_tokens;
+  }
   for (size_t f = 0; f < batch.function_names.size(); ++f)
     m["reward/" + batch.function_names[f] + "/failures"] = batch.reward_failures[f];
   return m;
