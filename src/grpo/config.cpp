@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "train/rollout_correction.h"
 #include "grpo/config_table.h"
 #include "kernels/backend.h"
 #include "train/actor.h"
@@ -344,6 +345,11 @@ std::vector<std::string> cross_checks(const Config& c) {
       alg.rollout_correction.rollout_is != "sequence")
     e.push_back(cat("[config] algorithm.rollout_correction.rollout_is = \"", alg.rollout_correction.rollout_is,
                     "\": expected token, sequence or null"));
+  try {
+    train::parse_rollout_rs(alg.rollout_correction.rollout_rs, alg.rollout_correction.rollout_rs_threshold);
+  } catch (const Error& err) {
+    e.push_back(cat("[config] algorithm.rollout_correction: ", err.what()));
+  }
   if (alg.adv_estimator == "gae")
     e.push_back("[config] algorithm.adv_estimator = gae needs a critic (a value model trained alongside the policy), "
                 "which this engine does not have; use a critic-free estimator: grpo, rloo, reinforce_plus_plus, "

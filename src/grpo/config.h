@@ -158,6 +158,8 @@ struct KlCtrlConfig {
 struct RolloutCorrectionConfig {
   std::string rollout_is;  // token | sequence | "" (null: off)
   double rollout_is_threshold = 2.0;
+  std::string rollout_rs;            // rejection criteria, comma-separated (e.g. "token_k1,seq_mean_k3"); "": off
+  std::string rollout_rs_threshold;  // one for all or one per criterion; k1: "lower_upper" or an upper ratio
 };
 
 struct AlgorithmConfig {

@@ -282,6 +282,12 @@ std::vector<KeySpec> build_table() {
           "importance weights pi_old / pi_rollout: token, sequence, or null (none)"),
       KEY(algorithm.rollout_correction.rollout_is_threshold, positive_float(),
           "the importance weights are truncated at this"),
+      KEY(algorithm.rollout_correction.rollout_rs, any(),
+          "reject tokens or responses whose rollout/trainer divergence is out of bounds: comma-separated "
+          "token_k1|k2|k3, seq_sum_k1|k2|k3, seq_mean_k1|k2|k3, seq_max_k2|k3; null: none"),
+      KEY(algorithm.rollout_correction.rollout_rs_threshold, any(),
+          "rollout_rs bounds: one for all criteria or one per criterion (comma-separated); k1: \"lower_upper\" "
+          "ratio bounds or an upper ratio U meaning [1/U, U]; k2, k3: an upper bound"),
       KEY(algorithm.norm_adv_by_std_in_grpo, any(), "divide advantages by the group std (false: Dr. GRPO)"),
       KEY(algorithm.scale_rewards, one_of({"group", "batch", "none"}),
           "std used to scale advantages (TRL); none is norm_adv_by_std_in_grpo: false"),

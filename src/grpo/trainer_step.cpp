@@ -358,7 +358,8 @@ LogProbResult GrpoTrainer::compute_log_probs(std::vector<std::vector<train::Trai
   std::vector<std::vector<float>> lp;
   int64_t sequences = 0;
   for (const auto& mb : minibatches) sequences += static_cast<int64_t>(mb.size());
-  if (need_old || !cfg_.algorithm.rollout_correction.rollout_is.empty() || cfg_.algorithm.use_kl_in_reward) {
+  const RolloutCorrectionConfig& rc = cfg_.algorithm.rollout_correction;
+  if (need_old || !rc.rollout_is.empty() || !rc.rollout_rs.empty() || cfg_.algorithm.use_kl_in_reward) {
     GRPO_PROFILE("old_log_prob");
     ErrorContext what("computing old log-probs of ", sequences, " sequences");
     const auto t0 = Clock::now();
@@ -390,6 +391,8 @@ UpdateResult GrpoTrainer::update(std::vector<std::vector<train::TrainSample>>& m
   train::RolloutCorrection correction;
   correction.level = train::parse_rollout_is_level(cfg_.algorithm.rollout_correction.rollout_is);
   correction.threshold = cfg_.algorithm.rollout_correction.rollout_is_threshold;
+  correction.rejection = train::parse_rollout_rs(cfg_.algorithm.rollout_correction.rollout_rs,
+                                                 cfg_.algorithm.rollout_correction.rollout_rs_threshold);
   const int64_t updates_per_step = ac.ppo_epochs * static_cast<int64_t>(minibatches.size());
   const int64_t total_updates = checked_mul(total_steps_, updates_per_step, "[config] optimizer steps of the run");
   const int64_t warmup = ac.optim.lr_warmup_steps >= 0
@@ -416,6 +419,8 @@ UpdateResult GrpoTrainer::update(std::vector<std::vector<train::TrainSample>>& m
         r.rollout.is_sum += u.rollout.is_sum;
         r.rollout.is_min = r.pg_loss.empty() ? u.rollout.is_min : std::min(r.rollout.is_min, u.rollout.is_min);
         r.rollout.is_max = std::max(r.rollout.is_max, u.rollout.is_max);
+        r.rollout.rs_tokens += u.rollout.rs_tokens;
+        r.rollout.rs_rejected += u.rollout.rs_rejected;
       }
       r.skipped += u.skipped;
       r.pg_loss.push_back(u.pg_loss);
@@ -534,6 +539,8 @@ nlohmann::json GrpoTrainer::step_metrics(const StepBatch& batch, const Advantage
       m["rollout_corr/rollout_is_min"] = rm.is_min;
       m["rollout_corr/rollout_is_max"] = rm.is_max;
     }
+    if (!cfg_.algorithm.rollout_correction.rollout_rs.empty())
+      m["rollout_corr/rollout_rs_masked_fraction"] = rm.rs_tokens > 0 ? rm.rs_rejected / rm.rs_tokens : 0.0;
   }
   m["actor/ppo_kl"] = mean(up.ppo_kl);
   m["actor/grad_norm"] = mean(up.grad_norm);

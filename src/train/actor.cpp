@@ -282,15 +282,34 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
 UpdateStats Actor::update_policy(const std::vector<TrainSample>& samples, const PolicyObjectiveConfig& loss,
                                  LossAggMode agg, float loss_scale_factor, const RolloutCorrection& correction,
                                  float lr) {
+  // Tokens in the loss: the response's, none for a masked sample, less those rollout_rs rejects (before the
+  // weights: rejected tokens leave the aggregation's counts, as in verl).
+  std::vector<std::vector<float>> keep(samples.size());
   std::vector<int64_t> resp;
-  for (const TrainSample& s : samples) resp.push_back(s.loss_masked ? 0 : s.response_len());
+  RolloutMismatch mm;
+  mm.is_min = INFINITY;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const TrainSample& s = samples[i];
+    const int64_t n = s.response_len();
+    keep[i].assign(n, s.loss_masked ? 0.0f : 1.0f);
+    if (!correction.rejection.empty() && !s.loss_masked) {
+      GRPO_CHECK(static_cast<int64_t>(s.old_logprobs.size()) == n && static_cast<int64_t>(s.rollout_logprobs.size()) == n,
+                 "[actor] sample ", i, ": rollout_rs needs its old and rollout log-probs");
+      const std::vector<float> in_loss = keep[i];
+      rollout_rejection_mask(keep[i].data(), s.old_logprobs.data(), s.rollout_logprobs.data(), in_loss.data(), n,
+                             correction.rejection);
+      mm.rs_tokens += static_cast<double>(n);
+      for (float k : keep[i]) mm.rs_rejected += k == 0.0f;
+    }
+    int64_t count = 0;
+    for (float k : keep[i]) count += k != 0.0f;
+    resp.push_back(count);
+  }
   const std::vector<float> pg_w = sequence_loss_weights(resp, effective_loss_agg_mode(loss.mode, agg), loss_scale_factor);
   const std::vector<float> seq_w = sequence_loss_weights(resp, agg, loss_scale_factor);
   // The micro-batch's responses gathered into contiguous arrays for the objective, and its gradients back.
   std::vector<int64_t> begin;
   std::vector<float> lp_c, ent_c, old_c, ref_c, adv_c, mask_c, is_c, pw_c, w_c, dlp_c, dent_c;
-  RolloutMismatch mm;
-  mm.is_min = INFINITY;
   auto fn = [&](const std::vector<ResponseSpan>& spans, const float* lp, const float* ent, float* dlp, float* dent,
                 PolicyStats& ls) {
     begin.assign(1, 0);
@@ -316,7 +335,7 @@ UpdateStats Actor::update_policy(const std::vector<TrainSample>& samples, const 
         adv_c.insert(adv_c.end(), n, s.advantage);
       else
         adv_c.insert(adv_c.end(), s.token_advantages.begin(), s.token_advantages.end());
-      mask_c.insert(mask_c.end(), n, s.loss_masked ? 0.0f : 1.0f);
+      mask_c.insert(mask_c.end(), keep[r.sample].begin(), keep[r.sample].end());
       if (correction.level != RolloutIsLevel::Off) {
         GRPO_CHECK(static_cast<int64_t>(s.rollout_logprobs.size()) == n, "[actor] sample ", r.sample,
                    ": rollout_logprobs needed for the rollout importance weights");
@@ -327,7 +346,7 @@ UpdateStats Actor::update_policy(const std::vector<TrainSample>& samples, const 
       if (static_cast<int64_t>(s.rollout_logprobs.size()) == n) {
         const size_t o = old_c.size() - n;
         for (int64_t t = 0; t < n; ++t) {
-          if (s.loss_masked) break;
+          if (mask_c[mask_c.size() - n + t] == 0.0f) continue;
           const double d = std::abs(std::exp(static_cast<double>(s.rollout_logprobs[t])) - std::exp(static_cast<double>(old_c[o + t])));
           mm.tokens += 1, mm.diff_sum += d, mm.diff_sq += d * d, mm.diff_max = std::max(mm.diff_max, d);
           if (correction.level == RolloutIsLevel::Off) continue;
@@ -363,6 +382,7 @@ UpdateStats Actor::update_policy(const std::vector<TrainSample>& samples, const 
     const int R = comm_->size(), me = comm_->rank();
     std::vector<double> g(3 + 3 * R, 0.0);
     g[0] = mm.tokens, g[1] = mm.diff_sum, g[2] = mm.diff_sq;
+    // rs_tokens / rs_rejected: every rank saw the whole mini-batch (the same counts), nothing to add
     g[3 + me] = mm.diff_max, g[3 + R + me] = mm.is_max, g[3 + 2 * R + me] = -mm.is_min;
     comm_->all_reduce_sum(g.data(), static_cast<int64_t>(g.size()));
     const double is_sum = comm_->all_reduce_sum(mm.is_sum);

@@ -29,6 +29,7 @@
 #include "train/param_sync.h"
 #include "train/param_windows.h"
 #include "train/policy_objective.h"
+#include "train/rollout_correction.h"
 
 namespace grpo::train {
 
@@ -68,6 +69,7 @@ struct DataParallel {
 struct RolloutMismatch {
   double tokens = 0, diff_sum = 0, diff_sq = 0, diff_max = 0;  // |exp(rollout) - exp(old)|
   double is_sum = 0, is_min = 0, is_max = 0;                   // importance weights (when on)
+  double rs_tokens = 0, rs_rejected = 0;  // rollout_rs: response tokens looked at, of them rejected
 };
 
 struct UpdateStats {
@@ -83,11 +85,13 @@ struct UpdateStats {
   RolloutMismatch rollout;  // update_policy, samples with rollout log-probs
 };
 
-// Rollout correction (algorithm.rollout_correction.rollout_is): importance weights between the trainer's
-// old log-probs and the rollout engine's, truncated at `threshold` (train/aggregation.h).
+// Rollout correction (algorithm.rollout_correction, train/rollout_correction.h): importance weights between
+// the trainer's old log-probs and the rollout engine's, truncated at `threshold`, and rejection criteria
+// (which need the old log-probs of every sample).
 struct RolloutCorrection {
   RolloutIsLevel level = RolloutIsLevel::Off;
   double threshold = 2.0;
+  std::vector<RejectionCriterion> rejection;
 };
 
 // Plans the micro-batches of sequences of the given lengths.

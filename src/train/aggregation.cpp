@@ -1,4 +1,4 @@
-// Loss aggregation weights and truncated importance sampling weights (see aggregation.h).
+// Loss aggregation weights (see aggregation.h).
 #include "train/aggregation.h"
 
 #include <algorithm>
@@ -68,30 +68,6 @@ std::vector<float> sequence_loss_weights(std::span<const int64_t> response_token
 
 void fill_token_weights(float* w, const float* mask, int64_t n, float seq_weight) {
   for (int64_t t = 0; t < n; ++t) w[t] = mask[t] * seq_weight;
-}
-
-RolloutIsLevel parse_rollout_is_level(std::string_view name) {
-  if (name == "token") return RolloutIsLevel::Token;
-  if (name == "sequence") return RolloutIsLevel::Sequence;
-  if (name.empty() || name == "null" || name == "none") return RolloutIsLevel::Off;
-  fail("[rollout_correction] unknown rollout_is \"", name, "\": expected token, sequence or null");
-}
-
-void rollout_is_weights(float* w, const float* old_logp, const float* rollout_logp, const float* mask, int64_t n,
-                        RolloutIsLevel level, double threshold) {
-  GRPO_CHECK(threshold > 0, "[rollout_correction] rollout_is_threshold must be > 0, got ", threshold);
-  double seq_log_ratio = 0;
-  if (level == RolloutIsLevel::Sequence)
-    for (int64_t t = 0; t < n; ++t)
-      if (mask[t] != 0.0f) seq_log_ratio += static_cast<double>(old_logp[t]) - rollout_logp[t];
-  for (int64_t t = 0; t < n; ++t) {
-    if (mask[t] == 0.0f || level == RolloutIsLevel::Off) {
-      w[t] = level == RolloutIsLevel::Off ? 1.0f : 0.0f;
-      continue;
-    }
-    const double lr = level == RolloutIsLevel::Token ? static_cast<double>(old_logp[t]) - rollout_logp[t] : seq_log_ratio;
-    w[t] = static_cast<float>(std::min(std::exp(std::clamp(lr, -20.0, 20.0)), threshold));
-  }
 }
 
 }  // namespace grpo::train

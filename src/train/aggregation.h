@@ -1,4 +1,4 @@
-// Loss aggregation (verl `loss_agg_mode`) as per-token weights, and truncated importance sampling weights.
+// Loss aggregation (verl `loss_agg_mode`) as per-token weights.
 //
 // Every mode is a weighted sum of per-token losses: loss = sum_t w[t] L[t] with w[t] = m[t] c[s] where
 // m is the response mask and c[s] a per-sequence constant computed over the WHOLE mini-batch. A
@@ -36,15 +36,5 @@ std::vector<float> sequence_loss_weights(std::span<const int64_t> response_token
 
 // w[t] = mask[t] * seq_weight for the n tokens of one sequence (mask is 0/1; w [n]).
 void fill_token_weights(float* w, const float* mask, int64_t n, float seq_weight);
-
-// Rollout correction (verl's algorithm.rollout_correction.rollout_is): importance weights pi_old / pi_rollout
-// between the trainer's and the rollout engine's log-probs of the same tokens, truncated at `threshold`
-// (TIS). Token: w[t] = min(exp(clamp(old[t] - rollout[t], -20, 20)), threshold); sequence: one weight per
-// response, min(exp(clamp(sum_t mask (old - rollout), -20, 20)), threshold). mask [n] 0/1; w [n] (=) is 0 on
-// masked tokens.
-enum class RolloutIsLevel { Off, Token, Sequence };
-RolloutIsLevel parse_rollout_is_level(std::string_view name);  // token | sequence | null (off)
-void rollout_is_weights(float* w, const float* old_logp, const float* rollout_logp, const float* mask, int64_t n,
-                        RolloutIsLevel level, double threshold);
 
 }  // namespace grpo::train

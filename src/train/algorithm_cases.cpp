@@ -7,6 +7,7 @@
 #include "model/safetensors.h"
 #include "train/advantages.h"
 #include "train/aggregation.h"
+#include "train/rollout_correction.h"
 #include "train/kl_penalty.h"
 #include "train/policy_objective.h"
 
@@ -151,9 +152,25 @@ CaseOutputs policy_loss_case(const CaseConfig& cfg, const CaseInputs& in) {
   const PolicyObjectiveConfig c = loss_config(cfg);
   const LossAggMode requested = parse_loss_agg_mode(cfg.text("actor_rollout_ref.actor.loss_agg_mode", "token-mean"));
   const double scale = cfg.num("actor_rollout_ref.actor.loss_scale_factor", static_cast<double>(T));
+  // rollout_rs: rejected tokens leave the mask (and the aggregation's counts).
+  std::vector<float> mask = in.maskf;
+  const std::vector<RejectionCriterion> rejection =
+      parse_rollout_rs(cfg.text("algorithm.rollout_correction.rollout_rs", ""),
+                       cfg.has("algorithm.rollout_correction.rollout_rs_threshold")
+                           ? cfg.j["algorithm.rollout_correction.rollout_rs_threshold"].is_string()
+                                 ? cfg.j["algorithm.rollout_correction.rollout_rs_threshold"].get<std::string>()
+                                 : cfg.j["algorithm.rollout_correction.rollout_rs_threshold"].dump()
+                           : "");
+  if (!rejection.empty()) {
+    const std::vector<float>& rollout = need(in.rollout_logp, "rollout_log_prob", cfg.where);
+    const std::vector<float>& old = need(in.old_logp, "old_log_prob", cfg.where);
+    for (int64_t i = 0; i < B; ++i)
+      rollout_rejection_mask(mask.data() + i * T, old.data() + i * T, rollout.data() + i * T, in.maskf.data() + i * T,
+                             T, rejection);
+  }
   std::vector<int64_t> tokens(B, 0), begin(B + 1, 0);
   for (int64_t i = 0; i < B; ++i) {
-    for (int64_t t = 0; t < T; ++t) tokens[i] += in.maskf[i * T + t] != 0.0f;
+    for (int64_t t = 0; t < T; ++t) tokens[i] += mask[i * T + t] != 0.0f;
     begin[i + 1] = (i + 1) * T;
   }
   const std::vector<float> pg_w =
@@ -167,7 +184,7 @@ CaseOutputs policy_loss_case(const CaseConfig& cfg, const CaseInputs& in) {
     const std::vector<float>& rollout = need(in.rollout_logp, "rollout_log_prob", cfg.where);
     is_w.resize(B * T);
     for (int64_t i = 0; i < B; ++i)
-      rollout_is_weights(is_w.data() + i * T, old_lp.data() + i * T, rollout.data() + i * T, in.maskf.data() + i * T,
+      rollout_is_weights(is_w.data() + i * T, old_lp.data() + i * T, rollout.data() + i * T, mask.data() + i * T,
                          T, level, cfg.num("algorithm.rollout_correction.rollout_is_threshold", 2.0));
   }
   PolicyBatch b;
@@ -175,7 +192,7 @@ CaseOutputs policy_loss_case(const CaseConfig& cfg, const CaseInputs& in) {
   b.logp = need(in.logp, "log_prob", cfg.where).data();
   b.old_logp = old_lp.data();
   b.adv = adv.data();
-  b.mask = in.maskf.data();
+  b.mask = mask.data();
   b.pg_seq_weight = pg_w.data();
   b.seq_weight = w.data();
   b.is_weight = is_w.empty() ? nullptr : is_w.data();
@@ -190,6 +207,7 @@ CaseOutputs policy_loss_case(const CaseConfig& cfg, const CaseInputs& in) {
   if (c.kl_coef != 0) out["kl_loss"] = as_tensor({st.kl}, {1});
   for (const auto& [name, value] : policy_metrics(c.mode, st)) out["metric." + name] = as_tensor({value}, {1});
   if (!is_w.empty()) out["rollout_is_weights"] = as_tensor(widen(is_w), {B, T});
+  if (!rejection.empty()) out["response_mask"] = as_tensor(widen(mask), {B, T});
   return out;
 }
 

@@ -3,7 +3,8 @@
 // uses: estimate_advantages, policy_objective, kl_penalty and the rollout correction weights. Used by
 // `grpo debug algorithm` and by the tests.
 //
-// Kinds: advantage (advantages, returns), policy_loss (advantages, pg_loss, grad.log_prob and metric.<name>),
+// Kinds: advantage (advantages, returns), policy_loss (advantages, pg_loss, grad.log_prob, metric.<name>, and
+// with rollout correction rollout_is_weights and the response_mask left by rollout_rs),
 // kl_penalty (kl); a kind ending in _refused expects an error. Inputs are verl's [B, T] tensors
 // (token_level_rewards, response_mask, group, old_log_prob, log_prob, ref_log_prob, rollout_log_prob,
 // reward_baselines); a policy_loss case takes `advantages` from its inputs file when there, else the

@@ -487,6 +487,8 @@ TEST_F(GrpoLoop, EveryEstimatorAndLossModeTrains) {
        "algorithm.kl_ctrl.kl_coef=0.05", "algorithm.kl_ctrl.horizon=100"},
       {"algorithm.rollout_correction.rollout_is=sequence", "algorithm.rollout_correction.rollout_is_threshold=3"},
       {"actor_rollout_ref.actor.tis_imp_ratio_cap=2"},
+      {"algorithm.rollout_correction.rollout_rs=token_k1,seq_mean_k3",
+       "algorithm.rollout_correction.rollout_rs_threshold=1.001,0.5"},
   };
   for (size_t v = 0; v < variants.size(); ++v) {
     std::vector<std::string> sets = variants[v];
@@ -513,7 +515,10 @@ TEST_F(GrpoLoop, EveryEstimatorAndLossModeTrains) {
       EXPECT_NE(m[1]["actor/reward_kl_penalty_coeff"].get<double>(), 0.05);  // adaptive: moved after step 1
       EXPECT_GE(m[1]["actor/reward_kl_penalty"].get<double>(), 0.0);
     }
-    if (first.find("rollout_correction") != std::string::npos || first.find("tis_imp") != std::string::npos) {
+    if (first.find("rollout_rs") != std::string::npos) {  // bf16-free f32 rollout vs training: few rejections
+      EXPECT_GE(m[0]["rollout_corr/rollout_rs_masked_fraction"].get<double>(), 0.0);
+      EXPECT_LE(m[0]["rollout_corr/rollout_rs_masked_fraction"].get<double>(), 1.0);
+    } else if (first.find("rollout_correction") != std::string::npos || first.find("tis_imp") != std::string::npos) {
       EXPECT_GT(m[0]["rollout_corr/rollout_is_mean"].get<double>(), 0.0);
       EXPECT_LE(m[0]["rollout_corr/rollout_is_min"].get<double>(), m[0]["rollout_corr/rollout_is_max"].get<double>());
     }

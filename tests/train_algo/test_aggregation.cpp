@@ -9,6 +9,7 @@
 #include "core/rng.h"
 #include "grpo_case_reader.h"
 #include "train/aggregation.h"
+#include "train/rollout_correction.h"
 
 using namespace grpo;
 using namespace grpo::train;
@@ -175,4 +176,37 @@ TEST(RolloutCorrection, SequenceWeightIsTheProductOfTheTokenRatios) {
   EXPECT_FLOAT_EQ(w[0], 0.5f);
   EXPECT_EQ(parse_rollout_is_level("null"), RolloutIsLevel::Off);
   EXPECT_THROW(parse_rollout_is_level("tokens"), Error);
+}
+
+TEST(RolloutCorrection, RejectionCriteriaAsVerl) {
+  // log_ratio = old - rollout per token: 0.1, -0.5, 0.05 (and a masked token).
+  float old_logp[] = {-1.0f, -2.0f, -0.5f, -9.0f};
+  float rollout[] = {-1.1f, -1.5f, -0.55f, -1.0f};
+  float mask[] = {1, 1, 1, 0};
+  float keep[4];
+  // token_k1 with ratio bounds [1/1.5, 1.5]: k1 = -log_ratio must lie in [-log 1.5, log 1.5] = +-0.405.
+  rollout_rejection_mask(keep, old_logp, rollout, mask, 4, parse_rollout_rs("token_k1", "1.5"));
+  EXPECT_EQ(keep[0], 1.0f);
+  EXPECT_EQ(keep[1], 0.0f);  // k1 = 0.5
+  EXPECT_EQ(keep[2], 1.0f);
+  EXPECT_EQ(keep[3], 0.0f);  // masked
+  // seq_mean_k2: mean of r^2 / 2 = (0.005 + 0.125 + 0.00125) / 3 = 0.04375; a bound of 0.04 rejects the response.
+  rollout_rejection_mask(keep, old_logp, rollout, mask, 4, parse_rollout_rs("seq_mean_k2", "0.04"));
+  for (float k : keep) EXPECT_EQ(k, 0.0f);
+  rollout_rejection_mask(keep, old_logp, rollout, mask, 4, parse_rollout_rs("seq_mean_k2", "0.05"));
+  EXPECT_EQ(keep[0] + keep[1] + keep[2], 3.0f);
+  // Two criteria, one threshold each; k1 with explicit "lower_upper" bounds.
+  const auto both = parse_rollout_rs("token_k1, seq_max_k3", "0.9_2.0,0.2");
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_NEAR(both[0].lower, std::log(0.9), 1e-12);
+  EXPECT_NEAR(both[0].upper, std::log(2.0), 1e-12);
+  rollout_rejection_mask(keep, old_logp, rollout, mask, 4, both);
+  // token_k1 keeps k1 in [-0.105, 0.693]: token 0 (k1 = -0.1) and 1 (0.5) and 2 (-0.05); seq_max_k3 =
+  // e^-0.5 + 0.5 - 1 = 0.1065 <= 0.2 keeps the response.
+  EXPECT_EQ(keep[0] + keep[1] + keep[2], 3.0f);
+  EXPECT_TRUE(parse_rollout_rs("", "").empty());
+  EXPECT_THROW(parse_rollout_rs("seq_max_k1", "2"), Error);
+  EXPECT_THROW(parse_rollout_rs("token_k2", "0.1_0.2"), Error);
+  EXPECT_THROW(parse_rollout_rs("token_k2,token_k3", "1,2,3"), Error);
+  EXPECT_THROW(parse_rollout_rs("token_k2", ""), Error);
 }
