@@ -126,6 +126,9 @@ GrpoTrainer::GrpoTrainer(const Config& config, const TrainOptions& opt)
                    mode == train::PgLossMode::GeoMean ? "as the mean over sequences" : "seq-mean-token-mean",
                    ac.loss_agg_mode.c_str());
   }
+  GRPO_CHECK(cfg_.algorithm.rollout_correction.rollout_rs.empty() || comm_.size() == 1, "[config] "
+             "algorithm.rollout_correction.rollout_rs runs in one process only for now (its counts need every "
+             "rank's old log-probs; ", comm_.size(), " ranks)");
   GRPO_CHECK(!cfg_.algorithm.use_kl_in_reward || comm_.size() == 1, "[config] algorithm.use_kl_in_reward runs in one "
              "process only for now (each of the ", comm_.size(), " ranks holds the log-probs of its own share)");
   if ((ac.use_kl_loss && ac.kl_loss_coef != 0) || cfg_.algorithm.use_kl_in_reward) {
