@@ -233,12 +233,12 @@ AlgorithmCaseResult run_algorithm_case(const std::string& dir, const std::string
   const std::string suffix = "_refused";
   if (kind.size() > suffix.size() && kind.compare(kind.size() - suffix.size(), suffix.size(), suffix) == 0)
     kind.resize(kind.size() - suffix.size());
-  GRPO_CHECK(kind == "advantage" || kind == "policy_loss" || kind == "kl_penalty", "[algorithm] ", where,
-             ": unknown kind \"", c.at("kind").get<std::string>(),
-             "\": expected advantage, policy_loss or kl_penalty (optionally with _refused)");
-  const CaseInputs in = read_inputs(dir + "/" + c.at("inputs").get<std::string>());
   AlgorithmCaseResult r;
   try {
+    GRPO_CHECK(kind == "advantage" || kind == "policy_loss" || kind == "kl_penalty", "[algorithm] ", where,
+               ": unknown kind \"", c.at("kind").get<std::string>(),
+               "\": expected advantage, policy_loss or kl_penalty (optionally with _refused)");
+    const CaseInputs in = read_inputs(dir + "/" + c.at("inputs").get<std::string>());
     if (kind == "advantage") {
       const TokenAdvantages a = case_advantages(cfg, in);
       r.outputs["advantages"] = as_tensor(a.advantages, {in.B, in.T});
@@ -248,21 +248,21 @@ AlgorithmCaseResult run_algorithm_case(const std::string& dir, const std::string
     } else {
       r.outputs = kl_penalty_case(cfg, in);
     }
-  } catch (const Error& e) {
+    if (c.contains("outputs")) {  // exactly the listed outputs
+      CaseOutputs listed;
+      for (const auto& o : c["outputs"]) {
+        GRPO_CHECK(o.is_string(), "[algorithm] ", where, ": outputs must be names");
+        const std::string n = o.get<std::string>();
+        auto it = r.outputs.find(n);
+        GRPO_CHECK(it != r.outputs.end(), "[algorithm] ", where, ": output \"", n, "\" is not one this case computes");
+        listed[n] = std::move(it->second);
+      }
+      r.outputs = std::move(listed);
+    }
+  } catch (const Error& e) {  // refused by the algorithm code, or a case this code cannot evaluate: its message
     r.refused = true;
     r.error = e.what();
     r.outputs.clear();
-    return r;
-  }
-  if (c.contains("outputs")) {  // exactly the listed outputs
-    CaseOutputs listed;
-    for (const auto& o : c["outputs"]) {
-      const std::string n = o.get<std::string>();
-      auto it = r.outputs.find(n);
-      GRPO_CHECK(it != r.outputs.end(), "[algorithm] ", where, ": output \"", n, "\" is not one this case computes");
-      listed[n] = std::move(it->second);
-    }
-    r.outputs = std::move(listed);
   }
   return r;
 }

@@ -27,7 +27,8 @@ struct AlgorithmCaseResult {
 // Reads DIR/cases.json; returns the case table (name -> case), checking its shape.
 nlohmann::json read_algorithm_cases(const std::string& dir);
 
-// Runs one case; grpo::Error raised by the algorithm code becomes a refusal, malformed cases are errors.
+// Runs one case; a grpo::Error (raised by the algorithm code, or for inputs, config or outputs this code
+// cannot evaluate, or an unknown kind) becomes a refusal with its message.
 AlgorithmCaseResult run_algorithm_case(const std::string& dir, const std::string& name, const nlohmann::json& c);
 
 }  // namespace grpo::train
