@@ -461,6 +461,29 @@ TEST(RequestIds, DistinctForEveryStepBatchAndRequest) {
   EXPECT_EQ(seen.size(), static_cast<size_t>(3 * batches * requests));
 }
 
+// Learning, not only numbers: the estimators and losses users pick instead of GRPO's raise the learnable
+// reward as GRPO does (RaisesALearnableReward's bounds) in 20 steps.
+TEST_F(GrpoLoop, OtherEstimatorsAndLossesLearnToo) {
+  const std::vector<std::vector<std::string>> variants = {
+      {"algorithm.adv_estimator=rloo"},
+      {"algorithm.adv_estimator=reinforce_plus_plus_baseline"},
+      {"actor_rollout_ref.actor.policy_loss.loss_mode=gspo"},
+      {"actor_rollout_ref.actor.policy_loss.loss_mode=cispo"},
+  };
+  for (size_t v = 0; v < variants.size(); ++v) {
+    std::vector<std::string> sets = variants[v];
+    sets.push_back("trainer.total_training_steps=20");
+    const std::vector<Json> m = train("learn" + std::to_string(v), sets);
+    ASSERT_EQ(m.size(), 20u);
+    const std::vector<double> r = series(m, "critic/rewards/mean");
+    const double first = mean_of(r, 0, 3), last = mean_of(r, 15, 20);
+    SCOPED_TRACE(testing::Message() << sets[0] << ": mean reward first 3 steps " << first << ", last 5 steps " << last);
+    EXPECT_LT(first, 0.3);
+    EXPECT_GT(last, 0.75);
+    EXPECT_GT(last - first, 0.5);
+  }
+}
+
 // Every advantage estimator and policy loss trains end to end: finite losses, the estimator's and the
 // loss's metrics, remax's greedy baselines counted, KL in the reward with an adaptive coefficient, and the
 // rollout correction with verl's mismatch metrics.
