@@ -9,7 +9,8 @@
 //
 // Aliases accepted on input: use_dynamic_bsz, max_tokens_per_gpu (the mission's names),
 // actor_rollout_ref.actor.max_tokens_per_gpu, actor_rollout_ref.actor.optim.lr_scheduler_type (=
-// warmup_style) and reward_model.overlong_buffer.* (DAPO's section name).
+// warmup_style) and reward_model.overlong_buffer.* (DAPO's section name); actor_rollout_ref.actor.tis_imp_ratio_cap C
+// is algorithm.rollout_correction.rollout_is token with rollout_is_threshold C.
 #pragma once
 #include <cstdint>
 #include <string>
