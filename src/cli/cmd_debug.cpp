@@ -3,11 +3,15 @@
 // pixel_values and image_grid_thw (Qwen3-VL's vl_case / grpo_case) run the vision tower too and also write
 // position_ids, rope_deltas, vision_pos_embeds, vision_block_input, image_embeds and deepstack_embeds.k.
 // --adapter DIR attaches a PEFT LoRA adapter: the base is frozen and the gradients are `grad.<adapter key>`.
+// `grpo debug algorithm`: runs a folder of algorithm cases (advantage estimators, policy losses, KL
+// penalties; ../shared/reference/algorithms format) through the training code and writes OUT/<case>.safetensors
+// with the same output names, or OUT/<case>.error with the message of a refused case.
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "core/files.h"
 #include "core/threads.h"
+#include "train/algorithm_cases.h"
 #include "train/case_eval.h"
 
 namespace grpo::cli {
@@ -45,6 +49,26 @@ void run_forward_backward(const DebugArgs& a) {
   std::fprintf(stderr, "wrote %zu tensors to %s\n", tensors.size(), a.out.c_str());
 }
 
+void run_algorithm(const std::string& cases_dir, const std::string& out_dir) {
+  const nlohmann::json cases = train::read_algorithm_cases(cases_dir);
+  make_dirs(out_dir);
+  int written = 0, refused = 0;
+  for (const auto& [name, c] : cases.items()) {
+    const train::AlgorithmCaseResult r = train::run_algorithm_case(cases_dir, name, c);
+    if (r.refused) {
+      write_file_atomic(out_dir + "/" + name + ".error", r.error + "\n");
+      ++refused;
+      continue;
+    }
+    std::vector<StTensorOut> tensors;
+    for (const auto& [n, t] : r.outputs) tensors.push_back({n, StDType::F32, t.shape, t.data.data()});
+    write_safetensors(out_dir + "/" + name + ".safetensors", tensors);
+    ++written;
+  }
+  std::fprintf(stderr, "%d cases: %d written, %d refused (.error) in %s\n", written + refused, written, refused,
+               out_dir.c_str());
+}
+
 void setup_debug(CLI::App& app) {
   CLI::App* debug = group_command(app, "debug", "Debugging tools");
   auto a = std::make_shared<DebugArgs>();
@@ -59,6 +83,14 @@ void setup_debug(CLI::App& app) {
   c->add_flag("--checkpoint-activations", a->checkpoint, "Recompute each layer during backward");
   c->add_option("--threads", a->threads, "Threads (default: all cores)");
   c->callback([a] { run_forward_backward(*a); });
+
+  auto alg = std::make_shared<std::pair<std::string, std::string>>();
+  CLI::App* ac = debug->add_subcommand(
+      "algorithm", "Run a folder of algorithm cases (cases.json: advantages, policy losses, KL penalties) through "
+                   "the training code; writes OUT/<case>.safetensors, or OUT/<case>.error for a refused case");
+  ac->add_option("--cases", alg->first, "Folder with cases.json and its inputs")->required();
+  ac->add_option("--out", alg->second, "Output folder (created)")->required();
+  ac->callback([alg] { run_algorithm(alg->first, alg->second); });
 }
 
 GRPO_REGISTER_COMMAND(setup_debug);

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "train/rollout_correction.h"
 #include "grpo/config_table.h"
 #include "grpo/verl_keys.h"
 #include "kernels/backend.h"
@@ -403,6 +404,21 @@ void resolve(Config& c, const std::map<std::string, Given>& given, ConfigNotes& 
   if (!is_set("actor_rollout_ref.actor.clip_ratio_low")) actor.clip_ratio_low = actor.clip_ratio;
   if (!is_set("actor_rollout_ref.actor.clip_ratio_high")) actor.clip_ratio_high = actor.clip_ratio;
   if (actor.loss_scale_factor == 0) actor.loss_scale_factor = static_cast<double>(c.data.max_response_length);
+  // gpg's estimator comes with its own loss.
+  if (c.algorithm.adv_estimator == "gpg" && !is_set("actor_rollout_ref.actor.policy_loss.loss_mode"))
+    actor.policy_loss.loss_mode = "gpg";
+  // tis_imp_ratio_cap C is rollout_correction's token-level weights truncated at C.
+  auto& rc = c.algorithm.rollout_correction;
+  if (actor.tis_imp_ratio_cap > 0) {
+    if (is_set("algorithm.rollout_correction.rollout_is") &&
+        (rc.rollout_is != "token" || rc.rollout_is_threshold != actor.tis_imp_ratio_cap))
+      errors.push_back(cat("[config] ", given.at("actor_rollout_ref.actor.tis_imp_ratio_cap").where,
+                           ": actor_rollout_ref.actor.tis_imp_ratio_cap = ", actor.tis_imp_ratio_cap,
+                           " (token-level weights truncated at it) contradicts algorithm.rollout_correction.rollout_is = ",
+                           rc.rollout_is, " with rollout_is_threshold ", rc.rollout_is_threshold, "; set one of them"));
+    rc.rollout_is = "token";
+    rc.rollout_is_threshold = actor.tis_imp_ratio_cap;
+  }
 
   auto& alg = c.algorithm;
   const bool norm_set = is_set("algorithm.norm_adv_by_std_in_grpo"), scale_set = is_set("algorithm.scale_rewards");
@@ -489,6 +505,32 @@ std::vector<std::string> cross_checks(const Config& c) {
     e.push_back(cat("[config] actor_rollout_ref.actor.clip_ratio_low = ", actor.clip_ratio_low, " must be < 1"));
   if (c.algorithm.norm_adv_by_std_in_grpo != (c.algorithm.scale_rewards != "none"))
     e.push_back("[config] algorithm.norm_adv_by_std_in_grpo and algorithm.scale_rewards disagree");
+  const auto& alg = c.algorithm;
+  if (!alg.rollout_correction.rollout_is.empty() && alg.rollout_correction.rollout_is != "token" &&
+      alg.rollout_correction.rollout_is != "sequence")
+    e.push_back(cat("[config] algorithm.rollout_correction.rollout_is = \"", alg.rollout_correction.rollout_is,
+                    "\": expected token, sequence or null"));
+  try {
+    train::parse_rollout_rs(alg.rollout_correction.rollout_rs, alg.rollout_correction.rollout_rs_threshold);
+  } catch (const Error& err) {
+    e.push_back(cat("[config] algorithm.rollout_correction: ", err.what()));
+  }
+  if (alg.adv_estimator == "gae")
+    e.push_back("[config] algorithm.adv_estimator = gae needs a critic (a value model trained alongside the policy), "
+                "which this engine does not have; use a critic-free estimator: grpo, rloo, reinforce_plus_plus, "
+                "reinforce_plus_plus_baseline, remax, opo, grpo_passk or gpg");
+  if (alg.adv_estimator == "grpo_passk" && n < 2)
+    e.push_back(cat("[config] algorithm.adv_estimator = grpo_passk needs at least 2 responses per prompt "
+                    "(actor_rollout_ref.rollout.n = ", n, ")"));
+  if (alg.scale_rewards == "batch" && alg.adv_estimator != "grpo")
+    e.push_back(cat("[config] algorithm.scale_rewards = batch applies to adv_estimator grpo only (got ",
+                    alg.adv_estimator, ")"));
+  if (alg.use_kl_in_reward && alg.kl_penalty == "full")
+    e.push_back("[config] algorithm.kl_penalty = full needs the whole vocabulary distribution of every response "
+                "token, which training never materialises (verl does not implement it either); use kl, abs, mse "
+                "or low_var_kl");
+  if (actor.policy_loss.loss_mode == "vanilla" && actor.clip_ratio_c <= 1)
+    e.push_back(cat("[config] actor_rollout_ref.actor.clip_ratio_c = ", actor.clip_ratio_c, " must be > 1"));
   const auto& ob = c.reward.overlong_buffer;
   if (ob.enable && (ob.len < 1 || ob.len > c.data.max_response_length))
     e.push_back(cat("[config] reward.overlong_buffer.len = ", ob.len,
@@ -886,17 +928,34 @@ std::string config_help() {
   return s;
 }
 
-ops::PolicyLossConfig policy_loss_config(const Config& config) {
+train::PolicyObjectiveConfig policy_loss_config(const Config& config) {
   const auto& a = config.actor_rollout_ref.actor;
-  ops::PolicyLossConfig p;
-  p.clip_ratio_low = static_cast<float>(a.clip_ratio_low);
-  p.clip_ratio_high = static_cast<float>(a.clip_ratio_high);
-  p.clip_ratio_c = static_cast<float>(a.clip_ratio_c);
-  p.kl_coef = a.use_kl_loss ? static_cast<float>(a.kl_loss_coef) : 0.0f;
-  const std::string& t = a.kl_loss_type;
-  p.kl_type = (t == "kl" || t == "k1") ? ops::KlType::K1 : (t == "mse" || t == "k2") ? ops::KlType::K2 : ops::KlType::K3;
-  p.entropy_coef = static_cast<float>(a.entropy_coeff);
+  train::PolicyObjectiveConfig p;
+  p.mode = train::parse_pg_loss_mode(a.policy_loss.loss_mode);
+  p.clip_ratio_low = a.clip_ratio_low;
+  p.clip_ratio_high = a.clip_ratio_high;
+  p.clip_ratio_c = a.clip_ratio_c;
+  p.tau_pos = a.tau_pos;
+  p.tau_neg = a.tau_neg;
+  p.clip_cov_ratio = a.policy_loss.clip_cov_ratio;
+  p.clip_cov_lb = a.policy_loss.clip_cov_lb;
+  p.clip_cov_ub = a.policy_loss.clip_cov_ub;
+  p.kl_cov_ratio = a.policy_loss.kl_cov_ratio;
+  p.ppo_kl_coef = a.policy_loss.ppo_kl_coef;
+  p.dro_beta = a.policy_loss.dro_beta;
+  p.seed = static_cast<uint64_t>(config.trainer.seed);
+  p.kl_coef = a.use_kl_loss ? a.kl_loss_coef : 0.0;
+  p.kl_type = train::parse_kl_penalty(a.kl_loss_type);
+  p.entropy_coef = a.entropy_coeff;
   return p;
+}
+
+train::AdvantageOptions advantage_options(const Config& config) {
+  train::AdvantageOptions o;
+  o.estimator = train::parse_adv_estimator(config.algorithm.adv_estimator);
+  o.scaling = advantage_scaling(config);
+  o.gamma = config.algorithm.gamma;
+  return o;
 }
 
 train::LossAggMode loss_agg_mode(const Config& config) {

@@ -12,7 +12,8 @@
 // warmup_style), actor_rollout_ref.actor.optim.clip_grad (= actor.grad_clip), actor_rollout_ref.nccl_timeout
 // (= trainer.comm_timeout_s), reward_model.overlong_buffer.* and
 // reward_model.reward_kwargs.overlong_buffer_cfg.*, reward.reward_kwargs.overlong_buffer_cfg.*,
-// custom_reward_function.overlong_buffer.* (DAPO's spellings).
+// custom_reward_function.overlong_buffer.* (DAPO's spellings); actor_rollout_ref.actor.tis_imp_ratio_cap C
+// is algorithm.rollout_correction.rollout_is token with rollout_is_threshold C.
 //
 // verl's run scripts: the defaults are verl's ppo_trainer.yaml defaults (docs/verl.md lists the few
 // deliberate differences); overrides may carry Hydra's + / ++ prefixes and list syntax; verl's keys that
@@ -27,6 +28,7 @@
 #include "reward/reward_config.h"
 #include "train/advantages.h"
 #include "train/aggregation.h"
+#include "train/policy_objective.h"
 
 namespace grpo {
 
@@ -85,6 +87,14 @@ struct FsdpConfig {
   bool reshard_after_forward = false;   // ZeRO-3: layers' parameters sharded while training, gathered just in time
 };
 
+// verl's actor.policy_loss section: the loss mode and its own keys (train/policy_objective.h).
+struct PolicyLossSection {
+  std::string loss_mode = "vanilla";
+  double clip_cov_ratio = 0.0002, clip_cov_lb = 1.0, clip_cov_ub = 5.0;  // clip_cov
+  double kl_cov_ratio = 0.0002, ppo_kl_coef = 0.1;                       // kl_cov
+  double dro_beta = 1.0;                                                 // dro
+};
+
 struct ActorConfig {
   int64_t ppo_mini_batch_size = 256;  // prompts per optimizer step (x rollout.n responses)
   int64_t ppo_micro_batch_size_per_gpu = 4;  // sequences per micro-batch (fixed, padded mode)
@@ -95,6 +105,8 @@ struct ActorConfig {
   double clip_ratio_low = 0.2;   // defaults to clip_ratio
   double clip_ratio_high = 0.2;  // defaults to clip_ratio; DAPO clip-higher: 0.28
   double clip_ratio_c = 3.0;     // dual clip, > 1
+  double tau_pos = 1.0, tau_neg = 1.05;  // sapo gate temperatures
+  PolicyLossSection policy_loss;
   std::string loss_agg_mode = "token-mean";
   double loss_scale_factor = 0;  // seq-mean-token-sum-norm divisor; 0: data.max_response_length
   bool use_kl_loss = false;
@@ -102,7 +114,7 @@ struct ActorConfig {
   std::string kl_loss_type = "low_var_kl";  // kl | k1 | mse | k2 | low_var_kl | k3
   double entropy_coeff = 0.0;
   double grad_clip = 1.0;
-  double tis_imp_ratio_cap = -1;  // truncated importance sampling cap C; -1: off
+  double tis_imp_ratio_cap = -1;  // alias of algorithm.rollout_correction rollout_is token + threshold C; -1: off
   bool freeze_vision_tower = false;  // Qwen3-VL: no gradients and no optimizer state for the vision tower
   OptimConfig optim;
   FsdpConfig fsdp_config;
@@ -153,8 +165,30 @@ struct FilterGroupsConfig {
   int64_t max_num_gen_batches = 0;  // 0: one pass over the training prompts, at least 10 (see trainer.h)
 };
 
+// verl's algorithm.kl_ctrl: the coefficient of the KL penalty in the reward.
+struct KlCtrlConfig {
+  std::string type = "fixed";  // fixed | adaptive
+  double kl_coef = 0.001;
+  double target_kl = 0.1;  // adaptive
+  int64_t horizon = 10000;  // adaptive
+};
+
+// verl's algorithm.rollout_correction: importance weights between the trainer's and the rollout's log-probs.
+struct RolloutCorrectionConfig {
+  std::string rollout_is;  // token | sequence | "" (null: off)
+  double rollout_is_threshold = 2.0;
+  std::string rollout_rs;            // rejection criteria, comma-separated (e.g. "token_k1,seq_mean_k3"); "": off
+  std::string rollout_rs_threshold;  // one for all or one per criterion; k1: "lower_upper" or an upper ratio
+};
+
 struct AlgorithmConfig {
   std::string adv_estimator = "grpo";
+  double gamma = 1.0;  // reinforce_plus_plus discount
+  double lam = 1.0;    // GAE's lambda: read for verl configs, unused (gae is refused)
+  bool use_kl_in_reward = false;
+  std::string kl_penalty = "kl";  // kl | abs | mse | low_var_kl (k1, k2, k3; "+" forms)
+  KlCtrlConfig kl_ctrl;
+  RolloutCorrectionConfig rollout_correction;
   bool norm_adv_by_std_in_grpo = true;
   std::string scale_rewards = "group";  // group | batch | none (TRL); none <=> norm_adv_by_std_in_grpo false
   FilterGroupsConfig filter_groups;
@@ -273,7 +307,8 @@ const std::vector<ConfigKeyInfo>& config_keys();
 std::string config_help();  // the table as text, for `grpo train --help-config`
 
 // The pieces of the config in the types the training code uses.
-ops::PolicyLossConfig policy_loss_config(const Config& config);
+train::PolicyObjectiveConfig policy_loss_config(const Config& config);
+train::AdvantageOptions advantage_options(const Config& config);
 train::LossAggMode loss_agg_mode(const Config& config);
 train::AdvantageScaling advantage_scaling(const Config& config);
 train::DataParallel data_parallel_config(const Config& config);  // fsdp_config

@@ -116,8 +116,10 @@ KeySpec make_key(const char* name, Field field, Allowed allowed, const char* doc
 // KEY(data.train_batch_size, ...): the key name is the member path.
 #define KEY(path, ...) make_key(#path, [](Config& c) -> auto& { return c.path; }, __VA_ARGS__)
 
-const std::vector<std::string> kLossAggModes = {"token-mean", "seq-mean-token-sum", "seq-mean-token-mean",
-                                                "seq-mean-token-sum-norm"};
+const std::vector<std::string> kLossAggModes = {"token-mean", "token-sum", "seq-mean-token-sum",
+                                                "seq-mean-token-mean", "seq-mean-token-sum-norm"};
+const std::vector<std::string> kKlEstimators = {"kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3",
+                                                "kl+", "k1+", "abs+", "low_var_kl+", "k3+"};
 const std::vector<std::string> kGemmSites = {"qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head"};
 
 // Every numeric key is bounded by the type that consumes it: counts and lengths go to int32 fields of the
@@ -184,19 +186,39 @@ std::vector<KeySpec> build_table() {
       KEY(actor_rollout_ref.actor.clip_ratio_low, between(0, 1), "lower clip epsilon"),
       KEY(actor_rollout_ref.actor.clip_ratio_high, nonnegative_float(), "upper clip epsilon (DAPO clip-higher: 0.28)"),
       KEY(actor_rollout_ref.actor.clip_ratio_c, open_closed(1, kFloat), "dual-clip constant for negative advantages"),
-      KEY(actor_rollout_ref.actor.loss_agg_mode, one_of(kLossAggModes), "how token losses are aggregated"),
+      KEY(actor_rollout_ref.actor.loss_agg_mode, one_of(kLossAggModes),
+          "how token losses are aggregated (gspo and sapo always use seq-mean-token-mean, geo_mean the mean "
+          "over sequences)"),
+      KEY(actor_rollout_ref.actor.policy_loss.loss_mode,
+          one_of({"vanilla", "gspo", "cispo", "sapo", "clip_cov", "kl_cov", "geo_mean", "gpg", "dppo_tv", "dppo_kl",
+                  "dro"}),
+          "policy loss (verl's loss_mode; see docs/training.md)"),
+      KEY(actor_rollout_ref.actor.policy_loss.clip_cov_ratio, open_closed(0, 1),
+          "clip_cov: fraction of tokens whose gradient is cut"),
+      KEY(actor_rollout_ref.actor.policy_loss.clip_cov_lb, between(-kFloat, kFloat),
+          "clip_cov: lower bound of the covariance of the tokens cut"),
+      KEY(actor_rollout_ref.actor.policy_loss.clip_cov_ub, between(-kFloat, kFloat),
+          "clip_cov: upper bound of the covariance of the tokens cut"),
+      KEY(actor_rollout_ref.actor.policy_loss.kl_cov_ratio, open_closed(0, 1),
+          "kl_cov: fraction of tokens (largest covariance) given the KL penalty"),
+      KEY(actor_rollout_ref.actor.policy_loss.ppo_kl_coef, nonnegative_float(), "kl_cov: weight of |log-ratio|"),
+      KEY(actor_rollout_ref.actor.policy_loss.dro_beta, nonnegative_float(),
+          "dro: weight of the quadratic log-ratio penalty"),
+      KEY(actor_rollout_ref.actor.tau_pos, positive_float(), "sapo: gate temperature for positive advantages"),
+      KEY(actor_rollout_ref.actor.tau_neg, positive_float(), "sapo: gate temperature for other advantages"),
       KEY(actor_rollout_ref.actor.loss_scale_factor, nonnegative_float(),
           "divisor of seq-mean-token-sum-norm; 0: data.max_response_length"),
       KEY(actor_rollout_ref.actor.use_kl_loss, any(), "add a KL penalty to a frozen reference model"),
       KEY(actor_rollout_ref.actor.kl_loss_coef, nonnegative_float(), "weight of the KL penalty"),
-      KEY(actor_rollout_ref.actor.kl_loss_type, one_of({"kl", "k1", "mse", "k2", "low_var_kl", "k3"}),
-          "KL estimator"),
+      KEY(actor_rollout_ref.actor.kl_loss_type, one_of(kKlEstimators),
+          "KL estimator (\"+\": its value with k2's gradient)"),
       KEY(actor_rollout_ref.actor.entropy_coeff, between(-kFloat, kFloat),
           "entropy bonus weight (loss -= coeff * entropy)"),
       KEY(actor_rollout_ref.actor.grad_clip, open_closed(0, kFloat).or_value(-1),
           "clip the global gradient norm to this; -1: no clipping"),
       KEY(actor_rollout_ref.actor.tis_imp_ratio_cap, open_closed(0, kFloat).or_value(-1),
-          "truncated importance sampling cap C: weight min(exp(old - rollout logp), C); -1: off"),
+          "truncated importance sampling cap C: weight min(exp(old - rollout logp), C); -1: off (alias of "
+          "algorithm.rollout_correction.rollout_is: token with rollout_is_threshold C)"),
       KEY(actor_rollout_ref.actor.freeze_vision_tower, any(),
           "Qwen3-VL: train the language model only (the vision tower gets no gradients and no optimizer state)"),
       KEY(actor_rollout_ref.actor.optim.lr, positive_float(), "AdamW learning rate"),
@@ -266,7 +288,29 @@ std::vector<KeySpec> build_table() {
       KEY(actor_rollout_ref.ref.log_prob_max_token_len_per_gpu, count(),
           "token budget of a reference log-prob micro-batch; default: the actor's ppo_max_token_len_per_gpu"),
 
-      KEY(algorithm.adv_estimator, one_of({"grpo"}), "advantage estimator"),
+      KEY(algorithm.adv_estimator,
+          one_of({"grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline", "remax", "opo", "grpo_passk",
+                  "gpg", "gae"}),
+          "advantage estimator (gae is refused: it needs a critic)"),
+      KEY(algorithm.gamma, between(0, 1), "reinforce_plus_plus: discount of the per-token returns"),
+      KEY(algorithm.lam, between(0, 1), "GAE's lambda: read from verl configs, unused (gae is refused)"),
+      KEY(algorithm.use_kl_in_reward, any(), "subtract kl_ctrl.kl_coef x KL(policy || reference) from each token's reward"),
+      KEY(algorithm.kl_penalty, one_of({"kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3", "full"}),
+          "KL estimator of the reward penalty (full is refused: it needs whole distributions)"),
+      KEY(algorithm.kl_ctrl.type, one_of({"fixed", "adaptive"}), "KL-in-reward coefficient: fixed or adaptive"),
+      KEY(algorithm.kl_ctrl.kl_coef, nonnegative_float(), "KL-in-reward coefficient (adaptive: its start)"),
+      KEY(algorithm.kl_ctrl.target_kl, positive_float(), "adaptive: the KL the coefficient steers to"),
+      KEY(algorithm.kl_ctrl.horizon, count(), "adaptive: steps over which the coefficient moves"),
+      KEY(algorithm.rollout_correction.rollout_is, any(),
+          "importance weights pi_old / pi_rollout: token, sequence, or null (none)"),
+      KEY(algorithm.rollout_correction.rollout_is_threshold, positive_float(),
+          "the importance weights are truncated at this"),
+      KEY(algorithm.rollout_correction.rollout_rs, any(),
+          "reject tokens or responses whose rollout/trainer divergence is out of bounds: comma-separated "
+          "token_k1|k2|k3, seq_sum_k1|k2|k3, seq_mean_k1|k2|k3, seq_max_k2|k3; null: none"),
+      KEY(algorithm.rollout_correction.rollout_rs_threshold, any(),
+          "rollout_rs bounds: one for all criteria or one per criterion (comma-separated); k1: \"lower_upper\" "
+          "ratio bounds or an upper ratio U meaning [1/U, U]; k2, k3: an upper bound"),
       KEY(algorithm.norm_adv_by_std_in_grpo, any(), "divide advantages by the group std (false: Dr. GRPO)"),
       KEY(algorithm.scale_rewards, one_of({"group", "batch", "none"}),
           "std used to scale advantages (TRL); none is norm_adv_by_std_in_grpo: false"),

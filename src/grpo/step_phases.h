@@ -24,7 +24,10 @@ struct GenerationResult {
   std::vector<std::string> texts;           // response text of each sample
   std::vector<int64_t> group_sizes;         // samples per prompt
   std::vector<uint8_t> truncated;           // per sample: 1 when cut at max_response_length
-  int64_t gen_tokens = 0, prompt_tokens = 0;
+  // remax: each prompt's greedy response (generated in the same engine call), its baseline
+  std::vector<std::string> greedy_texts;    // per prompt
+  std::vector<int64_t> greedy_lengths;      // per prompt, tokens
+  int64_t gen_tokens = 0, prompt_tokens = 0;  // gen_tokens: the greedy responses' included
   double seconds = 0;
 };
 
@@ -36,6 +39,7 @@ struct ScoreResult {
   std::vector<std::string> function_names;
   std::vector<int64_t> failures;                 // [function] samples it could not score
   std::vector<RewardExtra> extras;               // extra results (verl's dict keys), this rank's samples
+  std::vector<float> reward_baselines;           // remax: per sample, its prompt's greedy response's reward
   double seconds = 0;
 };
 
@@ -45,11 +49,13 @@ struct StepBatch {
   std::vector<train::TrainSample> samples;  // group by group
   std::vector<int64_t> group_sizes;
   std::vector<float> scores, rewards;            // per sample, as in ScoreResult
+  std::vector<float> reward_baselines;           // remax: per sample, the reward of its prompt's greedy response
   std::vector<std::vector<float>> per_function;  // [function][sample]
   std::vector<std::string> function_names;
   std::vector<uint8_t> truncated;                // per sample, as in GenerationResult
   // gen_tokens, prompt_tokens: every generation batch's (dropped groups included: the work done)
   int64_t prompts = 0, gen_tokens = 0, prompt_tokens = 0, gen_batches = 0, groups_dropped = 0;
+  int64_t greedy_tokens = 0;  // remax: the greedy baseline responses' tokens (inside gen_tokens)
   std::vector<int64_t> reward_failures;  // [function] over every generated sample
   int64_t scored = 0;                    // generated samples, kept or not
   // Extra results of the reward functions (verl's "acc", ...): sum and count over this rank's generated
@@ -58,9 +64,12 @@ struct StepBatch {
   double gen_s = 0, reward_s = 0;
 };
 
-// advantages: one per sample of the StepBatch.
+// advantages: the chosen estimator's, over every response token of the StepBatch (critic/advantages), and
+// the KL penalty in the reward when on (actor/reward_kl_penalty and its coefficient).
 struct AdvantageResult {
-  std::vector<float> advantages;
+  std::vector<double> token_advantages;  // every response token, sample by sample
+  bool kl_in_reward = false;
+  double reward_kl_penalty = 0, reward_kl_coeff = 0;
   double seconds = 0;
 };
 
@@ -71,7 +80,8 @@ struct LogProbResult {
 
 // update: the optimizer steps over the mini-batches (x ppo_epochs).
 struct UpdateResult {
-  std::vector<double> pg_loss, kl_loss, entropy, pg_clipfrac, ppo_kl, grad_norm;  // per update
+  std::vector<double> pg_loss, kl_loss, entropy, pg_clipfrac, pg_clipfrac_lower, ppo_kl, grad_norm;  // per update
+  train::RolloutMismatch rollout;  // over the first epoch's updates (every trained token once)
   float lr = 0;
   // train_tokens: computed by the micro-batches (padding included); useful_tokens: the sequences' own
   int64_t skipped = 0, train_tokens = 0, useful_tokens = 0;

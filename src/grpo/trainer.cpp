@@ -115,10 +115,28 @@ GrpoTrainer::GrpoTrainer(const Config& config, const TrainOptions& opt)
   adam.grad_clip = static_cast<float>(ac.grad_clip);
   actor_ = std::make_unique<train::Actor>(*s_->weights, dopt, mb, adam, &comm_, data_parallel_config(cfg_),
                                           ac.freeze_vision_tower || s_->lora, s_->lora.get());
-  if (ac.use_kl_loss && ac.kl_loss_coef != 0 && s_->lora) {
+  GRPO_CHECK(cfg_.algorithm.adv_estimator != "remax" || comm_.size() == 1, "[config] algorithm.adv_estimator remax "
+             "runs in one process only for now (its greedy baselines are not exchanged between the ",
+             comm_.size(), " ranks)");
+  {  // verl's losses that ignore loss_agg_mode: said once
+    const train::PgLossMode mode = train::parse_pg_loss_mode(ac.policy_loss.loss_mode);
+    const train::LossAggMode agg = loss_agg_mode(cfg_);
+    if (console_ && !opt_.quiet && train::effective_loss_agg_mode(mode, agg) != agg)
+      std::fprintf(stderr, "[train] policy_loss.loss_mode %s aggregates its policy-gradient term %s whatever "
+                   "loss_agg_mode says (%s), as verl does\n", ac.policy_loss.loss_mode.c_str(),
+                   mode == train::PgLossMode::GeoMean ? "as the mean over sequences" : "seq-mean-token-mean",
+                   ac.loss_agg_mode.c_str());
+  }
+  GRPO_CHECK(cfg_.algorithm.rollout_correction.rollout_rs.empty() || comm_.size() == 1, "[config] "
+             "algorithm.rollout_correction.rollout_rs runs in one process only for now (its counts need every "
+             "rank's old log-probs; ", comm_.size(), " ranks)");
+  GRPO_CHECK(!cfg_.algorithm.use_kl_in_reward || comm_.size() == 1, "[config] algorithm.use_kl_in_reward runs in one "
+             "process only for now (each of the ", comm_.size(), " ranks holds the log-probs of its own share)");
+  const bool needs_reference = (ac.use_kl_loss && ac.kl_loss_coef != 0) || cfg_.algorithm.use_kl_in_reward;
+  if (needs_reference && s_->lora) {
     // LoRA: the reference policy is the frozen base, the actor's own weights without the adapters.
     ref_decoder_ = std::make_unique<Decoder>(*s_->weights, dopt);
-  } else if (ac.use_kl_loss && ac.kl_loss_coef != 0) {
+  } else if (needs_reference) {
     ErrorContext loading("loading the reference model ", cfg_.actor_rollout_ref.model.path);
     ref_weights_ = ModelWeights::load(cfg_.actor_rollout_ref.model.path);
     ref_decoder_ = std::make_unique<Decoder>(*ref_weights_, dopt);
@@ -130,7 +148,8 @@ GrpoTrainer::GrpoTrainer(const Config& config, const TrainOptions& opt)
   steps_per_epoch_ = std::max<int64_t>(1, N / B);
   max_gen_batches_ = max_num_gen_batches_per_step(cfg_, N);
   const int64_t requests_per_batch =
-      checked_mul(B, cfg_.actor_rollout_ref.rollout.share_group_prompt ? 1 : cfg_.actor_rollout_ref.rollout.n,
+      checked_mul(B, (cfg_.actor_rollout_ref.rollout.share_group_prompt ? 1 : cfg_.actor_rollout_ref.rollout.n) +
+                         (cfg_.algorithm.adv_estimator == "remax" ? 1 : 0),
                   "[config] rollout requests per generation batch");
   checked_mul(checked_mul(total_steps_, max_gen_batches_, "[config] generation batches of the run"), requests_per_batch,
               "[config] rollout requests of the run");  // so that request ids cannot wrap

@@ -61,7 +61,7 @@ class GrpoTrainer {
                             int64_t batch_index);
   ScoreResult score(const GenerationResult& gen);
   StepBatch collect_batch(int64_t step);  // generate + score (+ DAPO filtering over generation batches)
-  AdvantageResult compute_advantages(StepBatch& batch);
+  AdvantageResult compute_advantages(const StepBatch& batch, std::vector<std::vector<train::TrainSample>>& minibatches);
   std::vector<std::vector<train::TrainSample>> split_minibatches(StepBatch& batch);
   LogProbResult compute_log_probs(std::vector<std::vector<train::TrainSample>>& minibatches);
   UpdateResult update(std::vector<std::vector<train::TrainSample>>& minibatches);
@@ -82,7 +82,7 @@ class GrpoTrainer {
   bool console_ = true;       // this rank prints progress and writes the run folder's files (rank 0)
   std::string run_dir_;
   std::unique_ptr<Session> s_;
-  std::unique_ptr<ModelWeights> ref_weights_;  // frozen reference copy, only when a KL term is used
+  std::unique_ptr<ModelWeights> ref_weights_;  // frozen reference copy, only when a KL term (loss or reward) is used
   std::unique_ptr<Decoder> ref_decoder_;
   train::MicroBatching ref_micro_batching_;  // actor_rollout_ref.ref.log_prob_*
   std::unique_ptr<train::Actor> actor_;

@@ -30,6 +30,7 @@ void write_optimizer_state(const std::string& dir, const Arena& layout, const Op
                            const TrainerState& st) {
   nlohmann::json j = {{"global_step", st.global_step}, {"epoch", st.epoch}, {"epoch_position", st.epoch_position},
                       {"skipped_steps", st.skipped_steps}, {"consecutive_skips", st.consecutive_skips},
+                      {"reward_kl_coef", st.reward_kl_coef},
                       {"optimizer_steps", opt.steps}};
   write_file_atomic(dir + "/trainer_state.json", j.dump(2) + "\n");
   std::vector<StTensorOut> moments;

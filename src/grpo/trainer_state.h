@@ -20,6 +20,7 @@ struct TrainerState {
   int64_t epoch_position = 0;  // prompts of the current epoch consumed
   int64_t skipped_steps = 0;   // steps skipped for non-finite loss/gradients
   int64_t consecutive_skips = 0;  // of them, in a row up to now (five stop the run)
+  double reward_kl_coef = -1;      // algorithm.kl_ctrl's coefficient now (adaptive moves it); -1: not started
 };
 
 // AdamW's state in the whole flat parameter layout (model/weights.h), whatever the number of ranks that

@@ -19,6 +19,7 @@
 #include "grpo/trainer.h"
 #include "model/vision.h"
 #include "train/advantages.h"
+#include "train/kl_penalty.h"
 
 namespace grpo {
 
@@ -63,6 +64,7 @@ void append_sample(StepBatch& b, GenerationResult& gen, const ScoreResult& sc, s
   b.scores.push_back(sc.scores[i]);
   b.rewards.push_back(sc.rewards[i]);
   b.truncated.push_back(gen.truncated[i]);
+  if (!sc.reward_baselines.empty()) b.reward_baselines.push_back(sc.reward_baselines[i]);
   for (size_t f = 0; f < sc.function_names.size(); ++f) b.per_function[f].push_back(sc.per_function[f][i]);
 }
 
@@ -89,18 +91,22 @@ GenerationResult GrpoTrainer::generate(const std::vector<const Example*>& prompt
                     " prompts x ", rc.n, " responses of at most ", cfg_.data.max_response_length, " tokens");
   // Shared: one request of n samples per prompt. Not shared (the baseline): n requests of one sample.
   const int64_t requests_per_prompt = rc.share_group_prompt ? 1 : rc.n;
+  // remax: one more request per prompt, greedy, whose reward is the prompt's baseline.
+  const bool greedy_baseline = cfg_.algorithm.adv_estimator == "remax";
+  const int64_t slots_per_prompt = requests_per_prompt + (greedy_baseline ? 1 : 0);
   // Each prompt's pictures, decoded once and shared by its requests and samples (empty for text).
   std::vector<std::vector<PicturePtr>> pictures;
   for (const Example* ex : prompts) pictures.push_back(s_->pictures(*ex, s_->train));
-  const int64_t requests_per_batch = cfg_.data.train_batch_size * requests_per_prompt;
+  const int64_t requests_per_batch = cfg_.data.train_batch_size * slots_per_prompt;
   std::vector<rollout::Request> reqs;
-  for (size_t r = 0; r < prompts.size() * requests_per_prompt; ++r) {
-    const size_t i = r / requests_per_prompt;
+  for (size_t r = 0; r < prompts.size() * slots_per_prompt; ++r) {
+    const size_t i = r / slots_per_prompt;
+    const bool greedy = greedy_baseline && static_cast<int64_t>(r % slots_per_prompt) == requests_per_prompt;
     rollout::Request q;
     q.prompt = prompts[i]->prompt_ids;
     q.pictures = pictures[i];
-    q.n = static_cast<int32_t>(rc.n / requests_per_prompt);
-    q.sampling.temperature = static_cast<float>(rc.temperature);
+    q.n = greedy ? 1 : static_cast<int32_t>(rc.n / requests_per_prompt);
+    q.sampling.temperature = greedy ? 0.0f : static_cast<float>(rc.temperature);
     q.sampling.top_p = static_cast<float>(rc.top_p);
     q.sampling.top_k = rc.top_k > 0 ? static_cast<int32_t>(rc.top_k) : 0;
     q.sampling.min_p = static_cast<float>(rc.min_p);
@@ -108,7 +114,7 @@ GenerationResult GrpoTrainer::generate(const std::vector<const Example*>& prompt
     q.max_new_tokens = static_cast<int32_t>(cfg_.data.max_response_length);
     q.seed = static_cast<uint64_t>(cfg_.trainer.seed);
     // Request ids are global (the prompt's place in the batch), so samples do not depend on the rank.
-    const int64_t in_batch = index[i] * requests_per_prompt + static_cast<int64_t>(r) % requests_per_prompt;
+    const int64_t in_batch = index[i] * slots_per_prompt + static_cast<int64_t>(r) % slots_per_prompt;
     q.id = rollout_request_id(step, batch_index, in_batch, max_gen_batches_, requests_per_batch);
     reqs.push_back(std::move(q));
   }
@@ -118,8 +124,14 @@ GenerationResult GrpoTrainer::generate(const std::vector<const Example*>& prompt
   g.prompts = prompts;
   for (size_t i = 0; i < prompts.size(); ++i) {
     int64_t group_size = 0;
+    if (greedy_baseline) {
+      const rollout::SampleResult& r = out[i * slots_per_prompt + requests_per_prompt].samples.at(0);
+      g.greedy_texts.push_back(r.text);
+      g.greedy_lengths.push_back(static_cast<int64_t>(r.tokens.size()));
+      g.gen_tokens += static_cast<int64_t>(r.tokens.size());
+    }
     for (int64_t k = 0; k < requests_per_prompt; ++k)
-      for (const rollout::SampleResult& r : out[i * requests_per_prompt + k].samples) {
+      for (const rollout::SampleResult& r : out[i * slots_per_prompt + k].samples) {
         train::TrainSample ts;
         ts.tokens = prompts[i]->prompt_ids;
         ts.prompt_len = ts.tokens.size();
@@ -152,8 +164,17 @@ ScoreResult GrpoTrainer::score(const GenerationResult& gen) {
     for (int64_t k = 0; k < gen.group_sizes[g]; ++k, ++i)
       inputs.push_back({ex.id, ex.prompt, gen.texts[i], ex.answer, ex.data_source, extra_info});
   }
+  const size_t sampled = inputs.size();
+  for (size_t g = 0; g < gen.greedy_texts.size(); ++g) {  // remax: the greedy baselines after the samples
+    const Example& ex = *gen.prompts[g];
+    inputs.push_back({ex.id, ex.prompt, gen.greedy_texts[g], ex.answer, ex.data_source,
+                      ex.extra.value("extra_info", nlohmann::json())});
+  }
   ErrorContext what("scoring ", inputs.size(), " responses");
   RewardScores rs = score_batch(rewards_, inputs);
+  std::vector<float> greedy_rewards(rs.total.begin() + sampled, rs.total.end());
+  rs.total.resize(sampled);
+  for (auto& f : rs.per_function) f.resize(sampled);
   ScoreResult sc;
   sc.scores = rs.total;
   sc.rewards = rs.total;
@@ -166,6 +187,12 @@ ScoreResult GrpoTrainer::score(const GenerationResult& gen) {
     for (size_t i = 0; i < gen.samples.size(); ++i)
       sc.rewards[i] += train::overlong_penalty(gen.samples[i].response_len(), cfg_.data.max_response_length, ob.len,
                                                static_cast<float>(ob.penalty_factor));
+  for (size_t g = 0; g < gen.greedy_texts.size(); ++g) {
+    if (ob.enable)
+      greedy_rewards[g] += train::overlong_penalty(gen.greedy_lengths[g], cfg_.data.max_response_length, ob.len,
+                                                   static_cast<float>(ob.penalty_factor));
+    for (int64_t k = 0; k < gen.group_sizes[g]; ++k) sc.reward_baselines.push_back(greedy_rewards[g]);
+  }
   sc.seconds = seconds_since(t0);
   return sc;
 }
@@ -208,6 +235,7 @@ StepBatch GrpoTrainer::collect_batch(int64_t step) {
     b.gen_batches++;
     b.prompts += prompts.size();
     b.gen_tokens += gen.gen_tokens;
+    for (int64_t n : gen.greedy_lengths) b.greedy_tokens += n;
     b.prompt_tokens += gen.prompt_tokens;
     // DAPO dynamic sampling: keep only groups whose rewards differ.
     std::vector<bool> keep(gen.group_sizes.size(), true);
@@ -236,18 +264,79 @@ StepBatch GrpoTrainer::collect_batch(int64_t step) {
     b.scores.resize(n);
     b.rewards.resize(n);
     b.truncated.resize(n);
+    if (!b.reward_baselines.empty()) b.reward_baselines.resize(n);
     for (auto& f : b.per_function) f.resize(n);
   }
   return b;
 }
 
-AdvantageResult GrpoTrainer::compute_advantages(StepBatch& batch) {
+// The chosen estimator over the step's samples (in mini-batch order, which is the batch's): verl's [B, T]
+// layout with each response's reward on its last token, minus kl_ctrl's coefficient x the per-token KL
+// between the old and the reference log-probs when algorithm.use_kl_in_reward is on.
+AdvantageResult GrpoTrainer::compute_advantages(const StepBatch& batch,
+                                                std::vector<std::vector<train::TrainSample>>& minibatches) {
   GRPO_PROFILE("adv");
   comm::WaitLabel label(&comm_, "adv");
   const auto t0 = Clock::now();
+  const AlgorithmConfig& alg = cfg_.algorithm;
+  std::vector<train::TrainSample*> samples;
+  for (auto& mb : minibatches)
+    for (auto& smp : mb) samples.push_back(&smp);
+  const int64_t B = static_cast<int64_t>(samples.size());
+  GRPO_CHECK(B == static_cast<int64_t>(batch.rewards.size()), "[train] ", B, " samples for ", batch.rewards.size(),
+             " rewards");
+  int64_t T = 1;
+  for (const auto* smp : samples) T = std::max(T, smp->response_len());
+  std::vector<double> rewards(B * T, 0.0), mask(B * T, 0.0);
+  std::vector<int64_t> group(B);
+  for (int64_t g = 0, i = 0; g < static_cast<int64_t>(batch.group_sizes.size()); ++g)
+    for (int64_t k = 0; k < batch.group_sizes[g]; ++k) group[i++] = g;
   AdvantageResult a;
-  a.advantages = train::grpo_advantages(batch.rewards, batch.group_sizes, advantage_scaling(cfg_), 1e-6);
-  for (size_t i = 0; i < batch.samples.size(); ++i) batch.samples[i].advantage = a.advantages[i];
+  if (alg.use_kl_in_reward) {
+    if (state_.reward_kl_coef < 0) state_.reward_kl_coef = alg.kl_ctrl.kl_coef;
+    const train::KlPenaltyType kl_type = train::parse_kl_penalty(alg.kl_penalty);
+    double seq_kl_sum = 0;
+    for (int64_t i = 0; i < B; ++i) {
+      const train::TrainSample& smp = *samples[i];
+      const int64_t n = smp.response_len();
+      GRPO_CHECK(static_cast<int64_t>(smp.old_logprobs.size()) == n && static_cast<int64_t>(smp.ref_logprobs.size()) == n,
+                 "[train] the KL penalty in the reward needs old and reference log-probs of sample ", i);
+      double kl_sum = 0;
+      for (int64_t t = 0; t < n; ++t) {
+        const double kl = train::kl_penalty(smp.old_logprobs[t], smp.ref_logprobs[t], kl_type).value;
+        rewards[i * T + t] -= state_.reward_kl_coef * kl;
+        kl_sum += kl;
+      }
+      seq_kl_sum += kl_sum / (static_cast<double>(n) + 1e-8);
+    }
+    a.kl_in_reward = true;
+    a.reward_kl_penalty = seq_kl_sum / static_cast<double>(std::max<int64_t>(B, 1));
+    a.reward_kl_coeff = state_.reward_kl_coef;
+    if (alg.kl_ctrl.type == "adaptive") {  // verl's AdaptiveKLController, n_steps = the batch's responses
+      const double error = std::clamp(a.reward_kl_penalty / alg.kl_ctrl.target_kl - 1.0, -0.2, 0.2);
+      state_.reward_kl_coef *= 1.0 + error * static_cast<double>(B) / static_cast<double>(alg.kl_ctrl.horizon);
+    }
+  }
+  for (int64_t i = 0; i < B; ++i) {
+    const int64_t n = samples[i]->response_len();
+    for (int64_t t = 0; t < n; ++t) mask[i * T + t] = 1.0;
+    if (n > 0) rewards[i * T + n - 1] += batch.rewards[i];
+  }
+  std::vector<double> baselines(batch.reward_baselines.begin(), batch.reward_baselines.end());
+  train::AdvantageInputs in;
+  in.B = B, in.T = T;
+  in.token_level_rewards = rewards;
+  in.response_mask = mask;
+  in.group = group;
+  in.reward_baselines = baselines;
+  const train::TokenAdvantages ta = train::estimate_advantages(advantage_options(cfg_), in);
+  for (int64_t i = 0; i < B; ++i) {
+    train::TrainSample& smp = *samples[i];
+    const int64_t n = smp.response_len();
+    smp.token_advantages.assign(ta.advantages.begin() + i * T, ta.advantages.begin() + i * T + n);
+    smp.advantage = n > 0 ? smp.token_advantages[0] : 0.0f;
+    a.token_advantages.insert(a.token_advantages.end(), ta.advantages.begin() + i * T, ta.advantages.begin() + i * T + n);
+  }
   a.seconds = seconds_since(t0);
   return a;
 }
@@ -266,8 +355,9 @@ std::vector<std::vector<train::TrainSample>> GrpoTrainer::split_minibatches(Step
   return minibatches;
 }
 
-// Old log-probs only when they can differ from the current policy's (several updates per step, or
-// truncated importance sampling against the rollout's log-probs); reference log-probs when a KL term is used.
+// Old log-probs only when they can differ from the current policy's (several updates per step), or when the
+// rollout importance weights or the KL penalty in the reward read them; reference log-probs when a KL term
+// (loss or reward) is used.
 LogProbResult GrpoTrainer::compute_log_probs(std::vector<std::vector<train::TrainSample>>& minibatches) {
   const ActorConfig& ac = cfg_.actor_rollout_ref.actor;
   const bool need_old = ac.ppo_epochs > 1 || minibatches.size() > 1;
@@ -275,7 +365,8 @@ LogProbResult GrpoTrainer::compute_log_probs(std::vector<std::vector<train::Trai
   std::vector<std::vector<float>> lp;
   int64_t sequences = 0;
   for (const auto& mb : minibatches) sequences += static_cast<int64_t>(mb.size());
-  if (need_old || ac.tis_imp_ratio_cap > 0) {
+  const RolloutCorrectionConfig& rc = cfg_.algorithm.rollout_correction;
+  if (need_old || !rc.rollout_is.empty() || !rc.rollout_rs.empty() || cfg_.algorithm.use_kl_in_reward) {
     GRPO_PROFILE("old_log_prob");
     comm::WaitLabel label(&comm_, "old_log_prob");
     ErrorContext what("computing old log-probs of ", sequences, " sequences");
@@ -305,9 +396,13 @@ UpdateResult GrpoTrainer::update(std::vector<std::vector<train::TrainSample>>& m
   comm::WaitLabel label(&comm_, "update_actor");  // the actor labels its weight refresh "update_weights"
   const auto t0 = Clock::now();
   const ActorConfig& ac = cfg_.actor_rollout_ref.actor;
-  const ops::PolicyLossConfig lcfg = policy_loss_config(cfg_);
+  const train::PolicyObjectiveConfig lcfg = policy_loss_config(cfg_);
   const train::LossAggMode agg = loss_agg_mode(cfg_);
-  const float tis_cap = static_cast<float>(ac.tis_imp_ratio_cap);
+  train::RolloutCorrection correction;
+  correction.level = train::parse_rollout_is_level(cfg_.algorithm.rollout_correction.rollout_is);
+  correction.threshold = cfg_.algorithm.rollout_correction.rollout_is_threshold;
+  correction.rejection = train::parse_rollout_rs(cfg_.algorithm.rollout_correction.rollout_rs,
+                                                 cfg_.algorithm.rollout_correction.rollout_rs_threshold);
   const int64_t updates_per_step = ac.ppo_epochs * static_cast<int64_t>(minibatches.size());
   const int64_t total_updates = checked_mul(total_steps_, updates_per_step, "[config] optimizer steps of the run");
   const int64_t warmup = ac.optim.lr_warmup_steps >= 0
@@ -325,12 +420,24 @@ UpdateResult GrpoTrainer::update(std::vector<std::vector<train::TrainSample>>& m
       r.lr = train::scheduled_lr(static_cast<float>(ac.optim.lr), actor_->optimizer().steps(), total_updates, warmup,
                                  ac.optim.warmup_style, static_cast<float>(ac.optim.min_lr_ratio));
       const train::UpdateStats u =
-          actor_->update_policy(mb, lcfg, agg, static_cast<float>(ac.loss_scale_factor), tis_cap, r.lr);
+          actor_->update_policy(mb, lcfg, agg, static_cast<float>(ac.loss_scale_factor), correction, r.lr);
+      if (e == 0) {  // the rollout mismatch of every trained token, once
+        r.rollout.tokens += u.rollout.tokens;
+        r.rollout.diff_sum += u.rollout.diff_sum;
+        r.rollout.diff_sq += u.rollout.diff_sq;
+        r.rollout.diff_max = std::max(r.rollout.diff_max, u.rollout.diff_max);
+        r.rollout.is_sum += u.rollout.is_sum;
+        r.rollout.is_min = r.pg_loss.empty() ? u.rollout.is_min : std::min(r.rollout.is_min, u.rollout.is_min);
+        r.rollout.is_max = std::max(r.rollout.is_max, u.rollout.is_max);
+        r.rollout.rs_tokens += u.rollout.rs_tokens;
+        r.rollout.rs_rejected += u.rollout.rs_rejected;
+      }
       r.skipped += u.skipped;
       r.pg_loss.push_back(u.pg_loss);
       r.kl_loss.push_back(u.kl);
       r.entropy.push_back(u.entropy);
       r.pg_clipfrac.push_back(u.pg_clipfrac);
+      r.pg_clipfrac_lower.push_back(u.pg_clipfrac_lower);
       r.ppo_kl.push_back(u.ppo_kl);
       r.grad_norm.push_back(u.grad_norm);
       r.update_weights_s += u.update_weights_s;
@@ -370,12 +477,13 @@ nlohmann::json GrpoTrainer::train_step(int64_t step) {
     add_step_costs(m, {{"gen", batch.gen_s}, {"reward", batch.reward_s}}, step_s, comm0, cpu0);
     return m;
   }
-  const AdvantageResult adv = compute_advantages(batch);
+  const size_t generated = batch.samples.size();
   std::vector<std::vector<train::TrainSample>> minibatches = split_minibatches(batch);
   if (!opt_.quiet && seconds_since(t_step) >= 30.0)  // a long step: say where it is
     std::fprintf(stderr, "[train] step %lld: %zu samples generated and scored in %.0f s; log-probs and update...\n",
-                 static_cast<long long>(step), batch.samples.size(), seconds_since(t_step));
+                 static_cast<long long>(step), generated, seconds_since(t_step));
   const LogProbResult lp = compute_log_probs(minibatches);
+  const AdvantageResult adv = compute_advantages(batch, minibatches);
   const UpdateResult up = update(minibatches);
   const VisionWork vision_train = vision_work() - vision_start - vision_gen;
   const SyncResult sync = sync_weights();
@@ -441,7 +549,7 @@ nlohmann::json GrpoTrainer::step_metrics(const StepBatch& batch, const Advantage
   nlohmann::json m;
   const std::vector<double> rew(batch.rewards.begin(), batch.rewards.end());
   const std::vector<double> sc(batch.scores.begin(), batch.scores.end());
-  const std::vector<double> advs(adv.advantages.begin(), adv.advantages.end());
+  const std::vector<double>& advs = adv.token_advantages;
   std::vector<double> lens;
   for (const auto& mb : minibatches)
     for (const auto& s : mb) lens.push_back(static_cast<double>(s.response_len()));
@@ -462,6 +570,26 @@ nlohmann::json GrpoTrainer::step_metrics(const StepBatch& batch, const Advantage
   m["actor/kl_loss"] = mean(up.kl_loss);
   m["actor/entropy"] = mean(up.entropy);
   m["actor/pg_clipfrac"] = mean(up.pg_clipfrac);
+  m["actor/pg_clipfrac_lower"] = mean(up.pg_clipfrac_lower);
+  if (adv.kl_in_reward) {
+    m["actor/reward_kl_penalty"] = adv.reward_kl_penalty;
+    m["actor/reward_kl_penalty_coeff"] = adv.reward_kl_coeff;
+  }
+  // Rollout vs training probabilities of the same tokens (verl's names), and the rollout importance weights.
+  const train::RolloutMismatch& rm = up.rollout;
+  if (rm.tokens > 0) {
+    const double diff_mean = rm.diff_sum / rm.tokens;
+    m["training/rollout_probs_diff_mean"] = diff_mean;
+    m["training/rollout_probs_diff_max"] = rm.diff_max;
+    m["training/rollout_probs_diff_std"] = std::sqrt(std::max(0.0, rm.diff_sq / rm.tokens - diff_mean * diff_mean));
+    if (!cfg_.algorithm.rollout_correction.rollout_is.empty()) {
+      m["rollout_corr/rollout_is_mean"] = rm.is_sum / rm.tokens;
+      m["rollout_corr/rollout_is_min"] = rm.is_min;
+      m["rollout_corr/rollout_is_max"] = rm.is_max;
+    }
+    if (!cfg_.algorithm.rollout_correction.rollout_rs.empty())
+      m["rollout_corr/rollout_rs_masked_fraction"] = rm.rs_tokens > 0 ? rm.rs_rejected / rm.rs_tokens : 0.0;
+  }
   m["actor/ppo_kl"] = mean(up.ppo_kl);
   m["actor/grad_norm"] = mean(up.grad_norm);
   m["actor/lr"] = up.lr;
@@ -477,6 +605,11 @@ nlohmann::json GrpoTrainer::step_metrics(const StepBatch& batch, const Advantage
   m["training/gen_batches"] = batch.gen_batches;
   m["training/groups_dropped"] = batch.groups_dropped;
   m["training/groups_kept"] = batch.group_sizes.size();
+  if (!batch.reward_baselines.empty()) {  // remax: the greedy responses generated as baselines
+    const std::vector<double> base(batch.reward_baselines.begin(), batch.reward_baselines.end());
+    m["critic/reward_baselines/mean"] = mean(base);
+    m["response_length/greedy_baseline_tokens"] = batch.greedy_tokens;
+  }
   for (size_t f = 0; f < batch.function_names.size(); ++f)
     m["reward/" + batch.function_names[f] + "/failures"] = batch.reward_failures[f];
   return m;

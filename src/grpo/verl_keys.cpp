@@ -46,15 +46,11 @@ std::vector<VerlKeyRule> build_rules() {
   add_none(r, actor, kWorkerKeys);
   add_none(r, actor, {"ppo_micro_batch_size", "data_loader_seed", "checkpoint.*", "use_remove_padding",
                       "use_fused_kernels", "calculate_entropy", "calculate_sum_pi_squared", "use_prefix_grouper",
-                      "tau_pos", "tau_neg", "policy_loss.clip_cov_ratio", "policy_loss.clip_cov_lb",
-                      "policy_loss.clip_cov_ub", "policy_loss.kl_cov_ratio", "policy_loss.ppo_kl_coef",
-                      "policy_loss.dro_beta", "policy_loss._target_", "optim.optimizer_impl",
+                      "policy_loss._target_", "optim.optimizer_impl",
                       "optim.total_training_steps", "optim.zero_indexed_step", "optim._target_", "qat.*"});
   for (const char* k : kFsdpKeys) r.push_back(none(actor + ".fsdp_config." + k));
   r.push_back(none(actor + ".fsdp_config._target_"));
   r.push_back(only(actor + ".shuffle", {"false"}, "shuffling a batch between PPO epochs is not supported"));
-  r.push_back(only(actor + ".policy_loss.loss_mode", {"vanilla"},
-                   "policy losses other than PPO's clipped one (vanilla) are not supported"));
   r.push_back(only(actor + ".optim.optimizer", {"AdamW", "adamw"}, "the optimizer is AdamW"));
   r.push_back(only(actor + ".optim.num_cycles", {"0.5"}, "the cosine schedule is a half cycle (num_cycles 0.5)"));
   r.push_back(only(actor + ".optim.override_optimizer_config", {},
@@ -129,14 +125,10 @@ std::vector<VerlKeyRule> build_rules() {
   r.push_back(only("distillation.enabled", {"false"}, "distillation is not supported"));
   r.push_back(none("distillation.*"));
 
-  // The algorithm: GAE's and PPO-in-reward settings have no effect under GRPO (as in verl).
-  add_none(r, "algorithm", {"gamma", "lam", "kl_penalty", "kl_ctrl.*", "pf_ppo.*", "rollout_correction.*",
+  // The algorithm: the rest of verl's sections (our keys of kl_ctrl and rollout_correction come first).
+  add_none(r, "algorithm", {"kl_ctrl.*", "pf_ppo.*", "rollout_correction.*",
                             "filter_groups.max_inflight_gen_batches", "filter_groups._target_", "_target_"});
-  r.push_back(only("algorithm.use_kl_in_reward", {"false"},
-                   "a KL penalty in the reward is not supported; use actor_rollout_ref.actor.use_kl_loss"));
   r.push_back(only("algorithm.use_pf_ppo", {"false"}, "preference-feedback PPO is not supported"));
-  r.push_back(only("algorithm.rollout_correction.rollout_is", {},
-                   "use actor_rollout_ref.actor.tis_imp_ratio_cap (truncated importance sampling)"));
   // Groups are kept when their summed rewards differ (verl's seq_final_reward). acc, score and seq_reward
   // agree with it unless the overlong buffer shapes the rewards of an all-correct or all-wrong group
   // (docs/verl.md); other metrics are refused.

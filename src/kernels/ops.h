@@ -98,27 +98,6 @@ void lm_head_backward(float* dh, float* dW, const float* dlogprob, const float* 
                       const void* W, DType ab_dtype, const int32_t* target, const float* lse, int64_t T,
                       int64_t C, int64_t V, float logit_scale, int64_t chunk, float* ws);
 
-// ---------------------------------------------------------------- losses
-enum class KlType : uint8_t { K1, K2, K3 };  // k1 = logp-ref; k2 = (logp-ref)^2/2; k3 = low_var_kl
-struct PolicyLossConfig {
-  float clip_ratio_low = 0.2f, clip_ratio_high = 0.2f, clip_ratio_c = 3.0f;
-  float kl_coef = 0.0f;  // 0: no KL term (ref may be null)
-  KlType kl_type = KlType::K3;
-  float entropy_coef = 0.0f;
-};
-struct PolicyLossStats {  // weighted sums: divide by the weight sum (or count) to get means
-  double loss = 0, pg_loss = 0, kl = 0, entropy = 0;
-  double clipped = 0, ppo_kl = 0, tokens = 0;  // unweighted over tokens with weight != 0
-};
-// GRPO/PPO per-token objective (verl compute_policy_loss_vanilla + KL + entropy) for N tokens:
-//   loss = sum_t w[t] * (pg_t * tis[t] + kl_coef kl_t - entropy_coef entropy[t])
-// w [N] are aggregation weights (0 for non-response tokens; see training/aggregation), adv [N] per-token
-// advantages, tis [N] optional truncated-importance-sampling weights (null = 1). Writes dlogp [N] and
-// dentropy [N] (=) and adds to stats.
-void policy_loss(float* dlogp, float* dentropy, PolicyLossStats* stats, const float* logp, const float* old_logp,
-                 const float* ref_logp, const float* adv, const float* entropy, const float* w, const float* tis,
-                 int64_t N, const PolicyLossConfig& cfg);
-
 // ---------------------------------------------------------------- optimizer
 double sum_squares(const float* x, int64_t n);
 // AdamW on flat buffers (PyTorch semantics): g_eff = g * grad_scale; m = b1 m + (1-b1) g_eff;

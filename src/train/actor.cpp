@@ -2,6 +2,7 @@
 #include "core/clock.h"
 #include "train/actor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -184,8 +185,9 @@ void Actor::empty_pass(bool backward) {
   hooks_.embedding_done();
 }
 
-// loss_fn(sample, row_first, n, logp, entropy, dlogp, dentropy, stats): per-response-token loss of one
-// sample whose response log-probs are logp[0..n) etc.; writes the gradients and adds to stats.
+// loss_fn(spans, logp, entropy, dlogp, dentropy, stats): the loss of one micro-batch whose per-row
+// log-probs are logp[0..T) etc., its sequences' responses at `spans`; writes the gradients of the response
+// rows (the others stay 0) and adds to stats.
 template <typename LossFn>
 UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& loss_fn, float lr) {
   GRPO_PROFILE("actor_update");
@@ -228,19 +230,21 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
     dec_.forward(b, lp.data(), ent.data());
     dlp.assign(T, 0.0f);
     dent.assign(T, 0.0f);
-    ops::PolicyLossStats ls;
+    // The micro-batch's response tokens: sequence j's log-probs start at row_of[j] + prompt_len - 1.
+    std::vector<ResponseSpan> spans;
     for (size_t j = 0; j < m.sequences.size(); ++j) {
       const TrainSample& s = samples[m.sequences[j]];
-      const int64_t first = row_of[j] + s.prompt_len - 1, n = s.response_len();
-      if (n == 0) continue;
-      loss_fn(m.sequences[j], lp.data() + first, ent.data() + first, dlp.data() + first, dent.data() + first, n, ls);
+      spans.push_back({m.sequences[j], row_of[j] + s.prompt_len - 1, s.response_len()});
     }
+    PolicyStats ls;
+    loss_fn(spans, lp.data(), ent.data(), dlp.data(), dent.data(), ls);
     if (!std::isfinite(ls.loss)) nonfinite += 1;
     st.loss += ls.loss;
     st.pg_loss += ls.pg_loss;
     st.kl += ls.kl;
     st.entropy += ls.entropy;
-    st.pg_clipfrac += ls.clipped;
+    st.pg_clipfrac += ls.clipfrac;
+    st.pg_clipfrac_lower += ls.clipfrac_lower;
     st.ppo_kl += ls.ppo_kl;
     st.response_tokens += static_cast<int64_t>(ls.tokens);
     start_reduction();
@@ -262,7 +266,8 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
     // Every statistic (and the skip decision) over all ranks.
     double g[] = {st.loss, st.pg_loss, st.kl, st.entropy, st.pg_clipfrac, st.ppo_kl,
                   static_cast<double>(st.response_tokens), static_cast<double>(st.tokens), nonfinite,
-                  ops::sum_squares(shard, part_.size(comm_->rank())), static_cast<double>(st.useful_tokens)};
+                  ops::sum_squares(shard, part_.size(comm_->rank())), static_cast<double>(st.useful_tokens),
+                  st.pg_clipfrac_lower};
     comm_->all_reduce_sum(g, std::size(g));
     st.loss = g[0], st.pg_loss = g[1], st.kl = g[2], st.entropy = g[3], st.pg_clipfrac = g[4], st.ppo_kl = g[5];
     st.response_tokens = static_cast<int64_t>(g[6]);
@@ -270,12 +275,14 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
     nonfinite = g[8];
     sum_sq = g[9];
     st.useful_tokens = static_cast<int64_t>(g[10]);
+    st.pg_clipfrac_lower = g[11];
   } else {
     sum_sq = ops::sum_squares(shard, grads_.numel());
   }
   st.packing_efficiency = st.tokens > 0 ? static_cast<double>(st.useful_tokens) / static_cast<double>(st.tokens) : 1.0;
   const double ntok = std::max<int64_t>(1, st.response_tokens);
   st.pg_clipfrac /= ntok;
+  st.pg_clipfrac_lower /= ntok;
   st.ppo_kl /= ntok;
   if (nonfinite > 0) {
     st.skipped = true;
@@ -305,54 +312,138 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
   return st;
 }
 
-UpdateStats Actor::update_policy(const std::vector<TrainSample>& samples, const ops::PolicyLossConfig& loss,
-                                 LossAggMode agg, float loss_scale_factor, float tis_cap, float lr) {
+UpdateStats Actor::update_policy(const std::vector<TrainSample>& samples, const PolicyObjectiveConfig& loss,
+                                 LossAggMode agg, float loss_scale_factor, const RolloutCorrection& correction,
+                                 float lr) {
+  // Tokens in the loss: the response's, none for a masked sample, less those rollout_rs rejects (before the
+  // weights: rejected tokens leave the aggregation's counts, as in verl).
+  std::vector<std::vector<float>> keep(samples.size());
   std::vector<int64_t> resp;
-  for (const TrainSample& s : samples) resp.push_back(s.loss_masked ? 0 : s.response_len());
-  const std::vector<float> seq_w = sequence_loss_weights(resp, agg, loss_scale_factor);
-  std::vector<float> w, adv, tis, ones, old;
-  auto fn = [&](int64_t i, const float* lp, const float* ent, float* dlp, float* dent, int64_t n,
-                ops::PolicyLossStats& ls) {
+  RolloutMismatch mm;
+  mm.is_min = INFINITY;
+  for (size_t i = 0; i < samples.size(); ++i) {
     const TrainSample& s = samples[i];
-    w.assign(n, seq_w[i]);
-    adv.assign(n, s.advantage);
-    const float* old_lp = s.old_logprobs.empty() ? lp : s.old_logprobs.data();
-    GRPO_CHECK(s.old_logprobs.empty() || static_cast<int64_t>(s.old_logprobs.size()) == n,
-               "[actor] sample ", i, ": old_logprobs has ", s.old_logprobs.size(), " entries, expected ", n);
-    GRPO_CHECK(loss.kl_coef == 0 || static_cast<int64_t>(s.ref_logprobs.size()) == n, "[actor] sample ", i,
-               ": ref_logprobs missing while the KL coefficient is non-zero");
-    const float* tis_w = nullptr;
-    if (tis_cap > 0) {
-      GRPO_CHECK(static_cast<int64_t>(s.rollout_logprobs.size()) == n, "[actor] sample ", i,
-                 ": rollout_logprobs needed for truncated importance sampling");
-      tis.resize(n);
-      truncated_importance_weights(tis.data(), old_lp, s.rollout_logprobs.data(), n, tis_cap);
-      tis_w = tis.data();
+    const int64_t n = s.response_len();
+    keep[i].assign(n, s.loss_masked ? 0.0f : 1.0f);
+    if (!correction.rejection.empty() && !s.loss_masked) {
+      GRPO_CHECK(static_cast<int64_t>(s.old_logprobs.size()) == n && static_cast<int64_t>(s.rollout_logprobs.size()) == n,
+                 "[actor] sample ", i, ": rollout_rs needs its old and rollout log-probs");
+      const std::vector<float> in_loss = keep[i];
+      rollout_rejection_mask(keep[i].data(), s.old_logprobs.data(), s.rollout_logprobs.data(), in_loss.data(), n,
+                             correction.rejection);
+      mm.rs_tokens += static_cast<double>(n);
+      for (float k : keep[i]) mm.rs_rejected += k == 0.0f;
     }
-    // With old == current (one epoch, one mini-batch), copy so the kernel sees a detached value.
-    if (s.old_logprobs.empty()) {
-      old.assign(lp, lp + n);
-      old_lp = old.data();
+    int64_t count = 0;
+    for (float k : keep[i]) count += k != 0.0f;
+    resp.push_back(count);
+  }
+  const std::vector<float> pg_w = sequence_loss_weights(resp, effective_loss_agg_mode(loss.mode, agg), loss_scale_factor);
+  const std::vector<float> seq_w = sequence_loss_weights(resp, agg, loss_scale_factor);
+  // The micro-batch's responses gathered into contiguous arrays for the objective, and its gradients back.
+  std::vector<int64_t> begin;
+  std::vector<float> lp_c, ent_c, old_c, ref_c, adv_c, mask_c, is_c, pw_c, w_c, dlp_c, dent_c;
+  auto fn = [&](const std::vector<ResponseSpan>& spans, const float* lp, const float* ent, float* dlp, float* dent,
+                PolicyStats& ls) {
+    begin.assign(1, 0);
+    for (auto* v : {&lp_c, &ent_c, &old_c, &ref_c, &adv_c, &mask_c, &is_c, &pw_c, &w_c}) v->clear();
+    for (const ResponseSpan& r : spans) {
+      const TrainSample& s = samples[r.sample];
+      const int64_t n = r.n;
+      GRPO_CHECK(s.old_logprobs.empty() || static_cast<int64_t>(s.old_logprobs.size()) == n, "[actor] sample ",
+                 r.sample, ": old_logprobs has ", s.old_logprobs.size(), " entries, expected ", n);
+      GRPO_CHECK(loss.kl_coef == 0 || static_cast<int64_t>(s.ref_logprobs.size()) == n, "[actor] sample ", r.sample,
+                 ": ref_logprobs missing while the KL coefficient is non-zero");
+      GRPO_CHECK(s.token_advantages.empty() || static_cast<int64_t>(s.token_advantages.size()) == n, "[actor] sample ",
+                 r.sample, ": token_advantages has ", s.token_advantages.size(), " entries, expected ", n);
+      lp_c.insert(lp_c.end(), lp + r.first, lp + r.first + n);
+      ent_c.insert(ent_c.end(), ent + r.first, ent + r.first + n);
+      // With old == current (one epoch, one mini-batch), a detached copy of the current log-probs.
+      if (s.old_logprobs.empty())
+        old_c.insert(old_c.end(), lp + r.first, lp + r.first + n);
+      else
+        old_c.insert(old_c.end(), s.old_logprobs.begin(), s.old_logprobs.end());
+      if (loss.kl_coef != 0) ref_c.insert(ref_c.end(), s.ref_logprobs.begin(), s.ref_logprobs.end());
+      if (s.token_advantages.empty())
+        adv_c.insert(adv_c.end(), n, s.advantage);
+      else
+        adv_c.insert(adv_c.end(), s.token_advantages.begin(), s.token_advantages.end());
+      mask_c.insert(mask_c.end(), keep[r.sample].begin(), keep[r.sample].end());
+      if (correction.level != RolloutIsLevel::Off) {
+        GRPO_CHECK(static_cast<int64_t>(s.rollout_logprobs.size()) == n, "[actor] sample ", r.sample,
+                   ": rollout_logprobs needed for the rollout importance weights");
+        is_c.resize(is_c.size() + n);
+        rollout_is_weights(is_c.data() + is_c.size() - n, old_c.data() + old_c.size() - n, s.rollout_logprobs.data(),
+                           mask_c.data() + mask_c.size() - n, n, correction.level, correction.threshold);
+      }
+      if (static_cast<int64_t>(s.rollout_logprobs.size()) == n) {
+        const size_t o = old_c.size() - n;
+        for (int64_t t = 0; t < n; ++t) {
+          if (mask_c[mask_c.size() - n + t] == 0.0f) continue;
+          const double d = std::abs(std::exp(static_cast<double>(s.rollout_logprobs[t])) - std::exp(static_cast<double>(old_c[o + t])));
+          mm.tokens += 1, mm.diff_sum += d, mm.diff_sq += d * d, mm.diff_max = std::max(mm.diff_max, d);
+          if (correction.level == RolloutIsLevel::Off) continue;
+          const double w = is_c[o + t];
+          mm.is_sum += w, mm.is_min = std::min(mm.is_min, w), mm.is_max = std::max(mm.is_max, w);
+        }
+      }
+      pw_c.push_back(pg_w[r.sample]);
+      w_c.push_back(seq_w[r.sample]);
+      begin.push_back(begin.back() + n);
     }
-    ops::policy_loss(dlp, dent, &ls, lp, old_lp, s.ref_logprobs.empty() ? nullptr : s.ref_logprobs.data(),
-                     adv.data(), ent, w.data(), tis_w, n, loss);
+    dlp_c.resize(lp_c.size());
+    dent_c.resize(lp_c.size());
+    PolicyBatch b;
+    b.begin = begin;
+    b.logp = lp_c.data();
+    b.old_logp = old_c.data();
+    b.adv = adv_c.data();
+    b.mask = mask_c.data();
+    b.pg_seq_weight = pw_c.data();
+    b.seq_weight = w_c.data();
+    b.is_weight = is_c.empty() ? nullptr : is_c.data();
+    b.ref_logp = ref_c.empty() ? nullptr : ref_c.data();
+    b.entropy = ent_c.data();
+    policy_objective(loss, b, dlp_c.data(), dent_c.data(), &ls);
+    for (size_t j = 0; j < spans.size(); ++j) {
+      std::copy(dlp_c.begin() + begin[j], dlp_c.begin() + begin[j + 1], dlp + spans[j].first);
+      std::copy(dent_c.begin() + begin[j], dent_c.begin() + begin[j + 1], dent + spans[j].first);
+    }
   };
-  return run_update(samples, fn, lr);
+  UpdateStats st = run_update(samples, fn, lr);
+  if (comm_->size() > 1) {  // sums over ranks; max and min through one slot per rank
+    const int R = comm_->size(), me = comm_->rank();
+    std::vector<double> g(3 + 3 * R, 0.0);
+    g[0] = mm.tokens, g[1] = mm.diff_sum, g[2] = mm.diff_sq;
+    // rs_tokens / rs_rejected: every rank saw the whole mini-batch (the same counts), nothing to add
+    g[3 + me] = mm.diff_max, g[3 + R + me] = mm.is_max, g[3 + 2 * R + me] = -mm.is_min;
+    comm_->all_reduce_sum(g.data(), static_cast<int64_t>(g.size()));
+    const double is_sum = comm_->all_reduce_sum(mm.is_sum);
+    mm.tokens = g[0], mm.diff_sum = g[1], mm.diff_sq = g[2], mm.is_sum = is_sum;
+    mm.diff_max = *std::max_element(g.begin() + 3, g.begin() + 3 + R);
+    mm.is_max = *std::max_element(g.begin() + 3 + R, g.begin() + 3 + 2 * R);
+    mm.is_min = -*std::max_element(g.begin() + 3 + 2 * R, g.end());
+  }
+  if (!std::isfinite(mm.is_min)) mm.is_min = 0;
+  st.rollout = mm;
+  return st;
 }
 
 UpdateStats Actor::update_sft(const std::vector<TrainSample>& samples, float lr) {
   int64_t total = 0;
   for (const TrainSample& s : samples) total += s.loss_masked ? 0 : s.response_len();
   const float wt = total > 0 ? 1.0f / total : 0.0f;
-  auto fn = [&](int64_t i, const float* lp, const float* ent, float* dlp, float* dent, int64_t n,
-                ops::PolicyLossStats& ls) {
-    const float wi = samples[i].loss_masked ? 0.0f : wt;
-    for (int64_t t = 0; t < n; ++t) {
-      dlp[t] = -wi;
-      ls.loss -= wi * lp[t];
-      ls.entropy += wi * ent[t];
+  auto fn = [&](const std::vector<ResponseSpan>& spans, const float* lp, const float* ent, float* dlp, float*,
+                PolicyStats& ls) {
+    for (const ResponseSpan& r : spans) {
+      const float wi = samples[r.sample].loss_masked ? 0.0f : wt;
+      for (int64_t t = r.first; t < r.first + r.n; ++t) {
+        dlp[t] = -wi;
+        ls.loss -= wi * lp[t];
+        ls.entropy += wi * ent[t];
+      }
+      ls.tokens += samples[r.sample].loss_masked ? 0 : r.n;
     }
-    ls.tokens += samples[i].loss_masked ? 0 : n;
   };
   return run_update(samples, fn, lr);
 }

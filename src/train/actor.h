@@ -33,6 +33,8 @@
 #include "train/packing.h"
 #include "train/param_sync.h"
 #include "train/param_windows.h"
+#include "train/policy_objective.h"
+#include "train/rollout_correction.h"
 
 namespace grpo::train {
 
@@ -43,6 +45,7 @@ struct TrainSample {
   std::vector<PicturePtr> pictures;  // Qwen3-VL: the pictures of the prompt's <|image_pad|> runs, in order
   int64_t prompt_len = 0;       // >= 1
   float advantage = 0;
+  std::vector<float> token_advantages;  // per response token (reinforce_plus_plus, remax); empty: `advantage`
   bool loss_masked = false;            // excluded from the loss (e.g. truncated responses when masked)
   std::vector<float> old_logprobs;     // behaviour policy (empty: the current policy, detached)
   std::vector<float> ref_logprobs;     // reference policy (empty when no KL term)
@@ -66,8 +69,16 @@ struct DataParallel {
   bool zero3 = false;                        // fsdp_config.reshard_after_forward: layers gathered just in time
 };
 
+// Rollout vs training log-probs of the same tokens (verl's training/rollout_probs_diff_* and the rollout
+// importance weights' rollout_corr/rollout_is_*), over the response tokens in the loss of all ranks.
+struct RolloutMismatch {
+  double tokens = 0, diff_sum = 0, diff_sq = 0, diff_max = 0;  // |exp(rollout) - exp(old)|
+  double is_sum = 0, is_min = 0, is_max = 0;                   // importance weights (when on)
+  double rs_tokens = 0, rs_rejected = 0;  // rollout_rs: response tokens looked at, of them rejected
+};
+
 struct UpdateStats {
-  double loss = 0, pg_loss = 0, kl = 0, entropy = 0, pg_clipfrac = 0, ppo_kl = 0;
+  double loss = 0, pg_loss = 0, kl = 0, entropy = 0, pg_clipfrac = 0, pg_clipfrac_lower = 0, ppo_kl = 0;
   double grad_norm = 0;
   bool skipped = false;        // non-finite loss or gradient: no update
   double packing_efficiency = 1;  // useful_tokens / tokens (see train/packing.h)
@@ -77,6 +88,16 @@ struct UpdateStats {
   double update_weights_s = 0;  // bringing every rank's rollout weights up to date (bf16 shadow, all-gather);
                                 // its communication waits are labelled "update_weights" (comm::WaitLabel)
   float lr = 0;
+  RolloutMismatch rollout;  // update_policy, samples with rollout log-probs
+};
+
+// Rollout correction (algorithm.rollout_correction, train/rollout_correction.h): importance weights between
+// the trainer's old log-probs and the rollout engine's, truncated at `threshold`, and rejection criteria
+// (which need the old log-probs of every sample).
+struct RolloutCorrection {
+  RolloutIsLevel level = RolloutIsLevel::Off;
+  double threshold = 2.0;
+  std::vector<RejectionCriterion> rejection;
 };
 
 // Plans the micro-batches of sequences of the given lengths.
@@ -99,10 +120,10 @@ class Actor {
         comm::Communicator* comm = nullptr, const DataParallel& dp = {}, bool freeze_vision_tower = false,
         LoraAdapters* lora = nullptr);
 
-  // One optimizer step of the GRPO/PPO objective over `samples` (a mini-batch, the same on every rank),
-  // loss aggregated over the whole mini-batch by `agg`. tis_cap > 0 enables truncated importance sampling.
-  UpdateStats update_policy(const std::vector<TrainSample>& samples, const ops::PolicyLossConfig& loss, LossAggMode agg,
-                            float loss_scale_factor, float tis_cap, float lr);
+  // One optimizer step of the policy objective (train/policy_objective.h) over `samples` (a mini-batch, the
+  // same on every rank), loss aggregated over the whole mini-batch by `agg` (or the loss mode's own).
+  UpdateStats update_policy(const std::vector<TrainSample>& samples, const PolicyObjectiveConfig& loss, LossAggMode agg,
+                            float loss_scale_factor, const RolloutCorrection& correction, float lr);
   // One optimizer step of mean cross-entropy over the response tokens of `samples` (SFT).
   UpdateStats update_sft(const std::vector<TrainSample>& samples, float lr);
   // Response log-probs under `dec` (this actor's decoder or a frozen reference) of the samples of this
@@ -140,6 +161,11 @@ class Actor {
   int ranks() const { return comm_->size(); }
 
  private:
+  struct ResponseSpan {
+    int64_t sample;  // index into the mini-batch
+    int64_t first;   // row of its first response token's log-prob in the micro-batch
+    int64_t n;       // response tokens
+  };
   template <typename LossFn>
   UpdateStats run_update(const std::vector<TrainSample>& samples, LossFn&& loss_fn, float lr);
   void enter_training();  // ZeRO-3: drop the layers' other shards (once after each gather_for_rollout)

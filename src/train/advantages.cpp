@@ -1,8 +1,9 @@
-// GRPO advantages, DAPO group filtering and overlong shaping (see advantages.h).
+// Advantage estimators, DAPO group filtering and overlong shaping (see advantages.h).
 #include "train/advantages.h"
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "core/error.h"
 
@@ -73,6 +74,229 @@ std::vector<float> grpo_advantages(std::span<const float> rewards, std::span<con
     begin += static_cast<size_t>(size);
   }
   return adv;
+}
+
+AdvEstimator parse_adv_estimator(std::string_view name) {
+  if (name == "grpo") return AdvEstimator::Grpo;
+  if (name == "grpo_passk") return AdvEstimator::GrpoPassk;
+  if (name == "rloo") return AdvEstimator::Rloo;
+  if (name == "reinforce_plus_plus") return AdvEstimator::ReinforcePlusPlus;
+  if (name == "reinforce_plus_plus_baseline") return AdvEstimator::ReinforcePlusPlusBaseline;
+  if (name == "remax") return AdvEstimator::Remax;
+  if (name == "opo") return AdvEstimator::Opo;
+  if (name == "gpg") return AdvEstimator::Gpg;
+  if (name == "gae")
+    fail("[advantages] adv_estimator gae needs a critic (a value model trained alongside the policy), which this "
+         "engine does not have; use a critic-free estimator: grpo, rloo, reinforce_plus_plus, "
+         "reinforce_plus_plus_baseline, remax, opo, grpo_passk or gpg");
+  fail("[advantages] unknown adv_estimator \"", name, "\": expected grpo, rloo, reinforce_plus_plus, "
+       "reinforce_plus_plus_baseline, remax, opo, grpo_passk or gpg");
+}
+
+std::string_view adv_estimator_name(AdvEstimator e) {
+  switch (e) {
+    case AdvEstimator::Grpo: return "grpo";
+    case AdvEstimator::GrpoPassk: return "grpo_passk";
+    case AdvEstimator::Rloo: return "rloo";
+    case AdvEstimator::ReinforcePlusPlus: return "reinforce_plus_plus";
+    case AdvEstimator::ReinforcePlusPlusBaseline: return "reinforce_plus_plus_baseline";
+    case AdvEstimator::Remax: return "remax";
+    case AdvEstimator::Opo: return "opo";
+    case AdvEstimator::Gpg: return "gpg";
+  }
+  return "?";
+}
+
+namespace {
+
+// The responses of each group id, groups in order of first appearance (verl iterates a dict filled in
+// batch order).
+std::vector<std::vector<int64_t>> members_by_group(std::span<const int64_t> group) {
+  std::map<int64_t, size_t> slot;
+  std::vector<std::vector<int64_t>> members;
+  for (size_t i = 0; i < group.size(); ++i) {
+    auto [it, added] = slot.emplace(group[i], members.size());
+    if (added) members.emplace_back();
+    members[it->second].push_back(static_cast<int64_t>(i));
+  }
+  return members;
+}
+
+double mean_of(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return s / static_cast<double>(v.size());
+}
+
+double unbiased_std_of(const std::vector<double>& v) {  // torch.std (n - 1); NaN for one value, as torch
+  const double m = mean_of(v);
+  double ss = 0;
+  for (double x : v) ss += (x - m) * (x - m);
+  return std::sqrt(ss / static_cast<double>(v.size() - 1));
+}
+
+// verl_F.masked_whiten: (x - mean) / sqrt(var + 1e-8) with the masked mean (sum / (count + 1e-8)) and the
+// unbiased masked variance; refuses fewer than two unmasked values as verl does.
+void masked_whiten(std::vector<double>& x, std::span<const double> mask) {
+  double count = 0, sum = 0;
+  for (size_t i = 0; i < x.size(); ++i) count += mask[i], sum += x[i] * mask[i];
+  GRPO_CHECK(count != 0, "[advantages] At least one element in the mask has to be 1 (whitening the advantages "
+             "of a batch whose responses are all empty or masked)");
+  GRPO_CHECK(count != 1, "[advantages] The sum of the mask is one, which can cause a division by zero (whitening "
+             "the advantages of a batch with a single response token)");
+  const double mean = sum / (count + 1e-8);
+  double ss = 0;
+  for (size_t i = 0; i < x.size(); ++i) ss += (x[i] - mean) * (x[i] - mean) * mask[i];
+  const double var = ss / (count + 1e-8) * (count / (count - 1));
+  const double inv = 1.0 / std::sqrt(var + 1e-8);
+  for (double& v : x) v = (v - mean) * inv;
+}
+
+void check_inputs(const AdvantageOptions& opt, const AdvantageInputs& in) {
+  GRPO_CHECK(in.B >= 0 && in.T >= 0, "[advantages] B = ", in.B, ", T = ", in.T, ": expected >= 0");
+  const size_t BT = static_cast<size_t>(in.B * in.T);
+  GRPO_CHECK(in.token_level_rewards.size() == BT && in.response_mask.size() == BT, "[advantages] ",
+             "token_level_rewards has ", in.token_level_rewards.size(), " and response_mask ", in.response_mask.size(),
+             " values, expected B x T = ", BT);
+  GRPO_CHECK(in.group.size() == static_cast<size_t>(in.B), "[advantages] group has ", in.group.size(),
+             " entries, expected B = ", in.B);
+  GRPO_CHECK(opt.estimator != AdvEstimator::Remax || in.reward_baselines.size() == static_cast<size_t>(in.B),
+             "[advantages] remax needs reward_baselines [B = ", in.B, "] (the greedy responses' rewards), got ",
+             in.reward_baselines.size());
+  GRPO_CHECK(opt.estimator != AdvEstimator::ReinforcePlusPlus || (opt.gamma >= 0 && opt.gamma <= 1),
+             "[advantages] reinforce_plus_plus needs algorithm.gamma in [0, 1], got ", opt.gamma);
+}
+
+}  // namespace
+
+TokenAdvantages estimate_advantages(const AdvantageOptions& opt, const AdvantageInputs& in) {
+  check_inputs(opt, in);
+  const int64_t B = in.B, T = in.T;
+  TokenAdvantages out;
+  out.advantages.assign(static_cast<size_t>(B * T), 0.0);
+  auto mask = [&](int64_t i, int64_t t) { return in.response_mask[i * T + t]; };
+  std::vector<double> score(B, 0.0), length(B, 0.0);
+  for (int64_t i = 0; i < B; ++i)
+    for (int64_t t = 0; t < T; ++t) score[i] += in.token_level_rewards[i * T + t], length[i] += mask(i, t);
+  const std::vector<std::vector<int64_t>> groups = members_by_group(in.group);
+
+  // Outcome estimators give one value per response, broadcast over its tokens and masked.
+  std::vector<double> value(B, 0.0);
+  auto broadcast = [&] {
+    for (int64_t i = 0; i < B; ++i)
+      for (int64_t t = 0; t < T; ++t) out.advantages[i * T + t] = value[i] * mask(i, t);
+    out.returns = out.advantages;
+  };
+  auto group_scores = [&](const std::vector<int64_t>& g) {
+    std::vector<double> v;
+    for (int64_t i : g) v.push_back(score[i]);
+    return v;
+  };
+  switch (opt.estimator) {
+    case AdvEstimator::Grpo: {
+      // TRL's scale_rewards=batch: the std of every score (verl's grpo has group std or none).
+      const double batch_std = B > 1 ? unbiased_std_of(score) : 1.0;
+      for (const auto& g : groups) {
+        const std::vector<double> v = group_scores(g);
+        const bool one = g.size() == 1;  // a group of one: mean 0, std 1
+        const double mean = one ? 0.0 : mean_of(v);
+        const double std = opt.scaling == AdvantageScaling::BatchStd ? batch_std : one ? 1.0 : unbiased_std_of(v);
+        for (int64_t i : g)
+          value[i] = opt.scaling == AdvantageScaling::None ? score[i] - mean : (score[i] - mean) / (std + opt.eps);
+      }
+      broadcast();
+      break;
+    }
+    case AdvEstimator::GrpoPassk:
+      for (const auto& g : groups) {
+        GRPO_CHECK(g.size() >= 2, "[advantages] Pass@k requires at least 2 samples per group. Got ", g.size(),
+                   " for group p", in.group[g[0]], ".");
+        const std::vector<double> v = group_scores(g);
+        size_t best = 0;  // the first of the highest scores
+        for (size_t k = 1; k < v.size(); ++k)
+          if (v[k] > v[best]) best = k;
+        double second = -INFINITY;
+        for (size_t k = 0; k < v.size(); ++k)
+          if (k != best) second = std::max(second, v[k]);
+        double adv = v[best] - second;
+        if (opt.scaling != AdvantageScaling::None) adv /= unbiased_std_of(v) + opt.eps;
+        value[g[best]] = adv;
+      }
+      broadcast();
+      break;
+    case AdvEstimator::Rloo:  // leave-one-out mean; a group of one keeps its score
+      for (const auto& g : groups) {
+        if (g.size() == 1) {
+          value[g[0]] = score[g[0]];
+          continue;
+        }
+        const double n = static_cast<double>(g.size()), mean = mean_of(group_scores(g));
+        for (int64_t i : g) value[i] = score[i] * n / (n - 1) - mean * n / (n - 1);
+      }
+      broadcast();
+      break;
+    case AdvEstimator::Opo:  // length-weighted group mean as the baseline
+      for (const auto& g : groups) {
+        double num = 0, den = 0;
+        if (g.size() > 1)
+          for (int64_t i : g) num += length[i] * score[i], den += length[i];
+        const double baseline = den != 0 ? num / den : 0.0;
+        for (int64_t i : g) value[i] = score[i] - baseline;
+      }
+      broadcast();
+      break;
+    case AdvEstimator::Gpg: {
+      int64_t nonzero = 0;
+      for (double s : score) nonzero += s != 0;
+      const double alpha = static_cast<double>(B) / static_cast<double>(std::max<int64_t>(nonzero, 1));
+      for (const auto& g : groups) {
+        const double mean = g.size() == 1 ? 0.0 : mean_of(group_scores(g));
+        for (int64_t i : g) value[i] = alpha * (score[i] - mean);  // verl's f_norm is 1
+      }
+      broadcast();
+      break;
+    }
+    case AdvEstimator::ReinforcePlusPlusBaseline: {
+      for (const auto& g : groups) {
+        const double mean = g.size() == 1 ? 0.0 : mean_of(group_scores(g));
+        for (int64_t i : g) value[i] = score[i] - mean;
+      }
+      for (int64_t i = 0; i < B; ++i)
+        for (int64_t t = 0; t < T; ++t) out.advantages[i * T + t] = value[i] * mask(i, t);
+      masked_whiten(out.advantages, in.response_mask);
+      for (size_t k = 0; k < out.advantages.size(); ++k) out.advantages[k] *= in.response_mask[k];
+      out.returns = out.advantages;
+      break;
+    }
+    case AdvEstimator::ReinforcePlusPlus: {  // discounted returns, reset after each response's end
+      out.returns.assign(static_cast<size_t>(B * T), 0.0);
+      for (int64_t i = 0; i < B; ++i) {
+        double running = 0;
+        for (int64_t t = T - 1; t >= 0; --t) {
+          running = in.token_level_rewards[i * T + t] + opt.gamma * running;
+          out.returns[i * T + t] = running;
+          running *= mask(i, t);
+        }
+      }
+      out.advantages = out.returns;
+      masked_whiten(out.advantages, in.response_mask);
+      for (size_t k = 0; k < out.advantages.size(); ++k) out.advantages[k] *= in.response_mask[k];
+      break;
+    }
+    case AdvEstimator::Remax: {  // reward-to-go minus the greedy response's reward
+      out.returns.assign(static_cast<size_t>(B * T), 0.0);
+      for (int64_t i = 0; i < B; ++i) {
+        double to_go = 0;
+        for (int64_t t = T - 1; t >= 0; --t) {
+          to_go += in.token_level_rewards[i * T + t] * mask(i, t);
+          out.returns[i * T + t] = to_go;
+          out.advantages[i * T + t] = to_go - in.reward_baselines[i] * mask(i, t);
+        }
+      }
+      break;
+    }
+  }
+  return out;
 }
 
 std::vector<bool> groups_with_signal(std::span<const float> rewards, std::span<const int64_t> group_sizes) {

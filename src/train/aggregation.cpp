@@ -1,4 +1,4 @@
-// Loss aggregation weights and truncated importance sampling weights (see aggregation.h).
+// Loss aggregation weights (see aggregation.h).
 #include "train/aggregation.h"
 
 #include <algorithm>
@@ -10,16 +10,19 @@ namespace grpo::train {
 
 LossAggMode parse_loss_agg_mode(std::string_view name) {
   if (name == "token-mean") return LossAggMode::TokenMean;
+  if (name == "token-sum") return LossAggMode::TokenSum;
   if (name == "seq-mean-token-sum") return LossAggMode::SeqMeanTokenSum;
   if (name == "seq-mean-token-mean") return LossAggMode::SeqMeanTokenMean;
   if (name == "seq-mean-token-sum-norm") return LossAggMode::SeqMeanTokenSumNorm;
   fail("[aggregation] unknown loss_agg_mode \"", name,
-       "\": expected token-mean, seq-mean-token-sum, seq-mean-token-mean or seq-mean-token-sum-norm");
+       "\": expected token-mean, token-sum, seq-mean-token-sum, seq-mean-token-mean or seq-mean-token-sum-norm");
 }
 
 std::string_view loss_agg_mode_name(LossAggMode mode) {
   switch (mode) {
     case LossAggMode::TokenMean: return "token-mean";
+    case LossAggMode::TokenSum: return "token-sum";
+    case LossAggMode::SequenceMean: return "sequence-mean";
     case LossAggMode::SeqMeanTokenSum: return "seq-mean-token-sum";
     case LossAggMode::SeqMeanTokenMean: return "seq-mean-token-mean";
     case LossAggMode::SeqMeanTokenSumNorm: return "seq-mean-token-sum-norm";
@@ -39,6 +42,10 @@ std::vector<float> sequence_loss_weights(std::span<const int64_t> response_token
     nonempty += response_tokens[s] > 0;
   }
   std::vector<float> c(response_tokens.size(), 0.0f);
+  if (mode == LossAggMode::SequenceMean) {
+    for (float& v : c) v = 1.0f / static_cast<float>(c.size());
+    return c;
+  }
   if (total_tokens == 0) return c;
   for (size_t s = 0; s < response_tokens.size(); ++s) {
     const double n = static_cast<double>(response_tokens[s]);
@@ -46,9 +53,13 @@ std::vector<float> sequence_loss_weights(std::span<const int64_t> response_token
     double weight = 0;
     switch (mode) {
       case LossAggMode::TokenMean: weight = 1.0 / static_cast<double>(total_tokens); break;
+      case LossAggMode::TokenSum: weight = 1.0; break;
       case LossAggMode::SeqMeanTokenSum: weight = 1.0 / static_cast<double>(nonempty); break;
       case LossAggMode::SeqMeanTokenMean: weight = 1.0 / (n * static_cast<double>(nonempty)); break;
-      case LossAggMode::SeqMeanTokenSumNorm: weight = 1.0 / loss_scale_factor; break;
+      case LossAggMode::SeqMeanTokenSumNorm:
+        weight = 1.0 / (static_cast<double>(nonempty) * loss_scale_factor);
+        break;
+      case LossAggMode::SequenceMean: break;  // above
     }
     c[s] = static_cast<float>(weight);
   }
@@ -57,16 +68,6 @@ std::vector<float> sequence_loss_weights(std::span<const int64_t> response_token
 
 void fill_token_weights(float* w, const float* mask, int64_t n, float seq_weight) {
   for (int64_t t = 0; t < n; ++t) w[t] = mask[t] * seq_weight;
-}
-
-void truncated_importance_weights(float* tis, const float* old_logp, const float* rollout_logp, int64_t n,
-                                  float cap) {
-  GRPO_CHECK(cap > 0, "[aggregation] truncated importance sampling cap must be > 0, got ", cap);
-  for (int64_t t = 0; t < n; ++t) {
-    // Clamp the exponent like the policy ratio so that a wild rollout log-prob cannot give inf * 0.
-    const float d = std::clamp(old_logp[t] - rollout_logp[t], -20.0f, 20.0f);
-    tis[t] = std::min(std::exp(d), cap);
-  }
 }
 
 }  // namespace grpo::train

@@ -1,10 +1,10 @@
-// Loss aggregation (verl `loss_agg_mode`) as per-token weights, and truncated importance sampling weights.
+// Loss aggregation (verl `loss_agg_mode`) as per-token weights.
 //
 // Every mode is a weighted sum of per-token losses: loss = sum_t w[t] L[t] with w[t] = m[t] c[s] where
 // m is the response mask and c[s] a per-sequence constant computed over the WHOLE mini-batch. A
 // mini-batch split into micro-batches (gradient accumulation) therefore gives exactly the loss of the
 // mini-batch as one piece: the token-mean denominator counts every response token of the mini-batch.
-// These weights are the `w` argument of ops::policy_loss (kernels/ops.h).
+// These weights feed the actor's objective (train/policy_objective.h).
 #pragma once
 #include <cstdint>
 #include <span>
@@ -15,12 +15,16 @@ namespace grpo::train {
 
 enum class LossAggMode {
   TokenMean,            // sum(m L) / sum(m)                          (DAPO, TRL bnpo/dapo)
+  TokenSum,             // sum(m L)
   SeqMeanTokenSum,      // mean over sequences of sum_t m L
   SeqMeanTokenMean,     // mean over sequences of sum_t m L / sum_t m  (original GRPO, TRL grpo)
-  SeqMeanTokenSumNorm,  // sum(m L) / loss_scale_factor                (Dr. GRPO)
+  SeqMeanTokenSumNorm,  // mean over sequences of sum_t m L / loss_scale_factor (Dr. GRPO)
+  // Not a loss_agg_mode value: weight 1 / (number of sequences, empty ones included) for a loss that is one
+  // value per sequence (geo_mean's torch.mean over the batch).
+  SequenceMean,
 };
 
-LossAggMode parse_loss_agg_mode(std::string_view name);  // verl names, e.g. "token-mean"
+LossAggMode parse_loss_agg_mode(std::string_view name);  // verl names, e.g. "token-mean" (not SequenceMean)
 std::string_view loss_agg_mode_name(LossAggMode mode);
 
 // c[s] for each sequence of a mini-batch given its number of response (unmasked) tokens. Sequences with no
@@ -32,9 +36,5 @@ std::vector<float> sequence_loss_weights(std::span<const int64_t> response_token
 
 // w[t] = mask[t] * seq_weight for the n tokens of one sequence (mask is 0/1; w [n]).
 void fill_token_weights(float* w, const float* mask, int64_t n, float seq_weight);
-
-// Truncated importance sampling (verl "TIS"): tis[t] = min(exp(old_logp[t] - rollout_logp[t]), cap) [n].
-void truncated_importance_weights(float* tis, const float* old_logp, const float* rollout_logp, int64_t n,
-                                  float cap);
 
 }  // namespace grpo::train

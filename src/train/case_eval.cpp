@@ -1,10 +1,12 @@
 // Reference-case evaluation (see case_eval.h).
 #include "train/case_eval.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/ops.h"
 #include "train/aggregation.h"
+#include "train/policy_objective.h"
 
 namespace grpo::train {
 
@@ -48,14 +50,6 @@ float json_float(const nlohmann::json& j, const char* key, float dflt) {
   if (!j.contains(key)) return dflt;
   GRPO_CHECK(j[key].is_number(), "[case] grpo json: field \"", key, "\" must be a number");
   return j[key].get<float>();
-}
-
-ops::KlType kl_type_of(const nlohmann::json& j) {
-  std::string s = j.value("kl_loss_type", "low_var_kl");
-  if (s == "kl" || s == "k1") return ops::KlType::K1;
-  if (s == "mse" || s == "k2") return ops::KlType::K2;
-  if (s == "low_var_kl" || s == "k3") return ops::KlType::K3;
-  fail("[case] grpo json: kl_loss_type \"", s, "\" is not one of kl|k1, mse|k2, low_var_kl|k3");
 }
 
 CaseTensor matrix(const float* data, int64_t rows, int64_t cols) {
@@ -169,38 +163,51 @@ CaseOutputs evaluate_case(ModelWeights& weights, const SafetensorsFile& cf, cons
                "[case] ", cf.path(), ": response_mask/old_logprobs/ref_logprobs must have ", N, " entries");
     GRPO_CHECK(static_cast<int64_t>(adv_seq.size()) == batch.S(), "[case] ", cf.path(), ": advantages must have ",
                batch.S(), " entries (one per sequence)");
-    ops::PolicyLossConfig pc;
+    PolicyObjectiveConfig pc;
     float clip = json_float(j, "clip_ratio", 0.2f);
     pc.clip_ratio_low = json_float(j, "clip_ratio_low", clip);
     pc.clip_ratio_high = json_float(j, "clip_ratio_high", clip);
     pc.clip_ratio_c = json_float(j, "clip_ratio_c", 3.0f);
     pc.kl_coef = json_float(j, "kl_loss_coef", 0.0f);
-    pc.kl_type = kl_type_of(j);
+    pc.kl_type = parse_kl_penalty(j.value("kl_loss_type", "low_var_kl"));
     pc.entropy_coef = json_float(j, "entropy_coeff", 0.0f);
     const float scale_factor = json_float(j, "loss_scale_factor", 1.0f);
     const LossAggMode grad_mode = parse_loss_agg_mode(j.value("gradients_for", "token-mean"));
 
-    // Per-target-token advantages and per-sequence response counts.
+    // Per-target-token advantages, per-sequence response counts and each sequence's first target token.
     std::vector<float> adv(N);
-    std::vector<int64_t> resp(batch.S(), 0);
-    std::vector<int64_t> seq_of(N);
+    std::vector<int64_t> resp(batch.S(), 0), begin(batch.S() + 1, 0);
     for (int64_t i = 0, s = 0; i < N; ++i) {
       while (tgt[i] >= batch.cu_seqlens[s + 1]) ++s;
-      seq_of[i] = s;
       adv[i] = adv_seq[s];
       resp[s] += mask[i] != 0.0f;
+      begin[s + 1] = i + 1;
     }
-    std::vector<float> dlp(N), dent(N), w(N);
+    for (int64_t s = 1; s <= batch.S(); ++s) begin[s] = std::max(begin[s], begin[s - 1]);
+    const int64_t nonempty = std::count_if(resp.begin(), resp.end(), [](int64_t n) { return n > 0; });
+    std::vector<float> dlp(N), dent(N);
     for (LossAggMode mode : {LossAggMode::TokenMean, LossAggMode::SeqMeanTokenSum, LossAggMode::SeqMeanTokenMean,
                              LossAggMode::SeqMeanTokenSumNorm}) {
-      std::vector<float> sw = sequence_loss_weights(resp, mode, scale_factor);
-      for (int64_t i = 0; i < N; ++i) w[i] = mask[i] * sw[seq_of[i]];
-      ops::PolicyLossStats st;
-      ops::policy_loss(dlp.data(), dent.data(), &st, lp.data(), old_lp.data(), ref_lp.data(), adv.data(),
-                       ent_t.data(), w.data(), nullptr, N, pc);
+      // These cases were made with verl before 1dda039, whose seq-mean-token-sum-norm divided the masked token
+      // sum by loss_scale_factor alone; verl now (and training here) also divides by the number of sequences.
+      const float legacy_scale = scale_factor / static_cast<float>(std::max<int64_t>(1, nonempty));
+      const std::vector<float> sw =
+          sequence_loss_weights(resp, mode, mode == LossAggMode::SeqMeanTokenSumNorm ? legacy_scale : scale_factor);
+      PolicyBatch b;
+      b.begin = begin;
+      b.logp = lp.data();
+      b.old_logp = old_lp.data();
+      b.adv = adv.data();
+      b.mask = mask.data();
+      b.pg_seq_weight = sw.data();
+      b.seq_weight = sw.data();
+      b.ref_logp = ref_lp.data();
+      b.entropy = ent_t.data();
+      PolicyStats st;
+      policy_objective(pc, b, dlp.data(), dent.data(), &st);
       out["loss." + std::string(loss_agg_mode_name(mode))] = vec({static_cast<float>(st.loss)});
       if (mode == grad_mode) {
-        out["pg_clipfrac"] = vec({static_cast<float>(st.tokens > 0 ? st.clipped / st.tokens : 0.0)});
+        out["pg_clipfrac"] = vec({static_cast<float>(st.tokens > 0 ? st.clipfrac / st.tokens : 0.0)});
         for (int64_t i = 0; i < N; ++i) {
           dlogprob[tgt[i]] = dlp[i];
           dentropy[tgt[i]] = dent[i];

@@ -491,11 +491,9 @@ TEST(Config, VerlGpuKeysAreAcceptedOnceAndFeaturesWeLackAreRefused) {
 
   for (const auto& [set, expect] : std::vector<std::pair<std::string, std::string>>{
            {"actor_rollout_ref.model.lora.rank=64", "not by the model.lora section"},
-           {"algorithm.use_kl_in_reward=True", "use actor_rollout_ref.actor.use_kl_loss"},
            {"actor_rollout_ref.rollout.multi_turn.enable=true", "multi-turn rollouts"},
            {"+actor_rollout_ref.model.override_config.max_position_embeddings=32768", "overriding config.json"},
            {"reward_model.enable=True", "a reward model is not supported"},
-           {"actor_rollout_ref.actor.policy_loss.loss_mode=gspo", "vanilla"},
            {"data.apply_chat_template_kwargs.enable_thinking=false", "chat template arguments"},
            {"defaults=[ppo_trainer]", "Hydra's defaults list"},
        }) {

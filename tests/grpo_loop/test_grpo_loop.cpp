@@ -505,4 +505,92 @@ TEST_F(GrpoLoop, VerlRulesScoreRowsByDataSource) {
   EXPECT_NE(e.find("openai/gsm8k"), std::string::npos) << e;
 }
 
+// Learning, not only numbers: the estimators and losses users pick instead of GRPO's raise the learnable
+// reward as GRPO does (RaisesALearnableReward's bounds) in 20 steps.
+TEST_F(GrpoLoop, OtherEstimatorsAndLossesLearnToo) {
+  const std::vector<std::vector<std::string>> variants = {
+      {"algorithm.adv_estimator=rloo"},
+      {"algorithm.adv_estimator=reinforce_plus_plus_baseline"},
+      {"actor_rollout_ref.actor.policy_loss.loss_mode=gspo"},
+      {"actor_rollout_ref.actor.policy_loss.loss_mode=cispo"},
+  };
+  for (size_t v = 0; v < variants.size(); ++v) {
+    std::vector<std::string> sets = variants[v];
+    sets.push_back("trainer.total_training_steps=20");
+    const std::vector<Json> m = train("learn" + std::to_string(v), sets);
+    ASSERT_EQ(m.size(), 20u);
+    const std::vector<double> r = series(m, "critic/rewards/mean");
+    const double first = mean_of(r, 0, 3), last = mean_of(r, 15, 20);
+    SCOPED_TRACE(testing::Message() << sets[0] << ": mean reward first 3 steps " << first << ", last 5 steps " << last);
+    EXPECT_LT(first, 0.3);
+    EXPECT_GT(last, 0.75);
+    EXPECT_GT(last - first, 0.5);
+  }
+}
+
+// Every advantage estimator and policy loss trains end to end: finite losses, the estimator's and the
+// loss's metrics, remax's greedy baselines counted, KL in the reward with an adaptive coefficient, and the
+// rollout correction with verl's mismatch metrics.
+TEST_F(GrpoLoop, EveryEstimatorAndLossModeTrains) {
+  const std::vector<std::vector<std::string>> variants = {
+      {"algorithm.adv_estimator=rloo"},
+      {"algorithm.adv_estimator=reinforce_plus_plus", "algorithm.gamma=0.9"},
+      {"algorithm.adv_estimator=reinforce_plus_plus_baseline"},
+      {"algorithm.adv_estimator=remax"},
+      {"algorithm.adv_estimator=opo"},
+      {"algorithm.adv_estimator=grpo_passk"},
+      {"algorithm.adv_estimator=gpg"},
+      {"actor_rollout_ref.actor.policy_loss.loss_mode=gspo", "actor_rollout_ref.actor.clip_ratio_low=0.0003",
+       "actor_rollout_ref.actor.clip_ratio_high=0.0004"},
+      {"actor_rollout_ref.actor.policy_loss.loss_mode=cispo", "actor_rollout_ref.actor.ppo_epochs=2"},
+      {"actor_rollout_ref.actor.policy_loss.loss_mode=sapo"},
+      {"actor_rollout_ref.actor.policy_loss.loss_mode=clip_cov"},
+      {"actor_rollout_ref.actor.policy_loss.loss_mode=kl_cov"},
+      {"actor_rollout_ref.actor.policy_loss.loss_mode=geo_mean"},
+      {"actor_rollout_ref.actor.policy_loss.loss_mode=dppo_tv"},
+      {"actor_rollout_ref.actor.policy_loss.loss_mode=dppo_kl"},
+      {"actor_rollout_ref.actor.policy_loss.loss_mode=dro", "actor_rollout_ref.actor.loss_agg_mode=token-sum"},
+      {"algorithm.use_kl_in_reward=true", "algorithm.kl_penalty=low_var_kl", "algorithm.kl_ctrl.type=adaptive",
+       "algorithm.kl_ctrl.kl_coef=0.05", "algorithm.kl_ctrl.horizon=100"},
+      {"algorithm.rollout_correction.rollout_is=sequence", "algorithm.rollout_correction.rollout_is_threshold=3"},
+      {"actor_rollout_ref.actor.tis_imp_ratio_cap=2"},
+      {"algorithm.rollout_correction.rollout_rs=token_k1,seq_mean_k3",
+       "algorithm.rollout_correction.rollout_rs_threshold=1.001,0.5"},
+  };
+  for (size_t v = 0; v < variants.size(); ++v) {
+    std::vector<std::string> sets = variants[v];
+    sets.push_back("trainer.total_training_steps=2");
+    SCOPED_TRACE(sets[0]);
+    const std::vector<Json> m = train("variant" + std::to_string(v), sets);
+    ASSERT_EQ(m.size(), 2u);
+    for (const Json& line : m) {
+      for (const char* key : {"actor/pg_loss", "actor/grad_norm", "critic/advantages/mean",
+                              "training/rollout_probs_diff_mean", "training/rollout_probs_diff_max",
+                              "training/rollout_probs_diff_std"})
+        ASSERT_TRUE(line.contains(key) && line[key].is_number() && std::isfinite(line[key].get<double>()))
+            << key << " in " << line;
+      EXPECT_EQ(line["training/skipped_steps"].get<int64_t>(), 0);
+      EXPECT_GE(line["training/rollout_probs_diff_max"].get<double>(), line["training/rollout_probs_diff_mean"].get<double>());
+    }
+    const std::string first = sets[0];
+    if (first == "algorithm.adv_estimator=remax") {
+      EXPECT_TRUE(m[0].contains("critic/reward_baselines/mean"));
+      EXPECT_GE(m[0]["response_length/greedy_baseline_tokens"].get<int64_t>(), 4);  // 4 prompts, >= 1 token each
+    }
+    if (first == "algorithm.use_kl_in_reward=true") {
+      EXPECT_DOUBLE_EQ(m[0]["actor/reward_kl_penalty_coeff"].get<double>(), 0.05);
+      EXPECT_NE(m[1]["actor/reward_kl_penalty_coeff"].get<double>(), 0.05);  // adaptive: moved after step 1
+      EXPECT_GE(m[1]["actor/reward_kl_penalty"].get<double>(), 0.0);
+    }
+    if (first.find("rollout_rs") != std::string::npos) {  // bf16-free f32 rollout vs training: few rejections
+      EXPECT_GE(m[0]["rollout_corr/rollout_rs_masked_fraction"].get<double>(), 0.0);
+      EXPECT_LE(m[0]["rollout_corr/rollout_rs_masked_fraction"].get<double>(), 1.0);
+    } else if (first.find("rollout_correction") != std::string::npos || first.find("tis_imp") != std::string::npos) {
+      EXPECT_GT(m[0]["rollout_corr/rollout_is_mean"].get<double>(), 0.0);
+      EXPECT_LE(m[0]["rollout_corr/rollout_is_min"].get<double>(), m[0]["rollout_corr/rollout_is_max"].get<double>());
+    }
+  }
+  EXPECT_NE(error_of([&] { train("gae", {"algorithm.adv_estimator=gae"}); }).find("critic"), std::string::npos);
+}
+
 }  // namespace

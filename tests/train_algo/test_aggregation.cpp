@@ -9,6 +9,7 @@
 #include "core/rng.h"
 #include "grpo_case_reader.h"
 #include "train/aggregation.h"
+#include "train/rollout_correction.h"
 
 using namespace grpo;
 using namespace grpo::train;
@@ -39,15 +40,17 @@ double aggregate_directly(const std::vector<Sequence>& seqs, LossAggMode mode, d
   }
   switch (mode) {
     case LossAggMode::TokenMean: return masked_sum / tokens;
+    case LossAggMode::TokenSum: return masked_sum;
+    case LossAggMode::SequenceMean: return NAN;  // not a token aggregation
     case LossAggMode::SeqMeanTokenSum: return seq_sum / nonempty;
     case LossAggMode::SeqMeanTokenMean: return seq_mean_sum / nonempty;
-    case LossAggMode::SeqMeanTokenSumNorm: return masked_sum / scale;
+    case LossAggMode::SeqMeanTokenSumNorm: return seq_sum / nonempty / scale;
   }
   return NAN;
 }
 
-const LossAggMode kModes[] = {LossAggMode::TokenMean, LossAggMode::SeqMeanTokenSum, LossAggMode::SeqMeanTokenMean,
-                              LossAggMode::SeqMeanTokenSumNorm};
+const LossAggMode kModes[] = {LossAggMode::TokenMean, LossAggMode::TokenSum, LossAggMode::SeqMeanTokenSum,
+                              LossAggMode::SeqMeanTokenMean, LossAggMode::SeqMeanTokenSumNorm};
 
 }  // namespace
 
@@ -129,8 +132,12 @@ TEST(Aggregation, MatchesThePyTorchReferenceLosses) {
       counts.push_back(n);
     }
     ASSERT_EQ(target, t["response_mask"].size());
+    // Made with verl before 1dda039: its seq-mean-token-sum-norm divides the token sum by 16 alone (verl now
+    // divides by the number of sequences too), and it has no token-sum.
+    const float sequences = static_cast<float>(std::count_if(counts.begin(), counts.end(), [](int64_t n) { return n > 0; }));
     for (LossAggMode mode : kModes) {
-      const auto c = sequence_loss_weights(counts, mode, 16.0f);
+      if (mode == LossAggMode::TokenSum) continue;
+      const auto c = sequence_loss_weights(counts, mode, mode == LossAggMode::SeqMeanTokenSumNorm ? 16.0f / sequences : 16.0f);
       double loss = 0;
       target = 0;
       for (size_t s = 0; s < lens.size(); ++s)
@@ -142,14 +149,64 @@ TEST(Aggregation, MatchesThePyTorchReferenceLosses) {
   }
 }
 
-TEST(TruncatedImportanceSampling, CapsTheRatio) {
-  float old_logp[] = {-1.0f, -1.0f, -3.0f, 0.0f};
-  float rollout[] = {-1.0f, -2.0f, -1.0f, -100.0f};
-  float tis[4];
-  truncated_importance_weights(tis, old_logp, rollout, 4, 2.0f);
-  EXPECT_FLOAT_EQ(tis[0], 1.0f);
-  EXPECT_FLOAT_EQ(tis[1], 2.0f);  // exp(1) = 2.718 capped at 2
-  EXPECT_NEAR(tis[2], std::exp(-2.0f), 1e-7);
-  EXPECT_FLOAT_EQ(tis[3], 2.0f);  // huge ratio: finite, capped
-  EXPECT_THROW(truncated_importance_weights(tis, old_logp, rollout, 4, 0.0f), Error);
+TEST(RolloutCorrection, TokenWeightsAreTruncatedRatios) {
+  float old_logp[] = {-1.0f, -1.0f, -3.0f, 0.0f, -5.0f};
+  float rollout[] = {-1.0f, -2.0f, -1.0f, -100.0f, -1.0f};
+  float mask[] = {1, 1, 1, 1, 0};
+  float w[5];
+  rollout_is_weights(w, old_logp, rollout, mask, 5, RolloutIsLevel::Token, 2.0);
+  EXPECT_FLOAT_EQ(w[0], 1.0f);
+  EXPECT_FLOAT_EQ(w[1], 2.0f);  // exp(1) = 2.718 capped at 2
+  EXPECT_NEAR(w[2], std::exp(-2.0f), 1e-7);
+  EXPECT_FLOAT_EQ(w[3], 2.0f);  // huge ratio: finite, capped
+  EXPECT_EQ(w[4], 0.0f);        // masked
+  EXPECT_THROW(rollout_is_weights(w, old_logp, rollout, mask, 5, RolloutIsLevel::Token, 0.0), Error);
+}
+
+TEST(RolloutCorrection, SequenceWeightIsTheProductOfTheTokenRatios) {
+  float old_logp[] = {-1.0f, -1.5f, -3.0f, -7.0f};
+  float rollout[] = {-1.2f, -1.0f, -2.9f, -1.0f};
+  float mask[] = {1, 1, 1, 0};
+  float w[4];
+  rollout_is_weights(w, old_logp, rollout, mask, 4, RolloutIsLevel::Sequence, 5.0);
+  const double expected = std::exp(0.2 - 0.5 - 0.1);
+  for (int t = 0; t < 3; ++t) EXPECT_NEAR(w[t], expected, 1e-6);
+  EXPECT_EQ(w[3], 0.0f);
+  rollout_is_weights(w, old_logp, rollout, mask, 4, RolloutIsLevel::Sequence, 0.5);
+  EXPECT_FLOAT_EQ(w[0], 0.5f);
+  EXPECT_EQ(parse_rollout_is_level("null"), RolloutIsLevel::Off);
+  EXPECT_THROW(parse_rollout_is_level("tokens"), Error);
+}
+
+TEST(RolloutCorrection, RejectionCriteriaAsVerl) {
+  // log_ratio = old - rollout per token: 0.1, -0.5, 0.05 (and a masked token).
+  float old_logp[] = {-1.0f, -2.0f, -0.5f, -9.0f};
+  float rollout[] = {-1.1f, -1.5f, -0.55f, -1.0f};
+  float mask[] = {1, 1, 1, 0};
+  float keep[4];
+  // token_k1 with ratio bounds [1/1.5, 1.5]: k1 = -log_ratio must lie in [-log 1.5, log 1.5] = +-0.405.
+  rollout_rejection_mask(keep, old_logp, rollout, mask, 4, parse_rollout_rs("token_k1", "1.5"));
+  EXPECT_EQ(keep[0], 1.0f);
+  EXPECT_EQ(keep[1], 0.0f);  // k1 = 0.5
+  EXPECT_EQ(keep[2], 1.0f);
+  EXPECT_EQ(keep[3], 0.0f);  // masked
+  // seq_mean_k2: mean of r^2 / 2 = (0.005 + 0.125 + 0.00125) / 3 = 0.04375; a bound of 0.04 rejects the response.
+  rollout_rejection_mask(keep, old_logp, rollout, mask, 4, parse_rollout_rs("seq_mean_k2", "0.04"));
+  for (float k : keep) EXPECT_EQ(k, 0.0f);
+  rollout_rejection_mask(keep, old_logp, rollout, mask, 4, parse_rollout_rs("seq_mean_k2", "0.05"));
+  EXPECT_EQ(keep[0] + keep[1] + keep[2], 3.0f);
+  // Two criteria, one threshold each; k1 with explicit "lower_upper" bounds.
+  const auto both = parse_rollout_rs("token_k1, seq_max_k3", "0.9_2.0,0.2");
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_NEAR(both[0].lower, std::log(0.9), 1e-12);
+  EXPECT_NEAR(both[0].upper, std::log(2.0), 1e-12);
+  rollout_rejection_mask(keep, old_logp, rollout, mask, 4, both);
+  // token_k1 keeps k1 in [-0.105, 0.693]: token 0 (k1 = -0.1) and 1 (0.5) and 2 (-0.05); seq_max_k3 =
+  // e^-0.5 + 0.5 - 1 = 0.1065 <= 0.2 keeps the response.
+  EXPECT_EQ(keep[0] + keep[1] + keep[2], 3.0f);
+  EXPECT_TRUE(parse_rollout_rs("", "").empty());
+  EXPECT_THROW(parse_rollout_rs("seq_max_k1", "2"), Error);
+  EXPECT_THROW(parse_rollout_rs("token_k2", "0.1_0.2"), Error);
+  EXPECT_THROW(parse_rollout_rs("token_k2,token_k3", "1,2,3"), Error);
+  EXPECT_THROW(parse_rollout_rs("token_k2", ""), Error);
 }

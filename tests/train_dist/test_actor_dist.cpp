@@ -146,7 +146,7 @@ TEST_P(ActorDist, UpdatesLikeOneProcess) {
   // bf16 compute (N > 1): see the header; bounded like bf16 on the wire.
   const bool loose = bf16_wire || (c.size() > 1 && k.mode == ComputeMode::BF16);
   const comm::Partition part = comm::Partition::even(wd->params().numel(), c.size(), 16);
-  ops::PolicyLossConfig loss;
+  const PolicyObjectiveConfig loss;
   for (int step = 0; step < 3; ++step) {
     std::vector<TrainSample> batch = samples(k.sequences, 100 + step, wd->config().vocab_size);
     // Old log-probs as the trainer computes them with several mini-batches: each rank for its share (with
@@ -166,8 +166,8 @@ TEST_P(ActorDist, UpdatesLikeOneProcess) {
       batch[i].old_logprobs = lp_dist[i];
       batch_one[i].old_logprobs = lp_one[i];
     }
-    const UpdateStats a = dist.update_policy(batch, loss, LossAggMode::TokenMean, 1.0f, -1.0f, adam.lr);
-    const UpdateStats b = one.update_policy(batch_one, loss, LossAggMode::TokenMean, 1.0f, -1.0f, adam.lr);
+    const UpdateStats a = dist.update_policy(batch, loss, LossAggMode::TokenMean, 1.0f, RolloutCorrection{}, adam.lr);
+    const UpdateStats b = one.update_policy(batch_one, loss, LossAggMode::TokenMean, 1.0f, RolloutCorrection{}, adam.lr);
     SCOPED_TRACE(testing::Message() << "step " << step);
     // ZeRO-3: two updates in a row (as with two mini-batches a step) before the model is made whole again.
     if (k.dp.zero3 && c.size() > 1 && step % 2 == 1) {

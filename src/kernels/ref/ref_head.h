@@ -1,4 +1,4 @@
-// Naive reference of the head kernels of ops.h (GEMM, fused output layer, policy loss, sum of squares,
+// Naive reference of the head kernels of ops.h (GEMM, fused output layer, sum of squares,
 // AdamW), templated on the scalar type (float or double). Same argument meaning as ops.h; written for
 // obviousness, not speed: the test oracle. The output layer builds the full [T, V] logits.
 #pragma once
@@ -98,70 +98,6 @@ void lm_head_backward(T* dh, T* dW, const T* dlogprob, const T* dentropy, const 
     }
     for (int64_t v = 0; v < V; ++v)
       for (int64_t c = 0; c < C; ++c) dW[v * C + c] += dz[v] * h[t * C + c];
-  }
-}
-
-// Per-token policy loss written as verl does, with the gradient derived case by case:
-//   pg = max(-A r, -A clip(r)) (then min with -c A where A < 0), r = exp(clamp(logp - old, -20, 20)).
-template <typename T>
-void policy_loss(T* dlogp, T* dentropy, ops::PolicyLossStats* stats, const T* logp, const T* old_logp,
-                 const T* ref_logp, const T* adv, const T* entropy, const T* w, const T* tis, int64_t N,
-                 const ops::PolicyLossConfig& cfg) {
-  const T lo = T(1) - T(cfg.clip_ratio_low), hi = T(1) + T(cfg.clip_ratio_high), c = T(cfg.clip_ratio_c);
-  for (int64_t t = 0; t < N; ++t) {
-    dlogp[t] = 0;
-    if (dentropy) dentropy[t] = 0;
-    if (w[t] == T(0)) continue;
-    const T A = adv[t], diff = logp[t] - old_logp[t];
-    const T d = std::min(std::max(diff, T(-20)), T(20));
-    const T ratio = std::exp(d);
-    const T dratio = (diff >= T(-20) && diff <= T(20)) ? ratio : T(0);
-    const T clipped_ratio = std::min(std::max(ratio, lo), hi);
-    const bool clip_active = ratio < lo || ratio > hi;
-    const T L1 = -A * ratio, L2 = -A * clipped_ratio;
-    // d max(L1, L2): L1 when L1 > L2; L2 (constant where the clip is active) when L2 > L1; ties average.
-    const T dL1 = -A * dratio, dL2 = clip_active ? T(0) : -A * dratio;
-    T pg = std::max(L1, L2);
-    T dpg = L1 > L2 ? dL1 : (L2 > L1 ? dL2 : (dL1 + dL2) / 2);
-    if (A < T(0)) {
-      const T L3 = -c * A;
-      if (L3 < pg) dpg = 0;
-      else if (L3 == pg) dpg /= 2;
-      pg = std::min(pg, L3);
-    }
-    const T tis_w = tis ? tis[t] : T(1);
-    T loss = pg * tis_w, grad = dpg * tis_w;
-    stats->pg_loss += double(w[t] * pg * tis_w);
-    if (ref_logp) {
-      T kl, dkl;
-      const T delta = logp[t] - ref_logp[t];
-      if (cfg.kl_type == ops::KlType::K1) {
-        kl = delta;
-        dkl = 1;
-      } else if (cfg.kl_type == ops::KlType::K2) {
-        kl = delta * delta / 2;
-        dkl = delta;
-      } else {
-        const T x = std::min(std::max(-delta, T(-20)), T(20));
-        const T raw = std::exp(x) - x - T(1);
-        kl = std::min(std::max(raw, T(-10)), T(10));
-        const bool passes = -delta >= T(-20) && -delta <= T(20) && raw >= T(-10) && raw <= T(10);
-        dkl = passes ? T(1) - std::exp(x) : T(0);
-      }
-      stats->kl += double(w[t] * kl);
-      loss += T(cfg.kl_coef) * kl;
-      grad += T(cfg.kl_coef) * dkl;
-    }
-    if (entropy) {
-      stats->entropy += double(w[t] * entropy[t]);
-      loss -= T(cfg.entropy_coef) * entropy[t];
-    }
-    if (dentropy) dentropy[t] = -T(cfg.entropy_coef) * w[t];
-    dlogp[t] = w[t] * grad;
-    stats->loss += double(w[t] * loss);
-    stats->clipped += L2 > L1 ? 1 : 0;
-    stats->ppo_kl += double(-d);
-    stats->tokens += 1;
   }
 }
 
