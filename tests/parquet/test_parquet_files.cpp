@@ -14,7 +14,7 @@
 namespace grpo::parquet {
 namespace {
 
-const std::string kDir = std::string(GRPO_SOURCE_DIR) + "/tests/data/parquet/";
+const std::string kFilesDir = std::string(GRPO_SOURCE_DIR) + "/tests/data/parquet/";
 
 // Binary values as the generator writes them: {"$binary_hex": "..."}.
 void binary_as_hex(nlohmann::json& v) {
@@ -33,7 +33,7 @@ void binary_as_hex(nlohmann::json& v) {
 
 std::vector<nlohmann::json> expected_rows(const std::string& name) {
   std::vector<nlohmann::json> rows;
-  for_each_line(kDir + name, [&](int64_t, const std::string& line) {
+  for_each_line(kFilesDir + name, [&](int64_t, const std::string& line) {
     if (!line.empty()) rows.push_back(nlohmann::json::parse(line));
   });
   return rows;
@@ -46,14 +46,14 @@ std::vector<nlohmann::json> all_rows(const ParquetFile& f, const std::vector<std
   return rows;
 }
 
-nlohmann::json manifest() { return nlohmann::json::parse(read_file(kDir + "manifest.json")); }
+nlohmann::json manifest() { return nlohmann::json::parse(read_file(kFilesDir + "manifest.json")); }
 
 TEST(ParquetFiles, EveryFileDecodesToTheWritersRows) {
   const nlohmann::json m = manifest();
   ASSERT_GE(m.size(), 15u);
   for (const auto& [file, expected] : m.items()) {
     SCOPED_TRACE(file);
-    const ParquetFile f(kDir + file);
+    const ParquetFile f(kFilesDir + file);
     const std::vector<nlohmann::json> want = expected_rows(expected.get<std::string>());
     const std::vector<nlohmann::json> got = all_rows(f);
     ASSERT_EQ(got.size(), want.size());
@@ -68,7 +68,7 @@ TEST(ParquetFiles, SeveralRowGroupsAreWritten) {
   for (const char* file : {"arrowrs_snappy_dict_v1.parquet", "hyparquet_encodings.parquet",
                            "parquetjs_gzip_v1.parquet"}) {
     SCOPED_TRACE(file);
-    EXPECT_GT(ParquetFile(kDir + file).num_row_groups(), 1);
+    EXPECT_GT(ParquetFile(kFilesDir + file).num_row_groups(), 1);
   }
 }
 
@@ -76,7 +76,7 @@ TEST(ParquetFiles, RowRangesAndColumnSubsetsAgreeWithWholeReads) {
   const nlohmann::json m = manifest();
   for (const auto& [file, expected] : m.items()) {
     SCOPED_TRACE(file);
-    const ParquetFile f(kDir + file);
+    const ParquetFile f(kFilesDir + file);
     const std::vector<nlohmann::json> whole = all_rows(f);
     const std::vector<std::string> names = f.column_names();
     const std::vector<std::string> some = {names.back(), names.front()};
@@ -105,7 +105,7 @@ TEST(ParquetFiles, RowRangesAndColumnSubsetsAgreeWithWholeReads) {
 }
 
 TEST(ParquetFiles, UnknownColumnAndRowRangeAreErrors) {
-  const ParquetFile f(kDir + "duckdb_verl_snappy.parquet");
+  const ParquetFile f(kFilesDir + "duckdb_verl_snappy.parquet");
   try {
     f.read_rows(0, 0, 1, {"no_such_column"});
     FAIL() << "no error";

@@ -67,6 +67,11 @@ class ChunkReader {
         const uint8_t* payload = p + h.header_size;
         if (h.compressed_size > chunk_end - payload)
           fail("page of ", h.compressed_size, " bytes overruns the column chunk (", chunk_end - payload, " bytes left)");
+        if (static_cast<size_t>(h.uncompressed_size) >
+            std::max(max_decompressed_size(meta_.codec, static_cast<size_t>(h.compressed_size)),
+                     static_cast<size_t>(h.compressed_size)))
+          fail("page of ", h.compressed_size, " bytes claims to decompress to ", h.uncompressed_size, " bytes (",
+               codec_name(meta_.codec), " cannot)");
         p = payload + h.compressed_size;
         switch (static_cast<PageType>(h.type)) {
           case PageType::DictionaryPage:

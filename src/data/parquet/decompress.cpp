@@ -8,6 +8,7 @@
 #include <zstd.h>
 
 #include <climits>
+#include <cstdint>
 
 #include "core/error.h"
 #include "data/parquet/metadata.h"
@@ -80,6 +81,16 @@ bool codec_supported(int32_t codec) {
     case Codec::Zstd:
     case Codec::Lz4Raw: return true;
     default: return false;
+  }
+}
+
+size_t max_decompressed_size(int32_t codec, size_t in_size) {
+  switch (static_cast<Codec>(codec)) {
+    case Codec::Uncompressed: return in_size;
+    case Codec::Gzip: return in_size * 1032 + 1024;
+    case Codec::Lz4:
+    case Codec::Lz4Raw: return in_size * 255 + 1024;
+    default: return SIZE_MAX;  // SNAPPY and ZSTD state the size in their data; BROTLI has no bound
   }
 }
 
