@@ -11,7 +11,7 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/files.h"
-#include "grpo/arith.h"
+#include "data/arith.h"
 #include "grpo/byte_model.h"
 #include "grpo/dist_bench.h"
 #include "grpo/example_configs.h"

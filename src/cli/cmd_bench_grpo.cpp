@@ -14,11 +14,11 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/files.h"
-#include "grpo/arith.h"
+#include "data/arith.h"
 #include "grpo/byte_model.h"
 #include "grpo/example_configs.h"
 #include "grpo/grpo_bench.h"
-#include "grpo/shapes.h"
+#include "data/shapes.h"
 #include "kernels/measure.h"
 #include "core/threads.h"
 

@@ -2,7 +2,7 @@
 #include <cstdio>
 
 #include "cli/command.h"
-#include "grpo/arith.h"
+#include "data/arith.h"
 
 namespace grpo::cli {
 namespace {

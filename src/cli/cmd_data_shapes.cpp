@@ -2,7 +2,7 @@
 #include <cstdio>
 
 #include "cli/command.h"
-#include "grpo/shapes.h"
+#include "data/shapes.h"
 
 namespace grpo::cli {
 namespace {

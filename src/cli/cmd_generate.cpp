@@ -28,7 +28,7 @@
 #include "cli/command.h"
 #include "core/files.h"
 #include "core/threads.h"
-#include "grpo/vision_data.h"
+#include "data/vision_data.h"
 #include "image/preprocess.h"
 #include "rollout/decoder_model.h"
 #include "rollout/engine.h"

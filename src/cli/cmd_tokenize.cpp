@@ -22,7 +22,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/threads.h"
-#include "grpo/vision_data.h"
+#include "data/vision_data.h"
 #include "image/preprocess.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kernels/ops.h"
+#include "reward/reward_config.h"
 #include "train/advantages.h"
 #include "train/aggregation.h"
 
@@ -162,21 +163,6 @@ struct TrainerConfig {
   int64_t nnodes = 0;           // machines of the run; 0: whatever the MPI launcher started
   int64_t n_gpus_per_node = 0;  // ranks per machine; 0: whatever the MPI launcher started
   double comm_timeout_s = 600;  // a collective that takes longer fails the run (a rank died or hangs)
-};
-
-// Limits of a reward function: scores and weights beyond kMaxRewardMagnitude would overflow the float sums
-// of advantages (a score is refused at the reward, a weight at config time).
-inline constexpr double kMaxRewardMagnitude = 1e6;
-inline constexpr double kMaxRewardTimeoutSeconds = 7 * 24 * 3600;
-inline constexpr int64_t kMaxRewardWorkers = 256;
-
-struct RewardFunctionConfig {
-  std::string name = "math";  // math | exact | format | external
-  double weight = 1.0;
-  std::string pattern;    // format: PCRE2 regex the response must match
-  std::string command;    // external: shell command speaking JSONL on stdin/stdout
-  double timeout_s = 10;  // external: per call
-  int64_t workers = 2;    // external: worker processes
 };
 
 struct OverlongBufferConfig {

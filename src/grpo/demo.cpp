@@ -6,12 +6,12 @@
 
 #include "core/error.h"
 #include "core/files.h"
-#include "grpo/arith.h"
+#include "data/arith.h"
 #include "grpo/byte_model.h"
 #include "grpo/config.h"
 #include "grpo/example_configs.h"
 #include "grpo/sft.h"
-#include "grpo/shapes.h"
+#include "data/shapes.h"
 #include "grpo/trainer.h"
 
 namespace grpo {

@@ -20,9 +20,9 @@ struct DemoOptions {
   std::string out = "runs/demo";
   // 0 / "" / negative: the task's default (demo_defaults).
   int64_t train_examples = 0, test_examples = 0;
-  int64_t rl_examples = -1;    // shapes: GRPO's own prompts (grpo/shapes.h), 0: GRPO on the SFT problems
+  int64_t rl_examples = -1;    // shapes: GRPO's own prompts (data/shapes.h), 0: GRPO on the SFT problems
   uint64_t seed = 0;
-  std::string difficulty;      // arith levels (grpo/arith.h) or shapes levels (grpo/shapes.h)
+  std::string difficulty;      // arith levels (grpo/arith.h) or shapes levels (data/shapes.h)
   double worked_fraction = -1;  // SFT responses worked out: arith column by column, shapes listing the shapes
   std::string preset;          // model preset (model/presets.h)
   std::vector<std::string> sft_overrides, grpo_overrides;  // extra --set values

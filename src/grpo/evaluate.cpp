@@ -7,7 +7,7 @@
 
 #include "comm/bytes.h"
 #include "core/error.h"
-#include "grpo/math_answer.h"
+#include "reward/math_answer.h"
 #include "train/balance.h"
 
 namespace grpo {

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "grpo/dataset.h"
-#include "grpo/rewards.h"
+#include "data/dataset.h"
+#include "reward/rewards.h"
 #include "model/picture.h"
 #include "rollout/engine.h"
 

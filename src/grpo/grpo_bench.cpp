@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "core/error.h"
-#include "grpo/metrics.h"
+#include "report/metrics.h"
 
 namespace grpo {
 

@@ -8,8 +8,8 @@
 #include "core/checked.h"
 #include "core/error_context.h"
 #include "core/files.h"
-#include "grpo/prompting.h"
-#include "grpo/vision_data.h"
+#include "data/prompting.h"
+#include "data/vision_data.h"
 #include "rollout/tokenizer_text.h"
 
 namespace grpo {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "grpo/config.h"
-#include "grpo/dataset.h"
+#include "data/dataset.h"
 #include "image/preprocess.h"
 #include "model/decoder.h"
 #include "model/picture.h"
@@ -30,7 +30,7 @@ struct Session {
   std::unique_ptr<rollout::Engine> engine;  // null for SFT without validation data
   std::vector<int32_t> stop_ids;  // ends of responses
   // The model's preprocessor_config.json (vision-language models): how the datasets' pictures are sized
-  // and preprocessed (grpo/vision_data.h loads an example's pixels when it is used).
+  // and preprocessed (data/vision_data.h loads an example's pixels when it is used).
   std::optional<ImageProcessorConfig> image_processor;
 
   // Loads everything `config` names and builds the rollout engine when `rollout` needs one (its KV budget

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "grpo/dataset.h"
+#include "data/dataset.h"
 #include "train/actor.h"
 
 namespace grpo {

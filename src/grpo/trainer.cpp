@@ -13,8 +13,8 @@
 #include "core/profiler.h"
 #include "core/rng.h"
 #include "grpo/distributed.h"
-#include "grpo/metrics.h"
-#include "grpo/report.h"
+#include "report/metrics.h"
+#include "report/report.h"
 #include "grpo/run_folder.h"
 
 namespace grpo {

@@ -14,7 +14,7 @@
 #include "core/error_context.h"
 #include "core/profiler.h"
 #include "grpo/distributed.h"
-#include "grpo/metrics.h"
+#include "report/metrics.h"
 #include "grpo/trainer.h"
 #include "model/vision.h"
 #include "train/advantages.h"

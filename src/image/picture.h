@@ -2,7 +2,7 @@
 // with each <|image_pad|> expanded to the picture's token count, and a PictureBatch holding the pictures'
 // preprocessed patch rows and grids in order of appearance. The rows of picture k start at
 // row_offset(k); rows 4j..4j+3 of a picture (merge 2) form its j-th merged token, which replaces its j-th
-// pad in the sequence. Produced by image/preprocess.h (one picture) and grpo/vision_data.h (an example's
+// pad in the sequence. Produced by image/preprocess.h (one picture) and data/vision_data.h (an example's
 // pictures); consumed by the vision tower.
 #pragma once
 #include <cstdint>

@@ -43,7 +43,7 @@
 
 #include "cli_run.h"
 #include "core/files.h"
-#include "grpo/metrics.h"
+#include "report/metrics.h"
 #include "grpo/trainer_state.h"
 
 using namespace grpo;

@@ -20,7 +20,7 @@
 
 #include "cli_run.h"
 #include "core/files.h"
-#include "grpo/temp_dir.h"
+#include "temp_dir.h"
 #include "test_util.h"
 
 namespace grpo {

@@ -11,7 +11,7 @@
 
 #include "cli_run.h"
 #include "core/files.h"
-#include "grpo/temp_dir.h"
+#include "temp_dir.h"
 #include "image/image.h"
 #include "test_util.h"
 

@@ -20,8 +20,8 @@
 
 #include "cli_run.h"
 #include "core/files.h"
-#include "grpo/metrics.h"
-#include "grpo/run_metrics.h"
+#include "report/metrics.h"
+#include "run_metrics.h"
 #include "grpo/trainer_state.h"
 #include "model/weights.h"
 #include "train/optimizer.h"

@@ -9,7 +9,7 @@
 #include "grpo/config.h"
 #include "grpo/dist_bench.h"
 #include "grpo/grpo_bench.h"
-#include "grpo/metrics.h"
+#include "report/metrics.h"
 #include "temp_dir.h"
 
 using namespace grpo;

@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
-#include "grpo/temp_dir.h"
+#include "temp_dir.h"
 #include "grpo/trainer_state.h"
 #include "model/presets.h"
 #include "model/safetensors.h"

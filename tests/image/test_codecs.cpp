@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/rng.h"
-#include "grpo/temp_dir.h"
+#include "temp_dir.h"
 #include "image/encoders.h"
 #include "image/image.h"
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "grpo/metrics.h"
-#include "grpo/tensorboard.h"
+#include "report/metrics.h"
+#include "report/tensorboard.h"
 
 namespace grpo {
 

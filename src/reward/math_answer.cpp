@@ -1,5 +1,5 @@
 // Answer extraction and numeric equivalence (see math_answer.h).
-#include "grpo/math_answer.h"
+#include "reward/math_answer.h"
 
 #include <cctype>
 #include <charconv>

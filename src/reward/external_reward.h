@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "grpo/rewards.h"
+#include "reward/rewards.h"
 
 namespace grpo {
 

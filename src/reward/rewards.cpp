@@ -1,5 +1,5 @@
 // Built-in reward functions, the weighted sum, and batch scoring (see rewards.h).
-#include "grpo/rewards.h"
+#include "reward/rewards.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -7,8 +7,8 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "grpo/external_reward.h"
-#include "grpo/math_answer.h"
+#include "reward/external_reward.h"
+#include "reward/math_answer.h"
 
 namespace grpo {
 

@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/files.h"
-#include "grpo/step_logger.h"
-#include "grpo/tensorboard.h"
+#include "report/step_logger.h"
+#include "report/tensorboard.h"
 #include "temp_dir.h"
 
 using namespace grpo;

@@ -1,5 +1,5 @@
 // Pictures in prompt datasets (see vision_data.h).
-#include "grpo/vision_data.h"
+#include "data/vision_data.h"
 
 #include <filesystem>
 

@@ -1,5 +1,5 @@
 // SVG line charts (see svg_chart.h).
-#include "grpo/svg_chart.h"
+#include "report/svg_chart.h"
 
 #include <algorithm>
 #include <cmath>

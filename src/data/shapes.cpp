@@ -1,6 +1,6 @@
 // The shapes task (see shapes.h): scenes drawn by rejection sampling (no overlaps, a single largest shape
 // when the question asks for it), questions, rendering and the verl-style files.
-#include "grpo/shapes.h"
+#include "data/shapes.h"
 
 #include <algorithm>
 #include <array>

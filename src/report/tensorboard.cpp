@@ -1,5 +1,5 @@
 // TensorBoard event file writer (see tensorboard.h).
-#include "grpo/tensorboard.h"
+#include "report/tensorboard.h"
 
 #include <unistd.h>
 

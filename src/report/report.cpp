@@ -1,5 +1,5 @@
 // HTML run report from step metrics (see report.h).
-#include "grpo/report.h"
+#include "report/report.h"
 
 #include <cmath>
 #include <cstdio>
@@ -8,8 +8,8 @@
 
 #include "core/error.h"
 #include "core/files.h"
-#include "grpo/metrics.h"
-#include "grpo/svg_chart.h"
+#include "report/metrics.h"
+#include "report/svg_chart.h"
 
 namespace grpo {
 

@@ -7,9 +7,9 @@
 
 #include "core/error.h"
 #include "core/files.h"
-#include "grpo/metrics.h"
-#include "grpo/report.h"
-#include "grpo/svg_chart.h"
+#include "report/metrics.h"
+#include "report/report.h"
+#include "report/svg_chart.h"
 #include "temp_dir.h"
 
 using namespace grpo;

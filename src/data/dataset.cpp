@@ -1,12 +1,12 @@
 // JSONL prompt datasets (see dataset.h).
-#include "grpo/dataset.h"
+#include "data/dataset.h"
 
 #include <cctype>
 #include <fstream>
 
 #include "core/error.h"
 #include "core/files.h"
-#include "grpo/vision_data.h"
+#include "data/vision_data.h"
 
 namespace grpo {
 

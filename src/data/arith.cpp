@@ -1,6 +1,6 @@
 // Arithmetic problem generator (see arith.h): random token sequences, parsed with operator precedence
 // into a tree whose post-order evaluation gives the answer and the worked steps.
-#include "grpo/arith.h"
+#include "data/arith.h"
 
 #include <memory>
 #include <set>

@@ -2,7 +2,7 @@
 // [{role, content}], content a string or a list of {"type": "text"} / {"type": "image"} items), `answer`
 // (text or number), optional `id`, optional `response` (the target text of supervised fine-tuning),
 // optional pictures (`images`, or the key named by data.image_key: paths relative to the data file, one
-// per "<image>" placeholder in the text or image item in the messages, in order; see grpo/vision_data.h);
+// per "<image>" placeholder in the text or image item in the messages, in order; see data/vision_data.h);
 // any other fields are kept in `extra` (e.g. the arithmetic task's `level`).
 // verl's rows load unchanged: `prompt` as a list of chat turns, the answer in
 // `reward_model.ground_truth`, `data_source` (kept, and passed to external rewards) and `extra_info`

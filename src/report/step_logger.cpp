@@ -1,5 +1,5 @@
 // Step metric loggers (see step_logger.h).
-#include "grpo/step_logger.h"
+#include "report/step_logger.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,5 +1,5 @@
 // External reward worker pool over socket pairs with poll() deadlines (see external_reward.h).
-#include "grpo/external_reward.h"
+#include "reward/external_reward.h"
 
 #include <poll.h>
 #include <signal.h>

@@ -6,10 +6,9 @@
 
 #include "core/error.h"
 #include "core/rng.h"
-#include "grpo/evaluate.h"
-#include "grpo/external_reward.h"
-#include "grpo/math_answer.h"
-#include "grpo/rewards.h"
+#include "reward/external_reward.h"
+#include "reward/math_answer.h"
+#include "reward/rewards.h"
 #include "temp_dir.h"
 
 using namespace grpo;
@@ -234,15 +233,4 @@ TEST(WeightedRewards, FailuresBeyondTheFractionStopTheRun) {
   EXPECT_NE(e.find("command not found"), std::string::npos) << e;
   EXPECT_NO_THROW(check_reward_failures(rewards, s.names, {0, 2}, 4, 0.5, "step 3"));
   EXPECT_THROW(check_reward_failures(rewards, s.names, {0, 1}, 4, 0.0, "step 3"), Error);
-}
-
-// maj@n of validation: the answer given most often, equal values being one answer ("0.5" = "1/2"),
-// responses without an answer not voting, ties to the earliest.
-TEST(Validation, MajorityAnswerVotesByValue) {
-  using A = std::vector<std::optional<std::string>>;
-  EXPECT_EQ(majority_answer(A{"3", "0.5", "1/2", std::nullopt, "3", "\\frac{1}{2}"}), 1);
-  EXPECT_EQ(majority_answer(A{"7", "8"}), 0);
-  EXPECT_EQ(majority_answer(A{std::nullopt, "x", "y", "y"}), 2);
-  EXPECT_EQ(majority_answer(A{std::nullopt, std::nullopt}), -1);
-  EXPECT_EQ(majority_answer(A{}), -1);
 }

@@ -9,8 +9,8 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/rng.h"
-#include "grpo/arith.h"
-#include "grpo/dataset.h"
+#include "data/arith.h"
+#include "data/dataset.h"
 #include "temp_dir.h"
 #include "error_of.h"
 

@@ -1,5 +1,5 @@
 // Metrics JSONL writer and reader (see metrics.h).
-#include "grpo/metrics.h"
+#include "report/metrics.h"
 
 #include <fcntl.h>
 #include <unistd.h>

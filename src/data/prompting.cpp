@@ -1,8 +1,8 @@
 // Prompt and response encoding (see prompting.h).
-#include "grpo/prompting.h"
+#include "data/prompting.h"
 
 #include "core/error.h"
-#include "grpo/vision_data.h"
+#include "data/vision_data.h"
 
 namespace grpo {
 

@@ -1,13 +1,13 @@
 // Turning dataset examples into token ids: the prompt (through the model's chat template with the
 // generation prompt, or as plain text when data.apply_chat_template is false), with each picture's
-// <|image_pad|> expanded to its token count (grpo/vision_data.h), and, for supervised fine-tuning, the
+// <|image_pad|> expanded to its token count (data/vision_data.h), and, for supervised fine-tuning, the
 // response followed by the end-of-sequence token.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "grpo/dataset.h"
+#include "data/dataset.h"
 #include "image/preprocess.h"
 #include "tokenizer/tokenizer.h"
 

@@ -11,10 +11,10 @@
 
 #include "core/error.h"
 #include "core/files.h"
-#include "grpo/dataset.h"
-#include "grpo/prompting.h"
-#include "grpo/rewards.h"
-#include "grpo/shapes.h"
+#include "data/dataset.h"
+#include "data/prompting.h"
+#include "reward/rewards.h"
+#include "data/shapes.h"
 #include "temp_dir.h"
 #include "tokenizer/byte_tokenizer.h"
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "grpo/config.h"
+#include "reward/reward_config.h"
 
 namespace grpo {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "grpo/dataset.h"
+#include "data/dataset.h"
 #include "image/image.h"
 #include "image/picture.h"
 #include "image/preprocess.h"
