@@ -56,10 +56,24 @@ class ChunkReader {
     int64_t row = -1;  // the row of the last triple seen
     int64_t values = 0;
     bool data_seen = false;
+    PageIndex* index = src_.index;
+    if (index && begin > 0) {  // start at the last known page that starts a row at or before `begin`
+      const PageIndex::Entry* from = nullptr;
+      for (const PageIndex::Entry& e : index->pages)
+        if (e.first_row <= begin) from = &e;
+      if (from && from->offset > start) {
+        if (index->dictionary_offset >= 0) read_dictionary_page_at(index->dictionary_offset, chunk_end);
+        p = src_.file + from->offset;
+        row = from->first_row - 1;
+        values = from->values_before;
+        data_seen = true;
+      }
+    }
     while (values < meta_.num_values && row + 1 <= end) {
       if (p >= chunk_end)
         fail("column chunk ends after ", values, " of its ", meta_.num_values, " values");
       page_at_ = static_cast<size_t>(p - src_.file);
+      const int64_t row_before = row;
       try {
         const PageHeader h = parse_page_header(p, static_cast<size_t>(chunk_end - p));
         if (h.compressed_size < 0 || h.uncompressed_size < 0 || h.uncompressed_size > kMaxPageBytes)
@@ -80,6 +94,7 @@ class ChunkReader {
             dict_header_ = h;
             dict_payload_ = payload;
             dict_decoded_ = false;
+            if (index) index->dictionary_offset = static_cast<int64_t>(page_at_);
             break;
           case PageType::IndexPage: break;
           case PageType::DataPage:
@@ -90,6 +105,9 @@ class ChunkReader {
             if (h.num_values < 0 || h.num_values > meta_.num_values - values)
               fail("data page of ", h.num_values, " values, the column chunk has ", meta_.num_values - values, " left");
             data_page(h, payload, v2, begin, end, row, out);
+            if (index && page_starts_row_ &&
+                (index->pages.empty() || index->pages.back().offset < static_cast<int64_t>(page_at_)))
+              index->pages.push_back({static_cast<int64_t>(page_at_), row_before + 1, values});
             values += h.num_values;
             break;
           }
@@ -110,10 +128,24 @@ class ChunkReader {
     return v2 ? h.num_rows : -1;
   }
 
+  // The dictionary page at `offset` (a chunk read that starts past it, from the page index).
+  void read_dictionary_page_at(int64_t offset, const uint8_t* chunk_end) {
+    const uint8_t* p = src_.file + offset;
+    if (p >= chunk_end) fail("dictionary page offset ", offset, " outside the column chunk");
+    const PageHeader h = parse_page_header(p, static_cast<size_t>(chunk_end - p));
+    const uint8_t* payload = p + h.header_size;
+    if (!h.has_dictionary || h.compressed_size < 0 || h.compressed_size > chunk_end - payload)
+      fail("no dictionary page at byte ", offset);
+    dict_header_ = h;
+    dict_payload_ = payload;
+    dict_decoded_ = false;
+  }
+
   void data_page(const PageHeader& h, const uint8_t* payload, bool v2, int64_t begin, int64_t end, int64_t& row,
                  RowAssembler& out) {
     const size_t n = static_cast<size_t>(h.num_values);
     const int64_t known = rows_from_header(h, v2);
+    page_starts_row_ = known >= 0 && known <= h.num_values && n > 0;
     if (known >= 0 && known <= h.num_values) {  // the page starts at a row boundary
       if (row + 1 >= end) {  // past the rows asked for
         row = end;
@@ -182,6 +214,7 @@ class ChunkReader {
     check_levels(rep_.data(), n, leaf_.max_rep, "repetition");
     check_levels(def_.data(), n, leaf_.max_def, "definition");
     if (n > 0 && row < 0 && rep_[0] != 0) fail("the column chunk starts inside a row (repetition level ", int(rep_[0]), ")");
+    page_starts_row_ = n > 0 && rep_[0] == 0;
     // The rows this page touches: skip it when they are all outside [begin, end).
     const int64_t started = std::count(rep_.begin(), rep_.end(), uint8_t{0});
     const int64_t first = (n > 0 && rep_[0] == 0) ? row + 1 : row;
@@ -249,6 +282,7 @@ class ChunkReader {
   const LeafColumn& leaf_;
   const ColumnMeta& meta_;
   size_t page_at_ = 0;
+  bool page_starts_row_ = false;  // the last data page's first value starts a row
   PageHeader dict_header_;
   const uint8_t* dict_payload_ = nullptr;
   bool dict_decoded_ = false;

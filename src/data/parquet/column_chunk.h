@@ -30,12 +30,26 @@ class RowAssembler {
   std::vector<size_t> index_;  // per repetition level: the element the current triple goes into
 };
 
+// Where a column chunk's data pages start, learnt while reading it, so that a later read of rows deep in
+// the chunk starts at the page that holds them instead of decoding (for repeated columns in v1 pages:
+// decompressing) every page before them.
+struct PageIndex {
+  struct Entry {
+    int64_t offset;         // the page header's byte offset in the file
+    int64_t first_row;      // the row the page's first value starts
+    int64_t values_before;  // values of the chunk before the page
+  };
+  std::vector<Entry> pages;        // pages that start a row, in file order
+  int64_t dictionary_offset = -1;  // the dictionary page, when the chunk has one
+};
+
 struct ChunkSource {
   const uint8_t* file = nullptr;  // the whole file (mapped)
   size_t file_size = 0;
   const ColumnMeta* meta = nullptr;
   const LeafColumn* leaf = nullptr;
   int64_t row_group_rows = 0;
+  PageIndex* index = nullptr;  // optional: used and extended
 };
 
 // Decodes rows [begin, end) of the chunk into `out`. Throws grpo::Error naming the page (its byte offset)

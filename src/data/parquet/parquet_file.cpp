@@ -100,6 +100,9 @@ std::vector<nlohmann::json> ParquetFile::read_rows(int row_group, int64_t begin,
   }
   std::vector<nlohmann::json> rows(static_cast<size_t>(end - begin), nlohmann::json::object());
   if (begin == end) return rows;
+  const std::lock_guard<std::mutex> lock(read_mutex_);
+  const size_t n_leaves = schema_->leaves().size();
+  if (page_index_.empty()) page_index_.resize(meta_.row_groups.size() * n_leaves);
   const RowGroupMeta& rg = meta_.row_groups[static_cast<size_t>(row_group)];
   for (const LeafColumn& leaf : schema_->leaves()) {
     if (!wanted[static_cast<size_t>(leaf.top)]) continue;
@@ -109,6 +112,7 @@ std::vector<nlohmann::json> ParquetFile::read_rows(int row_group, int64_t begin,
     src.meta = &rg.columns[static_cast<size_t>(leaf.index)].meta;
     src.leaf = &leaf;
     src.row_group_rows = n;
+    src.index = &page_index_[static_cast<size_t>(row_group) * n_leaves + static_cast<size_t>(leaf.index)];
     try {
       RowAssembler out(schema_->leaf_path(leaf.index), leaf.max_rep, rows, begin);
       read_column_chunk(src, begin, end, out);

@@ -7,11 +7,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "core/files.h"
+#include "data/parquet/column_chunk.h"
 #include "data/parquet/metadata.h"
 #include "data/parquet/schema.h"
 
@@ -32,7 +34,9 @@ class ParquetFile {
   std::vector<std::string> column_names() const;  // the top-level columns, in schema order
 
   // Rows [begin, end) of a row group as JSON objects with the top-level columns `columns` (all when empty;
-  // an unknown name is an error). Only the pages holding those rows are decoded.
+  // an unknown name is an error). Only the pages holding those rows are decoded; where each page starts is
+  // remembered, so reading rows deep in a large row group again and again does not rescan it. Thread-safe
+  // (reads of one file take turns).
   std::vector<nlohmann::json> read_rows(int row_group, int64_t begin, int64_t end,
                                         const std::vector<std::string>& columns = {}) const;
   std::vector<nlohmann::json> read_row_group(int row_group, const std::vector<std::string>& columns = {}) const;
@@ -50,6 +54,8 @@ class ParquetFile {
   std::string path_;
   FileMetaData meta_;
   std::unique_ptr<Schema> schema_;
+  mutable std::mutex read_mutex_;
+  mutable std::vector<PageIndex> page_index_;  // [row group * leaves + leaf], learnt by reads
 };
 
 // Whether the file starts with Parquet's "PAR1" magic.

@@ -35,7 +35,7 @@ function writeExpected(name, rows, set = name) {
   manifest[`${name}.parquet`] = `${set}.expected.jsonl`;
 }
 
-// ---- a small PNG (RGB, 8 bits), built here with zlib and a CRC-32 ----
+// ---- a small PNG (RGB, 8 bits, 8x8 blocks of one colour; at least 32x32, the vision preprocessor's factor), built here with zlib and a CRC-32 ----
 const crcTable = Array.from({ length: 256 }, (_, n) => {
   let c = n;
   for (let k = 0; k < 8; ++k) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
@@ -59,7 +59,7 @@ function png(width, height, seed) {
   const raw = [];
   for (let y = 0; y < height; ++y) {
     raw.push(0);
-    for (let x = 0; x < width; ++x) raw.push((seed * 37 + x * 50) & 255, (seed * 11 + y * 60) & 255, (seed * 91) & 255);
+    for (let x = 0; x < width; ++x) raw.push((seed * 37 + (x >> 3) * 50) & 255, (seed * 11 + (y >> 3) * 60) & 255, (seed * 91) & 255);
   }
   const sig = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
   return new Uint8Array(Buffer.concat([sig, chunk('IHDR', ihdr), chunk('IDAT', deflateSync(Buffer.from(raw))), chunk('IEND', Buffer.alloc(0))]));
@@ -109,7 +109,7 @@ for (const [name, options] of [
 const visionRows = Array.from({ length: 12 }, (_, i) => ({
   data_source: 'hiyouga/geometry3k',
   prompt: [{ role: 'user', content: `<image>Find x in figure ${i}.` + (i % 4 === 0 ? ' Compare with <image>.' : '') }],
-  images: (i % 4 === 0 ? [0, 1] : [0]).map((k) => ({ bytes: png(2 + ((i + k) % 3), 2 + (i % 2), i * 2 + k), path: i % 3 === 0 ? null : `fig_${i}_${k}.png` })),
+  images: (i % 4 === 0 ? [0, 1] : [0]).map((k) => ({ bytes: png(32 + 8 * ((i + k) % 3), 32 + 8 * (i % 2), i * 2 + k), path: i % 3 === 0 ? null : `fig_${i}_${k}.png` })),
   ability: 'math',
   reward_model: { style: 'rule', ground_truth: String(i + 1) },
   extra_info: { split: 'train', index: i },
