@@ -1,8 +1,8 @@
 // `grpo data show FILE [--rows N]`: prints a Parquet or JSONL data file's rows, one JSON object a line, with
 // all their columns (Parquet: structs as objects, lists as arrays, nulls as null, binary values as their
 // size in bytes), for a user to check their data before a run.
+#include <algorithm>
 #include <cstdio>
-#include <iostream>
 
 #include "cli/command.h"
 #include "core/error.h"
@@ -37,11 +37,15 @@ void show(const std::string& path, int64_t max_rows) {
   int64_t shown = 0;
   if (is_parquet(path)) {
     const parquet::ParquetFile file(path);
-    for (int g = 0; g < file.num_row_groups() && (max_rows == 0 || shown < max_rows); ++g) {
-      int64_t n = file.row_group_rows(g);
-      if (max_rows > 0 && n > max_rows - shown) n = max_rows - shown;
-      for (auto& row : file.read_rows(g, 0, n)) print_row(row);
-      shown += n;
+    for (int g = 0; g < file.num_row_groups(); ++g) {
+      const int64_t n = file.row_group_rows(g);
+      for (int64_t b = 0; b < n; b += parquet::ParquetFile::kRowsPerRead) {
+        int64_t e = std::min(n, b + parquet::ParquetFile::kRowsPerRead);
+        if (max_rows > 0) e = std::min(e, b + max_rows - shown);
+        if (e <= b) return;
+        for (auto& row : file.read_rows(g, b, e)) print_row(row);
+        shown += e - b;
+      }
     }
     return;
   }

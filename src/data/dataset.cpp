@@ -271,10 +271,9 @@ void attach_stored_pictures(Example& ex, const nlohmann::json& value, const std:
   check_placeholder_count(ex, column, where);
 }
 
-// Rows of a Parquet file, a row group at a time; stored pictures are read a few rows at a time (only their
-// sizes are kept).
+// Rows of a Parquet file, a few at a time (stored pictures: only their sizes are kept).
 void load_parquet(Dataset& ds, const std::string& path, const DatasetOptions& options) {
-  constexpr int64_t kPictureRowsPerRead = 64;
+  constexpr int64_t kPictureRowsPerRead = 256;
   const auto file = std::make_shared<const parquet::ParquetFile>(path);
   const parquet::Schema& schema = file->schema();
   const int image_field = schema.field_index(options.image_key);
@@ -285,18 +284,18 @@ void load_parquet(Dataset& ds, const std::string& path, const DatasetOptions& op
   int64_t row_no = 0;
   for (int g = 0; g < file->num_row_groups(); ++g) {
     const int64_t n = file->row_group_rows(g);
-    std::vector<nlohmann::json> rows =
-        columns.empty() ? std::vector<nlohmann::json>(static_cast<size_t>(n), nlohmann::json::object())
-                        : file->read_row_group(g, columns);
     for (int64_t b = 0; b < n; b += kPictureRowsPerRead) {
       const int64_t e = std::min(n, b + kPictureRowsPerRead);
+      std::vector<nlohmann::json> rows =
+          columns.empty() ? std::vector<nlohmann::json>(static_cast<size_t>(e - b), nlohmann::json::object())
+                          : file->read_rows(g, b, e, columns);
       std::vector<nlohmann::json> pictures;
       if (stored) pictures = file->read_rows(g, b, e, {options.image_key});
       for (int64_t r = b; r < e; ++r) {
         ++ds.lines;
         ++row_no;
         const std::string where = cat("[dataset] ", path, " row ", row_no);
-        Example ex = example_from_row(rows[static_cast<size_t>(r)], where, options.require_response, options.image_key);
+        Example ex = example_from_row(rows[static_cast<size_t>(r - b)], where, options.require_response, options.image_key);
         ex.line = row_no;
         if (stored)
           attach_stored_pictures(ex, pictures[static_cast<size_t>(r - b)][options.image_key], options.image_key, file, g,

@@ -38,9 +38,11 @@ void check_levels(const uint8_t* levels, size_t n, int max_level, const char* wh
     if (levels[i] > max_level) fail(what, " level ", int(levels[i]), " > the column's maximum ", max_level);
 }
 
-class ChunkReader {
+}  // namespace
+
+class ColumnChunkReader::Impl {
  public:
-  ChunkReader(const ChunkSource& src) : src_(src), leaf_(*src.leaf), meta_(*src.meta) {}
+  explicit Impl(const ChunkSource& src) : src_(src), leaf_(*src.leaf), meta_(*src.meta) {}
 
   void read(int64_t begin, int64_t end, RowAssembler& out) {
     int64_t start = meta_.data_page_offset;
@@ -91,9 +93,11 @@ class ChunkReader {
           case PageType::DictionaryPage:
             if (data_seen) fail("dictionary page after data pages");
             if (!h.has_dictionary) fail("dictionary page without its header");
-            dict_header_ = h;
-            dict_payload_ = payload;
-            dict_decoded_ = false;
+            if (dict_payload_ != payload) {
+              dict_header_ = h;
+              dict_payload_ = payload;
+              dict_decoded_ = false;
+            }
             if (index) index->dictionary_offset = static_cast<int64_t>(page_at_);
             break;
           case PageType::IndexPage: break;
@@ -136,9 +140,11 @@ class ChunkReader {
     const uint8_t* payload = p + h.header_size;
     if (!h.has_dictionary || h.compressed_size < 0 || h.compressed_size > chunk_end - payload)
       fail("no dictionary page at byte ", offset);
-    dict_header_ = h;
-    dict_payload_ = payload;
-    dict_decoded_ = false;
+    if (dict_payload_ != payload) {
+      dict_header_ = h;
+      dict_payload_ = payload;
+      dict_decoded_ = false;
+    }
   }
 
   void data_page(const PageHeader& h, const uint8_t* payload, bool v2, int64_t begin, int64_t end, int64_t& row,
@@ -157,62 +163,70 @@ class ChunkReader {
       }
     }
     // Levels and the values' bytes.
-    const uint8_t* levels = payload;
-    size_t levels_size = 0;
-    const uint8_t* vals;
-    size_t vals_size;
-    const size_t comp = static_cast<size_t>(h.compressed_size);
-    if (v2) {
-      if (h.rep_length < 0 || h.def_length < 0 || static_cast<size_t>(h.rep_length) + static_cast<size_t>(h.def_length) > comp ||
-          h.rep_length + static_cast<int64_t>(h.def_length) > h.uncompressed_size)
-        fail("level lengths ", h.rep_length, " + ", h.def_length, " exceed the page");
-      levels_size = static_cast<size_t>(h.rep_length) + static_cast<size_t>(h.def_length);
-      const uint8_t* body = payload + levels_size;
-      const size_t body_size = comp - levels_size;
-      const size_t raw_size = static_cast<size_t>(h.uncompressed_size) - levels_size;
-      if (h.is_compressed && meta_.codec != 0) {
-        buffer_.resize(raw_size);
-        decompress(meta_.codec, body, body_size, buffer_.data(), raw_size);
-        vals = buffer_.data();
-        vals_size = raw_size;
+    // The page's levels (and below, its values) stay decoded while the next reads of the chunk (the next
+    // rows) still fall in it.
+    if (levels_page_ != page_at_) {
+      const uint8_t* levels = payload;
+      size_t levels_size = 0;
+      const uint8_t* vals;
+      size_t vals_size;
+      const size_t comp = static_cast<size_t>(h.compressed_size);
+      if (v2) {
+        if (h.rep_length < 0 || h.def_length < 0 || static_cast<size_t>(h.rep_length) + static_cast<size_t>(h.def_length) > comp ||
+            h.rep_length + static_cast<int64_t>(h.def_length) > h.uncompressed_size)
+          fail("level lengths ", h.rep_length, " + ", h.def_length, " exceed the page");
+        levels_size = static_cast<size_t>(h.rep_length) + static_cast<size_t>(h.def_length);
+        const uint8_t* body = payload + levels_size;
+        const size_t body_size = comp - levels_size;
+        const size_t raw_size = static_cast<size_t>(h.uncompressed_size) - levels_size;
+        if (h.is_compressed && meta_.codec != 0) {
+          buffer_.resize(raw_size);
+          decompress(meta_.codec, body, body_size, buffer_.data(), raw_size);
+          vals = buffer_.data();
+          vals_size = raw_size;
+        } else {
+          if (body_size != raw_size) fail("uncompressed v2 page body of ", body_size, " bytes, the header says ", raw_size);
+          vals = body;
+          vals_size = body_size;
+        }
       } else {
-        if (body_size != raw_size) fail("uncompressed v2 page body of ", body_size, " bytes, the header says ", raw_size);
-        vals = body;
-        vals_size = body_size;
+        if (meta_.codec != 0) {
+          buffer_.resize(static_cast<size_t>(h.uncompressed_size));
+          decompress(meta_.codec, payload, comp, buffer_.data(), buffer_.size());
+          levels = buffer_.data();
+          levels_size = buffer_.size();
+        } else {
+          if (comp != static_cast<size_t>(h.uncompressed_size))
+            fail("uncompressed page of ", comp, " bytes, the header says ", h.uncompressed_size);
+          levels_size = comp;
+        }
+        vals = levels;
+        vals_size = levels_size;
       }
-    } else {
-      if (meta_.codec != 0) {
-        buffer_.resize(static_cast<size_t>(h.uncompressed_size));
-        decompress(meta_.codec, payload, comp, buffer_.data(), buffer_.size());
-        levels = buffer_.data();
-        levels_size = buffer_.size();
+      // Repetition then definition levels.
+      rep_.assign(n, 0);
+      def_.assign(n, 0);
+      if (v2) {
+        if (leaf_.max_rep > 0)
+          decode_rle_hybrid(levels, static_cast<size_t>(h.rep_length), bit_width_of(static_cast<uint64_t>(leaf_.max_rep)), n, rep_.data());
+        if (leaf_.max_def > 0)
+          decode_rle_hybrid(levels + h.rep_length, static_cast<size_t>(h.def_length),
+                            bit_width_of(static_cast<uint64_t>(leaf_.max_def)), n, def_.data());
       } else {
-        if (comp != static_cast<size_t>(h.uncompressed_size))
-          fail("uncompressed page of ", comp, " bytes, the header says ", h.uncompressed_size);
-        levels_size = comp;
+        size_t used = 0;
+        if (leaf_.max_rep > 0) used += read_v1_levels(levels, levels_size, h.rep_encoding, leaf_.max_rep, n, rep_.data(), "repetition");
+        if (leaf_.max_def > 0)
+          used += read_v1_levels(levels + used, levels_size - used, h.def_encoding, leaf_.max_def, n, def_.data(), "definition");
+        vals = levels + used;
+        vals_size = levels_size - used;
       }
-      vals = levels;
-      vals_size = levels_size;
+      check_levels(rep_.data(), n, leaf_.max_rep, "repetition");
+      check_levels(def_.data(), n, leaf_.max_def, "definition");
+      levels_page_ = page_at_;
+      values_page_ = SIZE_MAX;
+      vals_ = vals;
+      vals_size_ = vals_size;
     }
-    // Repetition then definition levels.
-    rep_.assign(n, 0);
-    def_.assign(n, 0);
-    if (v2) {
-      if (leaf_.max_rep > 0)
-        decode_rle_hybrid(levels, static_cast<size_t>(h.rep_length), bit_width_of(static_cast<uint64_t>(leaf_.max_rep)), n, rep_.data());
-      if (leaf_.max_def > 0)
-        decode_rle_hybrid(levels + h.rep_length, static_cast<size_t>(h.def_length),
-                          bit_width_of(static_cast<uint64_t>(leaf_.max_def)), n, def_.data());
-    } else {
-      size_t used = 0;
-      if (leaf_.max_rep > 0) used += read_v1_levels(levels, levels_size, h.rep_encoding, leaf_.max_rep, n, rep_.data(), "repetition");
-      if (leaf_.max_def > 0)
-        used += read_v1_levels(levels + used, levels_size - used, h.def_encoding, leaf_.max_def, n, def_.data(), "definition");
-      vals = levels + used;
-      vals_size = levels_size - used;
-    }
-    check_levels(rep_.data(), n, leaf_.max_rep, "repetition");
-    check_levels(def_.data(), n, leaf_.max_def, "definition");
     if (n > 0 && row < 0 && rep_[0] != 0) fail("the column chunk starts inside a row (repetition level ", int(rep_[0]), ")");
     page_starts_row_ = n > 0 && rep_[0] == 0;
     // The rows this page touches: skip it when they are all outside [begin, end).
@@ -222,35 +236,56 @@ class ChunkReader {
       row += started;
       return;
     }
-    // Values (the non-null ones).
-    size_t present = 0;
-    for (size_t i = 0; i < n; ++i) present += def_[i] == leaf_.max_def;
+    // Values (the non-null ones): all are decoded (encodings are sequential), only those of the rows asked
+    // for become JSON: the triples [lo, hi) of the page and their values [v_lo, v_hi).
+    size_t present = 0, lo = n, hi = n, v_lo = 0, v_hi = 0;
+    int64_t r = row;
+    for (size_t i = 0; i < n; ++i) {
+      r += rep_[i] == 0;
+      if (r >= begin && lo == n) {
+        lo = i;
+        v_lo = present;
+      }
+      if (r >= end) {
+        hi = i;
+        break;
+      }
+      present += def_[i] == leaf_.max_def;
+    }
+    v_hi = present;
+    for (size_t i = hi; i < n; ++i) present += def_[i] == leaf_.max_def;
+    if (lo > hi) lo = hi;
     values_.clear();
-    values_.reserve(present);
-    if (is_dictionary_encoding(h.encoding)) {
-      decode_dictionary();
-      decode_dictionary_indexes(vals, vals_size, present, indexes_);
-      for (uint32_t ix : indexes_) {
+    values_.reserve(v_hi - v_lo);
+    const bool dictionary = is_dictionary_encoding(h.encoding);
+    if (values_page_ != page_at_) {
+      if (dictionary) {
+        decode_dictionary();
+        decode_dictionary_indexes(vals_, vals_size_, present, indexes_);
+      } else {
+        raw_.clear();
+        decode_values(h.encoding, leaf_.type, leaf_.type_length, vals_, vals_size_, present, raw_);
+      }
+      values_page_ = page_at_;
+    }
+    if (dictionary) {
+      for (size_t v = v_lo; v < v_hi; ++v) {
+        const uint32_t ix = indexes_[v];
         if (ix >= dictionary_.size()) fail("dictionary index ", ix, " >= the dictionary's ", dictionary_.size(), " values");
         values_.push_back(dictionary_[ix]);
       }
     } else {
-      raw_.clear();
-      decode_values(h.encoding, leaf_.type, leaf_.type_length, vals, vals_size, present, raw_);
-      append_json_values(leaf_, raw_, values_);
-      if (values_.size() != present) fail("decoded ", values_.size(), " values, the levels call for ", present);
+      append_json_values(leaf_, raw_, v_lo, v_hi - v_lo, values_);
     }
+    for (size_t i = 0; i < lo; ++i) row += rep_[i] == 0;
     size_t vi = 0;
-    for (size_t i = 0; i < n; ++i) {
-      if (rep_[i] == 0) ++row;
-      if (row >= end) {  // past the rows asked for: the rest of the page is not needed
-        row = end;
-        return;
-      }
+    for (size_t i = lo; i < hi; ++i) {
+      row += rep_[i] == 0;
       const bool has = def_[i] == leaf_.max_def;
-      if (row >= begin) out.add(row, rep_[i], def_[i], has ? &values_[vi] : nullptr);
+      out.add(row, rep_[i], def_[i], has ? &values_[vi] : nullptr);
       vi += has;
     }
+    if (hi < n) row = end;  // past the rows asked for: the rest of the page is not needed
   }
 
   void decode_dictionary() {
@@ -274,14 +309,17 @@ class ChunkReader {
     decode_values(static_cast<int32_t>(Encoding::Plain), leaf_.type, leaf_.type_length, data,
                   static_cast<size_t>(h.uncompressed_size), static_cast<size_t>(h.num_values), raw);
     dictionary_.clear();
-    append_json_values(leaf_, raw, dictionary_);
+    append_json_values(leaf_, raw, 0, static_cast<size_t>(h.num_values), dictionary_);
     dict_decoded_ = true;
   }
 
-  const ChunkSource& src_;
+  const ChunkSource src_;
   const LeafColumn& leaf_;
   const ColumnMeta& meta_;
   size_t page_at_ = 0;
+  size_t levels_page_ = SIZE_MAX, values_page_ = SIZE_MAX;  // the page whose levels / values are decoded
+  const uint8_t* vals_ = nullptr;                            // that page's values (in buffer_ or the file)
+  size_t vals_size_ = 0;
   bool page_starts_row_ = false;  // the last data page's first value starts a row
   PageHeader dict_header_;
   const uint8_t* dict_payload_ = nullptr;
@@ -292,7 +330,6 @@ class ChunkReader {
   RawValues raw_;
 };
 
-}  // namespace
 
 void RowAssembler::add(int64_t row, int rep, int def, nlohmann::json* value) {
   nlohmann::json* slot = &rows_[static_cast<size_t>(row - begin_)][path_[0].field->name];
@@ -325,9 +362,9 @@ void RowAssembler::add(int64_t row, int rep, int def, nlohmann::json* value) {
   }
 }
 
-void read_column_chunk(const ChunkSource& src, int64_t begin, int64_t end, RowAssembler& out) {
-  ChunkReader reader(src);
-  reader.read(begin, end, out);
-}
+ColumnChunkReader::ColumnChunkReader(const ChunkSource& src) : impl_(std::make_unique<Impl>(src)) {}
+ColumnChunkReader::~ColumnChunkReader() = default;
+
+void ColumnChunkReader::read(int64_t begin, int64_t end, RowAssembler& out) { impl_->read(begin, end, out); }
 
 }  // namespace grpo::parquet

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -52,8 +53,22 @@ struct ChunkSource {
   PageIndex* index = nullptr;  // optional: used and extended
 };
 
-// Decodes rows [begin, end) of the chunk into `out`. Throws grpo::Error naming the page (its byte offset)
-// and what is wrong; the caller adds the file, row group and column.
-void read_column_chunk(const ChunkSource& src, int64_t begin, int64_t end, RowAssembler& out);
+// Reads a column chunk; kept between reads of consecutive row ranges, it keeps the dictionary and the last
+// page decoded (a page often holds thousands of rows).
+class ColumnChunkReader {
+ public:
+  explicit ColumnChunkReader(const ChunkSource& src);
+  ~ColumnChunkReader();
+  ColumnChunkReader(const ColumnChunkReader&) = delete;
+  ColumnChunkReader& operator=(const ColumnChunkReader&) = delete;
+
+  // Decodes rows [begin, end) of the chunk into `out`. Throws grpo::Error naming the page (its byte offset)
+  // and what is wrong; the caller adds the file, row group and column.
+  void read(int64_t begin, int64_t end, RowAssembler& out);
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace grpo::parquet

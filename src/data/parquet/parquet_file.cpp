@@ -1,6 +1,7 @@
 // Parquet file reading (see parquet_file.h).
 #include "data/parquet/parquet_file.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 
@@ -104,19 +105,29 @@ std::vector<nlohmann::json> ParquetFile::read_rows(int row_group, int64_t begin,
   const size_t n_leaves = schema_->leaves().size();
   if (page_index_.empty()) page_index_.resize(meta_.row_groups.size() * n_leaves);
   const RowGroupMeta& rg = meta_.row_groups[static_cast<size_t>(row_group)];
+  if (reader_group_ != row_group) {
+    readers_.clear();
+    readers_.resize(n_leaves);
+    reader_group_ = row_group;
+  }
   for (const LeafColumn& leaf : schema_->leaves()) {
     if (!wanted[static_cast<size_t>(leaf.top)]) continue;
-    ChunkSource src;
-    src.file = data_;
-    src.file_size = size_;
-    src.meta = &rg.columns[static_cast<size_t>(leaf.index)].meta;
-    src.leaf = &leaf;
-    src.row_group_rows = n;
-    src.index = &page_index_[static_cast<size_t>(row_group) * n_leaves + static_cast<size_t>(leaf.index)];
+    std::unique_ptr<ColumnChunkReader>& reader = readers_[static_cast<size_t>(leaf.index)];
+    if (!reader) {
+      ChunkSource src;
+      src.file = data_;
+      src.file_size = size_;
+      src.meta = &rg.columns[static_cast<size_t>(leaf.index)].meta;
+      src.leaf = &leaf;
+      src.row_group_rows = n;
+      src.index = &page_index_[static_cast<size_t>(row_group) * n_leaves + static_cast<size_t>(leaf.index)];
+      reader = std::make_unique<ColumnChunkReader>(src);
+    }
     try {
       RowAssembler out(schema_->leaf_path(leaf.index), leaf.max_rep, rows, begin);
-      read_column_chunk(src, begin, end, out);
+      reader->read(begin, end, out);
     } catch (const Error& e) {
+      reader.reset();  // its state is not to be trusted after an error
       fail(where(row_group), ", column ", leaf.path, ": ", e.what());
     }
   }
@@ -141,8 +152,11 @@ std::vector<nlohmann::json> ParquetFile::read_row_group(int row_group, const std
 void ParquetFile::for_each_row(const std::function<void(nlohmann::json& row)>& fn,
                                const std::vector<std::string>& columns) const {
   for (int g = 0; g < num_row_groups(); ++g) {
-    std::vector<nlohmann::json> rows = read_row_group(g, columns);
-    for (auto& row : rows) fn(row);
+    const int64_t n = row_group_rows(g);
+    for (int64_t b = 0; b < n; b += kRowsPerRead) {
+      std::vector<nlohmann::json> rows = read_rows(g, b, std::min(n, b + kRowsPerRead), columns);
+      for (auto& row : rows) fn(row);
+    }
   }
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <span>
 
 #include "core/error.h"
 
@@ -372,45 +373,52 @@ int Schema::field_index(const std::string& name) const {
   return -1;
 }
 
-void append_json_values(const LeafColumn& leaf, const RawValues& raw, std::vector<nlohmann::json>& out) {
+void append_json_values(const LeafColumn& leaf, const RawValues& raw, size_t first, size_t count,
+                        std::vector<nlohmann::json>& out) {
   using nlohmann::json;
+  const size_t have = raw.ints.size() + raw.reals.size() + raw.bytes.size();
+  if (first > have || count > have - first) fail("values [", first, ", ", first + count, ") of ", have);
+  const std::span<const int64_t> ints(raw.ints.data() + (raw.ints.empty() ? 0 : first), raw.ints.empty() ? 0 : count);
+  const std::span<const double> reals(raw.reals.data() + (raw.reals.empty() ? 0 : first), raw.reals.empty() ? 0 : count);
+  const std::span<const std::string_view> bytes(raw.bytes.data() + (raw.bytes.empty() ? 0 : first),
+                                                raw.bytes.empty() ? 0 : count);
   switch (leaf.kind) {
     case ValueKind::Bool:
-      for (int64_t v : raw.ints) out.emplace_back(v != 0);
+      for (int64_t v : ints) out.emplace_back(v != 0);
       return;
     case ValueKind::Int:
-      for (int64_t v : raw.ints) out.emplace_back(v);
+      for (int64_t v : ints) out.emplace_back(v);
       return;
     case ValueKind::UInt32:
-      for (int64_t v : raw.ints) out.emplace_back(static_cast<uint64_t>(static_cast<uint32_t>(v)));
+      for (int64_t v : ints) out.emplace_back(static_cast<uint64_t>(static_cast<uint32_t>(v)));
       return;
     case ValueKind::UInt64:
-      for (int64_t v : raw.ints) out.emplace_back(static_cast<uint64_t>(v));
+      for (int64_t v : ints) out.emplace_back(static_cast<uint64_t>(v));
       return;
     case ValueKind::Real:
-      for (double v : raw.reals) out.emplace_back(v);
+      for (double v : reals) out.emplace_back(v);
       return;
     case ValueKind::String:
-      for (std::string_view v : raw.bytes) out.emplace_back(std::string(v));
+      for (std::string_view v : bytes) out.emplace_back(std::string(v));
       return;
     case ValueKind::Binary:
-      for (std::string_view v : raw.bytes)
+      for (std::string_view v : bytes)
         out.emplace_back(json::binary(json::binary_t::container_type(v.begin(), v.end())));
       return;
     case ValueKind::Date:
-      for (int64_t v : raw.ints) out.emplace_back(date_text(v));
+      for (int64_t v : ints) out.emplace_back(date_text(v));
       return;
     case ValueKind::Time:
-      for (int64_t v : raw.ints) {
+      for (int64_t v : ints) {
         if (v < 0 || v >= 86400 * per_second(leaf.unit)) fail("TIME value ", v, " is outside one day");
         out.emplace_back(time_text(v, leaf.unit));
       }
       return;
     case ValueKind::Timestamp:
-      for (int64_t v : raw.ints) out.emplace_back(timestamp_text(v, leaf.unit, leaf.utc));
+      for (int64_t v : ints) out.emplace_back(timestamp_text(v, leaf.unit, leaf.utc));
       return;
     case ValueKind::Int96Timestamp:
-      for (std::string_view v : raw.bytes) {
+      for (std::string_view v : bytes) {
         int64_t nanos;
         int32_t julian;
         std::memcpy(&nanos, v.data(), 8);
@@ -420,21 +428,20 @@ void append_json_values(const LeafColumn& leaf, const RawValues& raw, std::vecto
       }
       return;
     case ValueKind::DecimalInt:
-      for (int64_t v : raw.ints) out.emplace_back(decimal_text(v, leaf.scale));
+      for (int64_t v : ints) out.emplace_back(decimal_text(v, leaf.scale));
       return;
     case ValueKind::DecimalBytes:
-      for (std::string_view v : raw.bytes) out.emplace_back(decimal_text(unscaled_of(v), leaf.scale));
+      for (std::string_view v : bytes) out.emplace_back(decimal_text(unscaled_of(v), leaf.scale));
       return;
     case ValueKind::Float16:
-      for (std::string_view v : raw.bytes)
+      for (std::string_view v : bytes)
         out.emplace_back(half_to_double(static_cast<uint16_t>(static_cast<uint8_t>(v[0]) | (static_cast<uint8_t>(v[1]) << 8))));
       return;
     case ValueKind::Uuid:
-      for (std::string_view v : raw.bytes) out.emplace_back(uuid_text(v));
+      for (std::string_view v : bytes) out.emplace_back(uuid_text(v));
       return;
     case ValueKind::Null: {
-      const size_t n = raw.ints.size() + raw.reals.size() + raw.bytes.size();
-      for (size_t i = 0; i < n; ++i) out.emplace_back(nullptr);
+      for (size_t i = 0; i < count; ++i) out.emplace_back(nullptr);
       return;
     }
   }

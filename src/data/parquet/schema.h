@@ -76,8 +76,9 @@ class Schema {
   bool has_maps_ = false;
 };
 
-// Appends the JSON values of raw physical values of `leaf`.
-void append_json_values(const LeafColumn& leaf, const RawValues& raw, std::vector<nlohmann::json>& out);
+// Appends the JSON values of raw physical values [first, first + count) of `leaf`.
+void append_json_values(const LeafColumn& leaf, const RawValues& raw, size_t first, size_t count,
+                        std::vector<nlohmann::json>& out);
 
 // Turns a row's maps (arrays of [key, value] pairs while assembling) into objects where the keys are strings.
 void finish_maps(const Field& field, nlohmann::json& value);
