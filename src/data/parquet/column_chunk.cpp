@@ -230,30 +230,42 @@ class ColumnChunkReader::Impl {
     if (n > 0 && row < 0 && rep_[0] != 0) fail("the column chunk starts inside a row (repetition level ", int(rep_[0]), ")");
     page_starts_row_ = n > 0 && rep_[0] == 0;
     // The rows this page touches: skip it when they are all outside [begin, end).
-    const int64_t started = std::count(rep_.begin(), rep_.end(), uint8_t{0});
+    if (cursor_page_ != page_at_) {  // first visit of the decoded page: its totals, and a cursor at its start
+      page_started_ = std::count(rep_.begin(), rep_.end(), uint8_t{0});
+      page_present_ = static_cast<size_t>(std::count(def_.begin(), def_.end(), static_cast<uint8_t>(leaf_.max_def)));
+      cursor_page_ = page_at_;
+      cursor_page_row_ = row;
+      cursor_ = {0, row, 0};
+    }
+    const int64_t started = page_started_;
     const int64_t first = (n > 0 && rep_[0] == 0) ? row + 1 : row;
     if (n == 0 || row + started < begin || first >= end) {
       row += started;
       return;
     }
     // Values (the non-null ones): all are decoded (encodings are sequential), only those of the rows asked
-    // for become JSON: the triples [lo, hi) of the page and their values [v_lo, v_hi).
-    size_t present = 0, lo = n, hi = n, v_lo = 0, v_hi = 0;
-    int64_t r = row;
-    for (size_t i = 0; i < n; ++i) {
-      r += rep_[i] == 0;
-      if (r >= begin && lo == n) {
+    // for become JSON: the triples [lo, hi) of the page and their values [v_lo, v_hi). Consecutive reads
+    // resume from where the last one stopped (the cursor) instead of rescanning the page.
+    Cursor c{0, row, 0};
+    if (cursor_page_row_ == row && cursor_.row < begin) c = cursor_;
+    size_t lo = n, hi = n, v_lo = 0;
+    int64_t row_before_lo = c.row;
+    for (size_t i = c.triple; i < n; ++i) {
+      const int64_t ri = c.row + (rep_[i] == 0);
+      if (ri >= begin && lo == n) {
         lo = i;
-        v_lo = present;
+        v_lo = c.present;
+        row_before_lo = c.row;
       }
-      if (r >= end) {
+      if (ri >= end) {
         hi = i;
         break;
       }
-      present += def_[i] == leaf_.max_def;
+      c = {i + 1, ri, c.present + (def_[i] == leaf_.max_def)};
     }
-    v_hi = present;
-    for (size_t i = hi; i < n; ++i) present += def_[i] == leaf_.max_def;
+    const size_t v_hi = c.present;
+    cursor_ = c;
+    const size_t present = page_present_;
     if (lo > hi) lo = hi;
     values_.clear();
     values_.reserve(v_hi - v_lo);
@@ -277,7 +289,7 @@ class ColumnChunkReader::Impl {
     } else {
       append_json_values(leaf_, raw_, v_lo, v_hi - v_lo, values_);
     }
-    for (size_t i = 0; i < lo; ++i) row += rep_[i] == 0;
+    row = lo < hi ? row_before_lo : c.row;
     size_t vi = 0;
     for (size_t i = lo; i < hi; ++i) {
       row += rep_[i] == 0;
@@ -318,6 +330,18 @@ class ColumnChunkReader::Impl {
   const ColumnMeta& meta_;
   size_t page_at_ = 0;
   size_t levels_page_ = SIZE_MAX, values_page_ = SIZE_MAX;  // the page whose levels / values are decoded
+  // Where the last read of the decoded page stopped: triples before `triple` are read, the last of them
+  // in row `row`, with `present` values among them.
+  struct Cursor {
+    size_t triple;
+    int64_t row;
+    size_t present;
+  };
+  size_t cursor_page_ = SIZE_MAX;
+  int64_t cursor_page_row_ = 0;  // the row before the page's first triple
+  Cursor cursor_{0, 0, 0};
+  int64_t page_started_ = 0;  // rows the page starts
+  size_t page_present_ = 0;   // its non-null values
   const uint8_t* vals_ = nullptr;                            // that page's values (in buffer_ or the file)
   size_t vals_size_ = 0;
   bool page_starts_row_ = false;  // the last data page's first value starts a row
