@@ -98,7 +98,7 @@ void decode_plain(PhysicalType type, int32_t type_length, const uint8_t* p, size
     case PhysicalType::Int64:
       need(count * 8, size, "PLAIN INT64");
       out.ints.resize(out.ints.size() + count);
-      std::memcpy(out.ints.data() + out.ints.size() - count, p, count * 8);
+      if (count) std::memcpy(out.ints.data() + out.ints.size() - count, p, count * 8);
       return;
     case PhysicalType::Float:
       need(count * 4, size, "PLAIN FLOAT");
@@ -111,7 +111,7 @@ void decode_plain(PhysicalType type, int32_t type_length, const uint8_t* p, size
     case PhysicalType::Double:
       need(count * 8, size, "PLAIN DOUBLE");
       out.reals.resize(out.reals.size() + count);
-      std::memcpy(out.reals.data() + out.reals.size() - count, p, count * 8);
+      if (count) std::memcpy(out.reals.data() + out.reals.size() - count, p, count * 8);
       return;
     case PhysicalType::Int96:
     case PhysicalType::FixedLenByteArray: {
