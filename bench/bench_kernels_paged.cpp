@@ -67,7 +67,7 @@ void BM_Gemv(benchmark::State& st) {
   const DType t = st.range(3) ? DType::BF16 : DType::F32;
   Weights w(N, K);
   Aligned<float> x = random_aligned(B * K, 2), y(B * N);
-  Aligned<bf16_t> xb(B * K);
+  Aligned<bf16_t> xb(ops::gemv_x_scratch_elems(B, K));
   for (auto _ : st) {
     ops::gemv(y.data(), x.data(), w.data(t), t, B, N, K, xb.data());
     benchmark::DoNotOptimize(y.data());

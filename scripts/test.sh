@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The test command of the README: installs dependencies, builds, runs every test (CTest), runs them again
-# with GRPO_ISA=avx2 (the AVX2 kernels and emulated bf16 GEMM, whatever this CPU has), then builds the
-# engine under AddressSanitizer + UndefinedBehaviorSanitizer (the test code under ASan) and runs the tests,
-# then runs the libFuzzer targets briefly. Usage: scripts/test.sh   (env: GRPO_FUZZ_SECONDS, default 20 per target)
+# The test command of the README: installs dependencies, builds, runs every test (CTest) at the CPU's level
+# (amx on an AMX machine), runs them again with GRPO_ISA=avx2 (the AVX2 kernels and emulated bf16 GEMM,
+# whatever this CPU has), then builds the engine under AddressSanitizer + UndefinedBehaviorSanitizer (the
+# test code under ASan) and runs the tests, then runs the libFuzzer targets briefly.
+# Usage: scripts/test.sh   (env: GRPO_FUZZ_SECONDS, default 20 per target)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 jobs="$(nproc)"

@@ -10,7 +10,8 @@
 namespace grpo::test {
 
 // Those of `levels` this process can run, in the given order.
-inline std::vector<Isa> runnable_isas(std::initializer_list<Isa> levels = {Isa::Avx512Bf16, Isa::Avx512, Isa::Avx2}) {
+inline std::vector<Isa> runnable_isas(std::initializer_list<Isa> levels = {Isa::Amx, Isa::Avx512Bf16, Isa::Avx512,
+                                                                          Isa::Avx2}) {
   std::vector<Isa> out;
   for (Isa l : levels)
     if (isa_available(l)) out.push_back(l);
@@ -35,7 +36,7 @@ class ScopedBf16Gemm {
   ScopedBf16Gemm& operator=(const ScopedBf16Gemm&) = delete;
 };
 
-// The bf16 GEMM paths this process can run at `level`: native (at avx512_bf16) and emulated.
+// The bf16 GEMM paths this process can run at `level`: native (at avx512_bf16 and amx) and emulated.
 inline std::vector<bool> runnable_bf16_gemms(Isa level) {
   if (level >= Isa::Avx512Bf16) return {true, false};
   return {false};

@@ -4,7 +4,10 @@
 // decode steps, as llama.cpp's text-generation test does, decode1_run_tokens_per_s the whole run with its
 // prompt's prefill). A shared VM's DRAM bandwidth moves from second to second, so the bandwidth and the
 // single-sequence decode are measured in kDecodeRounds alternating rounds, each round's fraction from its
-// own pair, and the medians reported. Prints one JSON object.
+// own pair, and the medians reported. Also which kernel the decode matmuls take at each batch size of the
+// run and, where the bf16 GEMV runs on AMX tiles, their crossover with the vector GEMV and oneDNN on the
+// model's largest decode matmul (gate/up), measured in the same run; elsewhere, why the tiles are absent.
+// Prints one JSON object.
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -13,7 +16,9 @@
 #include "core/profiler.h"
 #include "core/stats.h"
 #include "core/threads.h"
+#include "kernels/cpu/gemv_amx.h"
 #include "kernels/measure.h"
+#include "kernels/paged_ops.h"
 #include "model/init.h"
 #include "model/presets.h"
 #include "rollout/rollout_bench.h"
@@ -54,6 +59,45 @@ Decode1 measure_decode1(ModelWeights& w, const rollout::RolloutBenchOptions& o, 
   d.bandwidth = median(bw);
   d.fraction = median(frac);
   return d;
+}
+
+// Batch sizes 1, 2, 4, ... up to max_batch, and max_batch.
+std::vector<int64_t> batch_sizes(int64_t max_batch) {
+  std::vector<int64_t> out;
+  for (int64_t b = 1; b < max_batch; b *= 2) out.push_back(b);
+  out.push_back(max_batch);
+  return out;
+}
+
+// The decode matmuls' kernel per batch size, and the tiles' crossover (see the top of this file).
+void report_decode_kernels(nlohmann::json& j, const ModelConfig& c, const rollout::RolloutBenchOptions& o) {
+  const DType wdt = o.mode == ComputeMode::BF16 ? DType::BF16 : DType::F32;
+  const int64_t max_batch = o.prompts * o.n;
+  nlohmann::json kernels = nlohmann::json::array();
+  for (int64_t b : batch_sizes(max_batch))
+    kernels.push_back({{"batch", b}, {"kernel", ops::decode_matmul_kernel(wdt, b, o.matmul)}});
+  j["decode_kernels"] = kernels;
+  const std::string absent = wdt == DType::BF16 ? ops::cpu_tiles::tiles_unavailable_reason()
+                                                : std::string("f32 weights (the tiles multiply bf16)");
+  if (!absent.empty()) {
+    std::fprintf(stderr, "[bench rollout] AMX tiles absent: %s; no tile crossover to measure\n", absent.c_str());
+    j["tile_crossover"] = {{"absent", absent}};
+    return;
+  }
+  const int64_t N = 2 * c.intermediate_size, K = c.hidden_size;
+  std::fprintf(stderr, "[bench rollout] decode matmul kernels on %lldx%lld bf16 weights, batch 1..%lld...\n",
+               static_cast<long long>(N), static_cast<long long>(K), static_cast<long long>(max_batch));
+  nlohmann::json rows = nlohmann::json::array(), beats_vector = nullptr, beats_onednn = nullptr;
+  for (const DecodeKernelTimes& t : measure_decode_kernels(N, K, max_batch)) {
+    rows.push_back({{"batch", t.batch}, {"tiles_s", t.gemv_s}, {"vector_s", t.vector_s}, {"onednn_s", t.onednn_s}});
+    if (beats_vector.is_null() && t.gemv_s < t.vector_s) beats_vector = t.batch;
+    if (t.gemv_s <= t.onednn_s) beats_onednn = t.batch;
+  }
+  j["tile_crossover"] = {{"N", N},
+                         {"K", K},
+                         {"rows", rows},
+                         {"tiles_beat_vector_gemv_from_batch", beats_vector},
+                         {"tiles_beat_onednn_up_to_batch", beats_onednn}};
 }
 
 struct BenchRolloutArgs {
@@ -109,6 +153,7 @@ void run(const BenchRolloutArgs& a) {
                       {"bandwidth_bound_tokens_per_s", d1.bandwidth / static_cast<double>(wbytes)},
                       {"bandwidth_fraction", d1.fraction},
                       {"decode1_rounds", d1.rounds}};
+  report_decode_kernels(j, w->config(), o);
   if (!a.skip_baseline) {
     std::fprintf(stderr, "[bench rollout] baseline (static batch, own prefill per sample, f32 KV, no prefix cache, "
                          "oneDNN GEMM)...\n");

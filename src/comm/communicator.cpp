@@ -92,8 +92,12 @@ void Communicator::wait(Request& r) {
     std::lock_guard<std::mutex> lock(waits_mu_);
     // A caller that never takes them (sft) keeps the newest records only: bounded memory, and an interval
     // between two takes holds far fewer waits than this.
-    if (waits_.size() >= kMaxWaitRecords) waits_.erase(waits_.begin(), waits_.begin() + kMaxWaitRecords / 2);
+    if (waits_.size() >= kMaxWaitRecords) {
+      waits_.erase(waits_.begin(), waits_.begin() + kMaxWaitRecords / 2);
+      wait_labels_.erase(wait_labels_.begin(), wait_labels_.begin() + kMaxWaitRecords / 2);
+    }
     waits_.push_back({op.ordinal, waited});
+    wait_labels_.push_back(label_.load());
   }
   r.state_.reset();
   if (!error.empty()) throw Error(error);
@@ -150,23 +154,28 @@ std::shared_ptr<detail::OpState> Communicator::new_op() {
 void Communicator::forget_waits() {
   std::lock_guard<std::mutex> lock(waits_mu_);
   waits_.clear();
+  wait_labels_.clear();
 }
 
-double Communicator::take_critical_path_wait_s() {
+const char* Communicator::label_waits(const char* label) { return label_.exchange(label ? label : ""); }
+
+std::map<std::string, double> Communicator::take_critical_path_waits() {
   std::vector<Wait> mine;
+  std::vector<const char*> labels;
   {
     std::lock_guard<std::mutex> lock(waits_mu_);
     mine.swap(waits_);
+    labels.swap(wait_labels_);
   }
-  if (size() == 1) return 0.0;
+  if (size() == 1) return {};
   const std::vector<std::string> all =
       all_gather_bytes(std::string_view(reinterpret_cast<const char*>(mine.data()), mine.size() * sizeof(Wait)));
   forget_waits();  // the exchange itself is not part of the next interval
-  // ordinal -> [sum of this rank's waits on it, ranks that waited]; an operation some rank did not wait for
+  // ordinal -> [least of the ranks' waits on it, ranks that waited]; an operation some rank did not wait for
   // was not on that rank's critical path, so it counts 0.
   std::map<uint64_t, std::pair<double, int>> least;
   for (const std::string& b : all) {
-    GRPO_CHECK(b.size() % sizeof(Wait) == 0, "[comm] take_critical_path_wait_s: a rank sent ", b.size(), " bytes");
+    GRPO_CHECK(b.size() % sizeof(Wait) == 0, "[comm] take_critical_path_waits: a rank sent ", b.size(), " bytes");
     std::map<uint64_t, double> per_op;
     for (size_t i = 0; i < b.size() / sizeof(Wait); ++i) {
       Wait w;
@@ -179,9 +188,12 @@ double Communicator::take_critical_path_wait_s() {
       it->second.second += 1;
     }
   }
-  double total = 0;
+  // Each operation under the label of this rank's (last) wait for it.
+  std::map<uint64_t, const char*> label_of;
+  for (size_t i = 0; i < mine.size(); ++i) label_of[mine[i].ordinal] = labels[i];
+  std::map<std::string, double> total;
   for (const auto& [ordinal, e] : least)
-    if (e.second == size()) total += e.first;
+    if (e.second == size()) total[label_of.at(ordinal)] += e.first;
   return total;
 }
 

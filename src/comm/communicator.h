@@ -16,6 +16,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -97,12 +98,17 @@ class Communicator {
   CommStats stats() const;  // since construction or reset_stats()
   void reset_stats();
   // Collective: the communication on the critical path since the previous call (or construction), in
-  // seconds. For each operation, the wait of the rank that waited least for it (the last to arrive: the
-  // others' longer waits are that rank's extra work, load imbalance, not communication), summed over the
-  // operations. Overlapped operations nobody waited for count 0. Ranks must call it at the same point.
-  double take_critical_path_wait_s();
-  // Local: forgets this rank's waits so far, starting the interval of the next take_critical_path_wait_s().
+  // seconds, by the label this rank's wait for each operation had (label_waits; "" when none). For each
+  // operation, the wait of the rank that waited least for it (the last to arrive: the others' longer waits
+  // are that rank's extra work, load imbalance, not communication), summed over the operations of a label.
+  // Overlapped operations nobody waited for count 0. Ranks must call it at the same point.
+  std::map<std::string, double> take_critical_path_waits();
+  // Local: forgets this rank's waits so far, starting the interval of the next take_critical_path_waits().
   void forget_waits();
+  // Local: the label of this rank's waits from now on (what the caller is doing, e.g. a phase of a training
+  // step, so that its communication can be told apart from its computation); returns the previous one.
+  // `label` must outlive the waits (a string literal).
+  const char* label_waits(const char* label);
 
  protected:
   Communicator();
@@ -119,13 +125,33 @@ class Communicator {
   std::atomic<int64_t> bytes_sent_{0}, operations_{0}, blocked_ns_{0}, busy_ns_{0};
   std::atomic<uint64_t> ordinals_{0};
   std::atomic<double> timeout_s_;
-  struct Wait {
+  struct Wait {  // what ranks exchange
     uint64_t ordinal;
     double seconds;
   };
   std::mutex waits_mu_;
   static constexpr size_t kMaxWaitRecords = size_t{1} << 16;
-  std::vector<Wait> waits_;  // since the last take_critical_path_wait_s() (the newest kMaxWaitRecords), under waits_mu_
+  // Since the last take_critical_path_waits() (the newest kMaxWaitRecords), under waits_mu_; wait_labels_[i]
+  // is the label of waits_[i].
+  std::vector<Wait> waits_;
+  std::vector<const char*> wait_labels_;
+  std::atomic<const char*> label_{""};
+};
+
+// Labels a communicator's waits for the lifetime of the scope (Communicator::label_waits), then restores
+// the previous label. A null communicator is allowed (nothing to label).
+class WaitLabel {
+ public:
+  WaitLabel(Communicator* comm, const char* label) : comm_(comm), previous_(comm ? comm->label_waits(label) : "") {}
+  ~WaitLabel() {
+    if (comm_) comm_->label_waits(previous_);
+  }
+  WaitLabel(const WaitLabel&) = delete;
+  WaitLabel& operator=(const WaitLabel&) = delete;
+
+ private:
+  Communicator* comm_;
+  const char* previous_;
 };
 
 // Single process (N = 1): collectives are copies; nothing travels, so the wire type changes nothing.

@@ -159,6 +159,7 @@ SftSummary run_sft(const Config& cfg, bool quiet, bool overwrite) {
   if (metrics && metrics->jsonl()) {  // the report is drawn from metrics.jsonl
     ReportInfo info;
     info.title = "grpo.cpp SFT: " + cfg.trainer.project_name + " / " + cfg.trainer.experiment_name;
+    info.kind = ReportKind::Sft;
     info.config_yaml = config_to_yaml(cfg);
     write_report(metrics->jsonl_path(), run_dir + "/report.html", info);
   }

@@ -12,6 +12,7 @@
 // writes the run folder; the metrics are those of the whole batch.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -67,9 +68,12 @@ class GrpoTrainer {
   SyncResult sync_weights();
   nlohmann::json step_metrics(const StepBatch& batch, const AdvantageResult& adv,
                               const std::vector<std::vector<train::TrainSample>>& minibatches,
-                              const LogProbResult& lp, const UpdateResult& up, const SyncResult& sync,
-                              double step_s);
+                              const UpdateResult& up, double step_s);
   nlohmann::json skipped_step_metrics(const StepBatch& batch, double step_s);
+  // Adds what the step cost: timing_s/<part> (report/report.h step_time_parts) from the phases' own times
+  // without their communication, which is timing_s/comm; communication bytes and CPU time (collective).
+  void add_step_costs(nlohmann::json& m, const std::map<std::string, double>& phase_s, double step_s,
+                      const comm::CommStats& comm_start, double cpu_start);
   nlohmann::json validate();
 
   Config cfg_;

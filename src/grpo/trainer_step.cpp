@@ -81,6 +81,7 @@ void add_vision_metrics(nlohmann::json& m, const VisionWork& gen, const VisionWo
 GenerationResult GrpoTrainer::generate(const std::vector<const Example*>& prompts, const std::vector<int64_t>& index,
                                        int64_t step, int64_t batch_index) {
   GRPO_PROFILE("gen");
+  comm::WaitLabel label(&comm_, "gen");
   const auto t0 = Clock::now();
   const RolloutConfig& rc = cfg_.actor_rollout_ref.rollout;
   ErrorContext what("generating: batch ", batch_index + 1, " of at most ", max_gen_batches_, ", ", prompts.size(),
@@ -141,6 +142,7 @@ GenerationResult GrpoTrainer::generate(const std::vector<const Example*>& prompt
 
 ScoreResult GrpoTrainer::score(const GenerationResult& gen) {
   GRPO_PROFILE("reward");
+  comm::WaitLabel label(&comm_, "reward");
   const auto t0 = Clock::now();
   std::vector<RewardInput> inputs;
   for (size_t g = 0, i = 0; g < gen.group_sizes.size(); ++g) {
@@ -236,6 +238,7 @@ StepBatch GrpoTrainer::collect_batch(int64_t step) {
 
 AdvantageResult GrpoTrainer::compute_advantages(StepBatch& batch) {
   GRPO_PROFILE("adv");
+  comm::WaitLabel label(&comm_, "adv");
   const auto t0 = Clock::now();
   AdvantageResult a;
   a.advantages = train::grpo_advantages(batch.rewards, batch.group_sizes, advantage_scaling(cfg_), 1e-6);
@@ -269,6 +272,7 @@ LogProbResult GrpoTrainer::compute_log_probs(std::vector<std::vector<train::Trai
   for (const auto& mb : minibatches) sequences += static_cast<int64_t>(mb.size());
   if (need_old || ac.tis_imp_ratio_cap > 0) {
     GRPO_PROFILE("old_log_prob");
+    comm::WaitLabel label(&comm_, "old_log_prob");
     ErrorContext what("computing old log-probs of ", sequences, " sequences");
     const auto t0 = Clock::now();
     for (auto& mb : minibatches) {  // each rank: the samples its updates train on
@@ -279,6 +283,7 @@ LogProbResult GrpoTrainer::compute_log_probs(std::vector<std::vector<train::Trai
   }
   if (ref_decoder_) {
     GRPO_PROFILE("ref");
+    comm::WaitLabel label(&comm_, "ref");
     ErrorContext what("computing reference log-probs of ", sequences, " sequences");
     const auto t0 = Clock::now();
     for (auto& mb : minibatches) {
@@ -292,6 +297,7 @@ LogProbResult GrpoTrainer::compute_log_probs(std::vector<std::vector<train::Trai
 
 UpdateResult GrpoTrainer::update(std::vector<std::vector<train::TrainSample>>& minibatches) {
   GRPO_PROFILE("update_actor");
+  comm::WaitLabel label(&comm_, "update_actor");  // the actor labels its weight refresh "update_weights"
   const auto t0 = Clock::now();
   const ActorConfig& ac = cfg_.actor_rollout_ref.actor;
   const ops::PolicyLossConfig lcfg = policy_loss_config(cfg_);
@@ -335,6 +341,7 @@ UpdateResult GrpoTrainer::update(std::vector<std::vector<train::TrainSample>>& m
 // parameters were sharded during training: the rollout needs them whole again.
 SyncResult GrpoTrainer::sync_weights() {
   GRPO_PROFILE("update_weights");
+  comm::WaitLabel label(&comm_, "update_weights");
   const auto t0 = Clock::now();
   actor_->gather_for_rollout();
   s_->engine->clear_prefix_cache();
@@ -348,10 +355,16 @@ nlohmann::json GrpoTrainer::train_step(int64_t step) {
   const VisionWork vision_start = vision_work();
   const double cpu0 = cpu_seconds();
   const comm::CommStats comm0 = comm_.stats();
-  comm_.forget_waits();  // from here: this step's waits
+  comm_.forget_waits();                         // from here: this step's waits
+  comm::WaitLabel outside(&comm_, "other");     // the phases label theirs
   StepBatch batch = collect_batch(step);
   const VisionWork vision_gen = vision_work() - vision_start;
-  if (batch.group_sizes.empty()) return skipped_step_metrics(batch, seconds_since(t_step));
+  if (batch.group_sizes.empty()) {
+    const double step_s = seconds_since(t_step);
+    nlohmann::json m = skipped_step_metrics(batch, step_s);
+    add_step_costs(m, {{"gen", batch.gen_s}, {"reward", batch.reward_s}}, step_s, comm0, cpu0);
+    return m;
+  }
   const AdvantageResult adv = compute_advantages(batch);
   std::vector<std::vector<train::TrainSample>> minibatches = split_minibatches(batch);
   if (!opt_.quiet && seconds_since(t_step) >= 30.0)  // a long step: say where it is
@@ -368,29 +381,58 @@ nlohmann::json GrpoTrainer::train_step(int64_t step) {
              " steps in a row had a non-finite loss or gradient and were skipped; stopping. Lower "
              "actor_rollout_ref.actor.optim.lr or check the data and rewards.");
   const double step_s = seconds_since(t_step);
-  nlohmann::json m = step_metrics(batch, adv, minibatches, lp, up, sync, step_s);
+  nlohmann::json m = step_metrics(batch, adv, minibatches, up, step_s);
   if (s_->weights->config().has_vision()) add_vision_metrics(m, vision_gen, vision_train);
   expected_response_tokens_ = std::max<int64_t>(1, static_cast<int64_t>(m.value("response_length/mean", 1.0)));
-  // [bytes sent, CPU seconds] of this rank during the step.
-  const comm::CommStats c = comm_.stats();
-  double v[] = {static_cast<double>(c.bytes_sent - comm0.bytes_sent), cpu_seconds() - cpu0};
-  if (comm_.size() > 1) {
-    const double blocked = comm_.take_critical_path_wait_s();
-    comm_.all_reduce_sum(v, 2);
-    m["timing_s/comm"] = blocked;
-    m["perf/comm_share"] = blocked / std::max(1e-9, step_s);
-    m["perf/comm_bytes"] = v[0];
-  }
-  m["perf/cpu_time_s"] = v[1];  // all ranks
+  // Disjoint phases; the actor's weight refresh after each optimizer step is update_weights, not update_actor.
+  add_step_costs(m,
+                 {{"gen", batch.gen_s},
+                  {"reward", batch.reward_s},
+                  {"adv", adv.seconds},
+                  {"old_log_prob", lp.old_s},
+                  {"ref", lp.ref_s},
+                  {"update_actor", up.seconds},
+                  {"update_weights", up.update_weights_s + sync.seconds}},
+                 step_s, comm0, cpu0);
   return m;
 }
 
+void GrpoTrainer::add_step_costs(nlohmann::json& m, const std::map<std::string, double>& phase_s, double step_s,
+                                 const comm::CommStats& comm_start, double cpu_start) {
+  // Communication on the critical path, by the phase whose wait it was (labels: comm::WaitLabel above);
+  // a wait outside the phases is in `other`.
+  std::map<std::string, double> comm_s;
+  double comm_total = 0;
+  if (comm_.size() > 1) comm_s = comm_.take_critical_path_waits();
+  for (const auto& [label, s] : comm_s) comm_total += s;
+  // Each phase without its communication (rank 0's own wait for an operation is at least the least wait
+  // that counts as communication, so none goes below 0 but by rounding); `other` is the rest of the step
+  // (prompt sampling, gathering the groups, batching, metrics), so that the parts add up to the step.
+  double parts = comm_total;
+  for (const auto& [phase, s] : phase_s) {
+    const auto c = comm_s.find(phase);
+    const double own = std::max(0.0, s - (c != comm_s.end() ? c->second : 0.0));
+    m["timing_s/" + phase] = own;
+    parts += own;
+  }
+  m["timing_s/other"] = std::max(0.0, step_s - parts);
+  m["timing_s/step"] = step_s;
+  // [bytes sent, CPU seconds] of this rank during the step, summed over the ranks.
+  const comm::CommStats c = comm_.stats();
+  double v[] = {static_cast<double>(c.bytes_sent - comm_start.bytes_sent), cpu_seconds() - cpu_start};
+  if (comm_.size() > 1) {
+    comm_.all_reduce_sum(v, 2);
+    m["timing_s/comm"] = comm_total;
+    m["perf/comm_share"] = comm_total / std::max(1e-9, step_s);
+    m["perf/comm_bytes"] = v[0];
+  }
+  m["perf/cpu_time_s"] = v[1];  // all ranks
+}
 
 // verl's metric names (grpo-math.md).
 nlohmann::json GrpoTrainer::step_metrics(const StepBatch& batch, const AdvantageResult& adv,
                                          const std::vector<std::vector<train::TrainSample>>& minibatches,
-                                         const LogProbResult& lp, const UpdateResult& up, const SyncResult& sync,
-                                         double step_s) {
+                                         const UpdateResult& up, double step_s) {
   nlohmann::json m;
   const std::vector<double> rew(batch.rewards.begin(), batch.rewards.end());
   const std::vector<double> sc(batch.scores.begin(), batch.scores.end());
@@ -419,18 +461,6 @@ nlohmann::json GrpoTrainer::step_metrics(const StepBatch& batch, const Advantage
   // Useful / computed tokens over every update of the step (train/packing.h).
   m["perf/packing_efficiency"] =
       up.train_tokens > 0 ? static_cast<double>(up.useful_tokens) / static_cast<double>(up.train_tokens) : 1.0;
-  // Disjoint stages; `other` is the rest of the step (prompt sampling, batching, metrics), so they add up.
-  const double stages[] = {batch.gen_s, batch.reward_s, adv.seconds, lp.old_s, lp.ref_s, up.seconds,
-                           up.update_weights_s + sync.seconds};
-  m["timing_s/gen"] = batch.gen_s;
-  m["timing_s/reward"] = batch.reward_s;
-  m["timing_s/adv"] = adv.seconds;
-  m["timing_s/old_log_prob"] = lp.old_s;
-  m["timing_s/ref"] = lp.ref_s;
-  m["timing_s/update_actor"] = up.seconds;
-  m["timing_s/update_weights"] = up.update_weights_s + sync.seconds;
-  m["timing_s/other"] = step_s - std::accumulate(std::begin(stages), std::end(stages), 0.0);
-  m["timing_s/step"] = step_s;
   m["perf/throughput"] = (batch.gen_tokens + batch.prompt_tokens) / std::max(1e-9, step_s * comm_.size());
   m["perf/rollout_tokens_per_s"] = batch.gen_tokens / std::max(1e-9, batch.gen_s);
   m["perf/train_tokens"] = up.train_tokens;
@@ -451,9 +481,6 @@ nlohmann::json GrpoTrainer::skipped_step_metrics(const StepBatch& batch, double 
   nlohmann::json m;
   for (size_t f = 0; f < batch.function_names.size(); ++f)
     m["reward/" + batch.function_names[f] + "/failures"] = batch.reward_failures[f];
-  m["timing_s/gen"] = batch.gen_s;
-  m["timing_s/reward"] = batch.reward_s;
-  m["timing_s/step"] = step_s;
   m["perf/throughput"] = (batch.gen_tokens + batch.prompt_tokens) / std::max(1e-9, step_s);
   m["perf/rollout_tokens_per_s"] = batch.gen_tokens / std::max(1e-9, batch.gen_s);
   m["perf/train_tokens"] = 0;

@@ -9,7 +9,9 @@
 #include "core/arena.h"
 #include "core/clock.h"
 #include "core/rng.h"
+#include "kernels/cpu/gemv_kernels.h"
 #include "kernels/ops.h"
+#include "kernels/paged_ops.h"
 
 namespace grpo {
 
@@ -66,6 +68,37 @@ double measure_read_bandwidth(int64_t bytes, int reps) {
     sink = sink + total;
   }
   return static_cast<double>(n * sizeof(float)) / best;
+}
+
+std::vector<DecodeKernelTimes> measure_decode_kernels(int64_t N, int64_t K, int64_t max_batch, int reps) {
+  Rng rng(2);
+  std::vector<bf16_t> w(N * K);
+  for (bf16_t& v : w) v = f32_to_bf16(rng.uniform_f() - 0.5f);
+  std::vector<float> x(max_batch * K), y(max_batch * N);
+  for (float& v : x) v = rng.uniform_f() - 0.5f;
+  std::vector<bf16_t> xb(ops::gemv_x_scratch_elems(max_batch, K));
+  auto best_of = [&](auto&& run) {
+    double best = 1e30;
+    for (int r = 0; r <= reps; ++r) {
+      const auto t0 = Clock::now();
+      run();
+      if (r > 0) best = std::min(best, seconds_since(t0));
+    }
+    return best;
+  };
+  std::vector<DecodeKernelTimes> out;
+  for (int64_t B = 1;; B = std::min(2 * B, max_batch)) {
+    DecodeKernelTimes t{B, 0, 0, 0};
+    t.gemv_s = best_of([&] { ops::gemv(y.data(), x.data(), w.data(), DType::BF16, B, N, K, xb.data()); });
+    t.vector_s = best_of([&] { ops::cpu_gemv::gemv_vector(y.data(), x.data(), xb.data(), w.data(), DType::BF16, B, N, K); });
+    t.onednn_s = best_of([&] {
+      ops::f32_to_bf16(xb.data(), x.data(), B * K);
+      ops::gemm(ops::Trans::N, ops::Trans::T, B, N, K, 1.0f, xb.data(), K, w.data(), K, 0.0f, y.data(), N, DType::BF16);
+    });
+    out.push_back(t);
+    if (B == max_batch) break;
+  }
+  return out;
 }
 
 }  // namespace grpo

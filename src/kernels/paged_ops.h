@@ -65,13 +65,18 @@ void paged_attention(float* o, const float* q, const PagedKvView& kv, int64_t la
                      int64_t S, int64_t H, float scale, float* ws);
 
 // y [B, N] (=) = x [B, K] (f32) . W^T, W [N, K] in f32 or bf16 (w_dtype; then x is rounded to bf16 like
-// ops::gemm's bf16 path, and pairs use avx512_bf16 dot products when present). Streams W once for all B
-// rows (AVX-512 or AVX2 bodies): for the small batches of decode, where a GEMM's set-up and packing dominate.
-// Every y[b, n] is summed in the same order whatever B and the thread count, so a row's result does not
-// depend on the rest of the batch.
-// x_scratch [B, K]: room for x in bf16, needed when W is bf16 (may be null when W is f32).
+// ops::gemm's bf16 path, and pairs use avx512_bf16 dot products when present, or AMX tiles at the amx
+// level: kernels/cpu/gemv_amx.h). Streams W once for all B rows (AMX, AVX-512 or AVX2 bodies): for the small
+// batches of decode, where a GEMM's set-up and packing dominate. Every y[b, n] is summed in the same order
+// whatever B and the thread count, so a row's result does not depend on the rest of the batch (at amx the
+// tiles serve every batch size, B = 1 included, for that reason).
+// x_scratch: gemv_x_scratch_elems(B, K) bf16 values, room for x in bf16, needed when W is bf16 (may be
+// null when W is f32).
 void gemv(float* y, const float* x, const void* W, DType w_dtype, int64_t B, int64_t N, int64_t K,
           bf16_t* x_scratch = nullptr);
+// The bf16 elements of gemv's x_scratch for B rows of K: B x K rounded up to tiles of 16 rows and 32
+// columns (the AMX body stages x there in tile order), at every level, so that workspaces do not depend on it.
+int64_t gemv_x_scratch_elems(int64_t B, int64_t K);
 
 // Largest batch for which gemv beats ops::gemm (bench_kernels_paged.cpp, one thread, N=1536/K=512 and
 // N=512/K=1536). AVX-512 (the 2-core Zen 4 machine, 4-row tiles): f32 ties at B = 16 (295 vs 305 us) and
@@ -81,6 +86,8 @@ void gemv(float* y, const float* x, const void* W, DType w_dtype, int64_t B, int
 constexpr int64_t kGemvMaxBatchF32Avx512 = 16;
 constexpr int64_t kGemvMaxBatchBf16Avx512 = 32;
 constexpr int64_t kGemvMaxBatchAvx2 = 32;  // f32 and bf16
+// At amx, bf16 weights: the tiles against oneDNN's AMX GEMM has not been measured yet (no AMX machine):
+// the AVX-512 value stands until `grpo bench rollout` measures it there.
 int64_t gemv_max_batch(DType w_dtype);     // for the instruction set in use
 
 // How the rollout's matmuls run. BatchInvariant: gemv at every batch size, so a row's result never depends
@@ -91,8 +98,13 @@ enum class DecodeMatmul { BatchInvariant, Fastest, OneDnn };
 DecodeMatmul parse_decode_matmul(const std::string& name);  // batch_invariant | fastest | onednn
 const char* decode_matmul_name(DecodeMatmul how);
 
-// y [B, N] (=) = x [B, K] . W^T as `how` says; x_bf16 [B, K] is scratch for x in bf16 when W is bf16
-// (may be null when W is f32).
+// The kernel decode_matmul runs for `how` at batch B with w_dtype weights at this process's level:
+// "amx_tiles", "avx512_bf16_dot", "avx512_bf16_widened", "avx512_f32", "avx2_bf16_split", "avx2_f32",
+// "onednn_bf16" or "onednn_f32" (at amx, the first call runs the tiles' self-check).
+const char* decode_matmul_kernel(DType w_dtype, int64_t B, DecodeMatmul how);
+
+// y [B, N] (=) = x [B, K] . W^T as `how` says; x_bf16 (gemv_x_scratch_elems(B, K) values) is scratch
+// for x in bf16 when W is bf16 (may be null when W is f32).
 void decode_matmul(float* y, const float* x, bf16_t* x_bf16, const void* W, DType w_dtype, int64_t B, int64_t N,
                    int64_t K, DecodeMatmul how = DecodeMatmul::BatchInvariant);
 

@@ -44,7 +44,7 @@ size_t carve(const ModelConfig& c, int64_t T, int64_t R, int64_t block_size, cha
   b->hr = f(R * C);        // [R, C] rows whose logits are wanted
   b->mcos = c.has_vision() ? f(T * D / 2) : nullptr;
   b->msin = c.has_vision() ? f(T * D / 2) : nullptr;
-  b->x_bf = carver.take<bf16_t>(T * std::max({C, F, Q}));  // [T, max(C, F, Q)]
+  b->x_bf = carver.take<bf16_t>(ops::gemv_x_scratch_elems(T, std::max({C, F, Q})));  // [T, max(C, F, Q)], padded
   return carver.size();
 }
 }  // namespace

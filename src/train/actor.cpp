@@ -262,6 +262,7 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
   st.grad_norm = r.grad_norm;
   st.skipped = r.skipped;
   if (!r.skipped && (dist || w_.has_bf16())) {
+    comm::WaitLabel label(comm_, "update_weights");  // its communication is told apart from the update's
     auto t0 = std::chrono::steady_clock::now();
     if (windows_)  // ZeRO-3: the root stays whole; layers are gathered when next read
       windows_->after_step();

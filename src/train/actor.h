@@ -69,7 +69,8 @@ struct UpdateStats {
   // Of all ranks. tokens: computed (padding included where micro-batches are padded); useful_tokens: the
   // sequences' own. micro_batches: per rank.
   int64_t micro_batches = 0, tokens = 0, useful_tokens = 0, response_tokens = 0;
-  double update_weights_s = 0;  // bringing every rank's rollout weights up to date (bf16 shadow, all-gather)
+  double update_weights_s = 0;  // bringing every rank's rollout weights up to date (bf16 shadow, all-gather);
+                                // its communication waits are labelled "update_weights" (comm::WaitLabel)
   float lr = 0;
 };
 

@@ -44,6 +44,7 @@
 #include "cli_run.h"
 #include "core/files.h"
 #include "report/metrics.h"
+#include "report/report.h"
 #include "grpo/trainer_state.h"
 
 using namespace grpo;
@@ -269,6 +270,14 @@ TEST_F(CliDist, TwoRanksGiveTheMetricsOfOneProcess) {
     if (!line.contains("timing_s/step")) continue;  // a validation line
     EXPECT_GT(line.at("perf/comm_bytes").get<double>(), 0) << line;
     EXPECT_GE(line.at("timing_s/comm").get<double>(), 0) << line;
+    // The parts of the step, communication one of them, add up to it and none is negative.
+    double sum = 0;
+    for (const std::string& part : step_time_parts()) {
+      const double s = line.at("timing_s/" + part).get<double>();
+      EXPECT_GE(s, 0) << part << " in " << line;
+      sum += s;
+    }
+    EXPECT_NEAR(sum, line.at("timing_s/step").get<double>(), 1e-9) << line;
     EXPECT_GE(line.at("perf/comm_share").get<double>(), 0) << line;
     EXPECT_LT(line.at("perf/comm_share").get<double>(), 1) << line;
   }

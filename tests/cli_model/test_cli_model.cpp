@@ -93,7 +93,7 @@ TEST(CliModel, PrintsTheIsaDecisionOnceAndHonoursGrpoIsa) {
   for (const std::string& command : {"inspect " + kModels + "qwen3", std::string("train no-such-config.yaml")}) {
     const test::CommandResult bad = run_grpo(command, "2>&1", "GRPO_ISA=avx1024");
     EXPECT_EQ(bad.status, 1) << command;
-    EXPECT_NE(bad.output.find("error: [cpu] GRPO_ISA=\"avx1024\": expected avx2, avx512 or avx512_bf16"),
+    EXPECT_NE(bad.output.find("error: [cpu] GRPO_ISA=\"avx1024\": expected avx2, avx512, avx512_bf16 or amx"),
               std::string::npos)
         << bad.output;
     EXPECT_EQ(bad.output.find("no-such-config"), std::string::npos) << "refused before the command ran: " << bad.output;

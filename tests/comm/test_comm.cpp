@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <numeric>
 #include <string>
 #include <thread>
@@ -193,6 +194,12 @@ TEST_F(Comm, StatsCountTheBytesSent) {
   for (float v : shard) EXPECT_EQ(v, static_cast<float>(N));
 }
 
+static double sum_of(const std::map<std::string, double>& waits) {
+  double s = 0;
+  for (const auto& [label, seconds] : waits) s += seconds;
+  return s;
+}
+
 TEST_F(Comm, CriticalPathWaitLeavesOutTheWaitForALateRank) {
   c.forget_waits();  // start of the interval
   c.reset_stats();
@@ -203,7 +210,7 @@ TEST_F(Comm, CriticalPathWaitLeavesOutTheWaitForALateRank) {
     c.barrier();
   }
   const double slowest_own_wait = c.stats().blocked_s;
-  const double critical = c.take_critical_path_wait_s();
+  const double critical = sum_of(c.take_critical_path_waits());
   EXPECT_GE(critical, 0.0);
   if (N > 1) {
     EXPECT_GT(slowest_own_wait, 0.25);  // every rank waited for the others' late arrivals
@@ -212,9 +219,47 @@ TEST_F(Comm, CriticalPathWaitLeavesOutTheWaitForALateRank) {
     EXPECT_EQ(critical, 0.0);
   }
   // Every rank gets the same number, and the exchange itself is not part of the next interval.
-  const double again = c.take_critical_path_wait_s();
+  const double again = sum_of(c.take_critical_path_waits());
   EXPECT_LT(again, 0.15);
   EXPECT_EQ(c.all_reduce_sum(again), N * again);
+}
+
+// Waits are counted under the label that was current when they happened; scopes nest and restore.
+TEST_F(Comm, CriticalPathWaitsAreSplitByLabel) {
+  c.forget_waits();
+  std::vector<float> buf(1 << 16, 1.0f);
+  const Partition part = Partition::even(static_cast<int64_t>(buf.size()), N);
+  std::vector<float> shard(part.size(me));
+  {
+    comm::WaitLabel outer(&c, "outer");
+    c.barrier();
+    {
+      comm::WaitLabel inner(&c, "inner");
+      comm::Request r = c.reduce_scatter(buf.data(), 0, static_cast<int64_t>(buf.size()), part, shard.data(),
+                                         Wire::F32, false);
+      c.wait(r);
+    }
+    c.barrier();
+  }
+  c.barrier();  // unlabelled again
+  EXPECT_STREQ(c.label_waits(""), "");
+  const std::map<std::string, double> waits = c.take_critical_path_waits();
+  if (N == 1) {
+    EXPECT_TRUE(waits.empty());
+    return;
+  }
+  // Every rank waits for every operation, so each label that had one is there.
+  std::vector<std::string> labels;
+  for (const auto& [label, seconds] : waits) {
+    labels.push_back(label);
+    EXPECT_GE(seconds, 0.0) << label;
+  }
+  EXPECT_EQ(labels, (std::vector<std::string>{"", "inner", "outer"}));
+  // Every label's total is the same on every rank (rank 0's labels decide, and the ranks agree here).
+  for (const char* label : {"outer", "inner", ""}) {
+    const double s = waits.count(label) ? waits.at(label) : 0.0;
+    EXPECT_EQ(c.all_reduce_sum(s), N * s) << label;
+  }
 }
 
 TEST_F(Comm, BadArgumentsAreErrorsNotCollectives) {

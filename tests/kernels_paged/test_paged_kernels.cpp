@@ -263,7 +263,7 @@ TEST(Gemv, MatchesReferenceOnOddSizesWithGuards) {
       for (int64_t N : {1, 2, 7, 8, 33})
         for (int64_t K : {1, 7, 8, 15, 16, 17, 31, 100}) {
           auto x = randn(B * K, 1), wf = randn(N * K, 2);
-          std::vector<bf16_t> wb(N * K), scratch(B * K);
+          std::vector<bf16_t> wb(N * K), scratch(ops::gemv_x_scratch_elems(B, K));
           for (int64_t i = 0; i < N * K; ++i) wb[i] = f32_to_bf16(wf[i]);
           const void* W = wt == DType::BF16 ? static_cast<const void*>(wb.data()) : wf.data();
           std::vector<float> y(B * N + 16, kGuard);
@@ -287,7 +287,7 @@ TEST(Gemv, RowResultIndependentOfBatchSizeTilesAndThreads) {
   for (const Shape sh : {Shape{40, 301, 333}, Shape{37, 45, 1501}, Shape{34, 8, 4100}}) {
     const int64_t B = sh.B, N = sh.N, K = sh.K;
     auto x = randn(B * K, 5), wf = randn(N * K, 6);
-    std::vector<bf16_t> wb(N * K), scratch(B * K);
+    std::vector<bf16_t> wb(N * K), scratch(ops::gemv_x_scratch_elems(B, K));
     for (int64_t i = 0; i < N * K; ++i) wb[i] = f32_to_bf16(wf[i]);
     for (DType wt : {DType::F32, DType::BF16}) {
       const void* W = wt == DType::BF16 ? static_cast<const void*>(wb.data()) : wf.data();
@@ -322,7 +322,7 @@ TEST(DecodeMatmul, AgreesWithReferenceOnBothSidesOfTheCrossover) {
   for (DType wt : {DType::F32, DType::BF16})
     for (int64_t B : {int64_t{1}, ops::gemv_max_batch(wt), ops::gemv_max_batch(wt) + 1, int64_t{40}}) {
       auto x = randn(B * K, 7), wf = randn(N * K, 8);
-      std::vector<bf16_t> wb(N * K), xb(B * K);
+      std::vector<bf16_t> wb(N * K), xb(ops::gemv_x_scratch_elems(B, K));
       for (int64_t i = 0; i < N * K; ++i) wb[i] = f32_to_bf16(wf[i]);
       const void* W = wt == DType::BF16 ? static_cast<const void*>(wb.data()) : wf.data();
       std::vector<float> y(B * N);

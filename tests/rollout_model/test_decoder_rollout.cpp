@@ -1,12 +1,14 @@
 // The rollout engine over the real decoder: greedy decoding with the paged KV cache equals argmax
 // decoding that recomputes the full forward pass every step (f32), and the engine's log-probs match the
 // training decoder's (what `grpo score` computes) on the finished sequences. Sampled results are
-// bit-identical whatever the batch composition, scheduling, prefix sharing and thread count (f32 and bf16).
+// bit-identical whatever the batch composition, scheduling, prefix sharing and thread count (f32 and bf16,
+// and bf16 on the AMX tile kernel, emulated).
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "core/threads.h"
+#include "kernels/cpu/gemv_amx.h"
 #include "model/decoder.h"
 #include "rollout/decoder_model.h"
 #include "rollout/engine.h"
@@ -102,8 +104,10 @@ std::vector<rollout::SampleResult> first_request_samples(ModelWeights& w, Comput
   return engine.generate(reqs)[0].samples;
 }
 
-TEST_P(DecoderRollout, SamplesDoNotDependOnBatchCompositionOrThreads) {
-  auto w = ModelWeights::load(kReferenceModels + GetParam());
+// A request's samples alone, in a crowd, in small steps without the prefix cache, in a static batch and
+// with one thread, for each weight mode and KV dtype: bitwise the same.
+void expect_samples_independent_of_the_batch(ModelWeights& w, std::initializer_list<ComputeMode> modes,
+                                             std::initializer_list<ops::KvDType> kvs) {
   const std::vector<int32_t> mine = {1, 5, 9, 2, 7, 3, 3, 8, 20, 11, 4, 4, 9, 30, 2, 1, 6, 8, 19};
   std::vector<std::vector<int32_t>> crowd = {mine};  // the same request among 12 others (some sharing its prefix)
   for (int i = 0; i < 12; ++i) {
@@ -112,17 +116,17 @@ TEST_P(DecoderRollout, SamplesDoNotDependOnBatchCompositionOrThreads) {
     crowd.push_back(p);
   }
   const int threads = num_threads();
-  for (ComputeMode mode : {ComputeMode::F32, ComputeMode::BF16})
-    for (ops::KvDType kv : {ops::KvDType::F32, ops::KvDType::BF16, ops::KvDType::I8}) {
+  for (ComputeMode mode : modes)
+    for (ops::KvDType kv : kvs) {
       SCOPED_TRACE(std::string(mode == ComputeMode::BF16 ? "bf16" : "f32") + " weights, kv " +
                    std::to_string(static_cast<int>(kv)));
       set_num_threads(threads);
-      const auto alone = first_request_samples(*w, mode, kv, {mine}, 512, 64, true);
-      const auto batched = first_request_samples(*w, mode, kv, crowd, 512, 64, true);
-      const auto chunked = first_request_samples(*w, mode, kv, crowd, 5, 7, false);  // small steps, no prefix cache
-      const auto static_batch = first_request_samples(*w, mode, kv, crowd, 512, 64, false, false);
+      const auto alone = first_request_samples(w, mode, kv, {mine}, 512, 64, true);
+      const auto batched = first_request_samples(w, mode, kv, crowd, 512, 64, true);
+      const auto chunked = first_request_samples(w, mode, kv, crowd, 5, 7, false);  // small steps, no prefix cache
+      const auto static_batch = first_request_samples(w, mode, kv, crowd, 512, 64, false, false);
       set_num_threads(1);
-      const auto one_thread = first_request_samples(*w, mode, kv, crowd, 64, 40, true);
+      const auto one_thread = first_request_samples(w, mode, kv, crowd, 64, 40, true);
       set_num_threads(threads);
       for (const auto* other : {&batched, &chunked, &static_batch, &one_thread}) {
         ASSERT_EQ(other->size(), alone.size());
@@ -132,6 +136,24 @@ TEST_P(DecoderRollout, SamplesDoNotDependOnBatchCompositionOrThreads) {
         }
       }
     }
+}
+
+TEST_P(DecoderRollout, SamplesDoNotDependOnBatchCompositionOrThreads) {
+  auto w = ModelWeights::load(kReferenceModels + GetParam());
+  expect_samples_independent_of_the_batch(*w, {ComputeMode::F32, ComputeMode::BF16},
+                                          {ops::KvDType::F32, ops::KvDType::BF16, ops::KvDType::I8});
+}
+
+// The same with the bf16 GEMVs on the AMX tile kernel (emulated, so on any CPU; at the amx level ops::gemv
+// runs the same kernel on the hardware, which the kernel tests compare with the emulator bit for bit). The
+// KV cache's dtype does not meet the GEMV: bf16, the rollout's own, only.
+TEST_P(DecoderRollout, SamplesDoNotDependOnBatchCompositionOnTheTileKernel) {
+  auto w = ModelWeights::load(kReferenceModels + GetParam());
+  struct EmulatedTiles {  // on for this test only, whatever fails in it
+    EmulatedTiles() { ops::cpu_tiles::set_emulated_tiles_for_tests(true); }
+    ~EmulatedTiles() { ops::cpu_tiles::set_emulated_tiles_for_tests(false); }
+  } scope;
+  expect_samples_independent_of_the_batch(*w, {ComputeMode::BF16}, {ops::KvDType::BF16});
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, DecoderRollout, ::testing::Values("qwen3", "qwen3-tied", "qwen2"));

@@ -1,5 +1,6 @@
 // Small-batch matmul for decode: y [B,N] = x [B,K] . W[N,K]^T with W f32 or bf16: the AVX-512 body (below)
-// and the dispatch to it or to the AVX2 body (gemv_avx2.cpp). AVX-512: each thread takes tiles
+// and the dispatch to it, to the AVX2 body (gemv_avx2.cpp) or, for bf16 weights at the amx level, to the
+// AMX tiles (gemv_amx.cpp) at every batch size once their self-check has passed. AVX-512: each thread takes tiles
 // of 4 weight rows and runs every batch row against them, 4 batch rows at a time (4 x 4 register tiles of
 // 16-lane accumulators) and the rest one by one, so W is read from memory once per call. bf16 weights: x
 // is converted to bf16 once (as in ops::gemm's bf16 path, into x_scratch) and pairs are multiplied with
@@ -15,6 +16,7 @@
 #include "core/profiler.h"
 #include "core/threads.h"
 #include "kernels/backend.h"
+#include "kernels/cpu/gemv_amx.h"
 #include "kernels/cpu/gemv_kernels.h"
 #include "kernels/cpu/lane_sums.h"
 #include "kernels/ops.h"
@@ -188,6 +190,34 @@ void gemv_avx512(float* y, const float* x, bf16_t* x_scratch, const void* W, int
 
 }  // namespace
 
+namespace cpu_gemv {
+
+void gemv_vector(float* y, const float* x, bf16_t* x_scratch, const void* W, DType w_dtype, int64_t B, int64_t N,
+                 int64_t K) {
+  if (!cpu_has_avx512()) return gemv_avx2(y, x, x_scratch, W, w_dtype, B, N, K);
+  if (w_dtype == DType::F32) return gemv_avx512<Kind::F32>(y, x, nullptr, W, B, N, K);
+  if (cpu_has_avx512_bf16()) return gemv_avx512<Kind::Bf16Dot>(y, x, x_scratch, W, B, N, K);
+  gemv_avx512<Kind::Bf16Widen>(y, x, nullptr, W, B, N, K);
+}
+
+}  // namespace cpu_gemv
+
+namespace {
+
+bool tiles_for(DType w_dtype) {
+  return w_dtype == DType::BF16 && cpu_has_amx() && cpu_tiles::tile_self_check().passed;
+}
+
+const char* gemv_kernel_name(DType w_dtype) {
+  if (w_dtype == DType::BF16 && cpu_tiles::emulated_tiles_for_tests()) return "amx_tiles_emulated";
+  if (tiles_for(w_dtype)) return "amx_tiles";
+  if (!cpu_has_avx512()) return w_dtype == DType::BF16 ? "avx2_bf16_split" : "avx2_f32";
+  if (w_dtype == DType::F32) return "avx512_f32";
+  return cpu_has_avx512_bf16() ? "avx512_bf16_dot" : "avx512_bf16_widened";
+}
+
+}  // namespace
+
 void gemv(float* y, const float* x, const void* W, DType w_dtype, int64_t B, int64_t N, int64_t K,
           bf16_t* x_scratch) {
   GRPO_PROFILE("gemv");
@@ -195,12 +225,22 @@ void gemv(float* y, const float* x, const void* W, DType w_dtype, int64_t B, int
              dtype_name(w_dtype));
   GRPO_CHECK(B >= 0 && N >= 0 && K >= 0, "[gemv] negative size B=", B, " N=", N, " K=", K);
   if (B == 0 || N == 0) return;
-  GRPO_CHECK(w_dtype == DType::F32 || x_scratch, "[gemv] bf16 weights need an x_scratch buffer of B x K");
-  if (!cpu_has_avx512()) return cpu_gemv::gemv_avx2(y, x, x_scratch, W, w_dtype, B, N, K);
-  if (w_dtype == DType::F32) return gemv_avx512<Kind::F32>(y, x, nullptr, W, B, N, K);
-  if (cpu_has_avx512_bf16()) return gemv_avx512<Kind::Bf16Dot>(y, x, x_scratch, W, B, N, K);
-  gemv_avx512<Kind::Bf16Widen>(y, x, nullptr, W, B, N, K);
+  GRPO_CHECK(w_dtype == DType::F32 || x_scratch,
+             "[gemv] bf16 weights need an x_scratch buffer of gemv_x_scratch_elems(B, K) values");
+  const bf16_t* Wb = static_cast<const bf16_t*>(W);
+  if (w_dtype == DType::BF16 && cpu_tiles::emulated_tiles_for_tests())
+    return cpu_tiles::gemv_tiles_emulated(y, x, x_scratch, Wb, B, N, K);
+  if (tiles_for(w_dtype)) return cpu_tiles::gemv_tiles_hardware(y, x, x_scratch, Wb, B, N, K);
+  cpu_gemv::gemv_vector(y, x, x_scratch, W, w_dtype, B, N, K);
 }
+
+const char* decode_matmul_kernel(DType w_dtype, int64_t B, DecodeMatmul how) {
+  if (how == DecodeMatmul::BatchInvariant || (how == DecodeMatmul::Fastest && B <= gemv_max_batch(w_dtype)))
+    return gemv_kernel_name(w_dtype);
+  return w_dtype == DType::BF16 ? "onednn_bf16" : "onednn_f32";
+}
+
+int64_t gemv_x_scratch_elems(int64_t B, int64_t K) { return cpu_tiles::staged_x_elems(B, K); }
 
 int64_t gemv_max_batch(DType w_dtype) {
   if (!cpu_has_avx512()) return kGemvMaxBatchAvx2;
