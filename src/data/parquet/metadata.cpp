@@ -170,7 +170,6 @@ FileMetaData parse_file_metadata(const uint8_t* data, size_t size) {
         for (int64_t i = 0; i < l.size; ++i) md.row_groups.push_back(read_row_group(r));
         return true;
       }
-      case 6: md.created_by = r.read_string(f, "FileMetaData.created_by"); return true;
       case 8: fail("the footer is encrypted (encryption_algorithm set): encrypted files are not supported");
       default: return false;
     }

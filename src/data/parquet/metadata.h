@@ -79,7 +79,6 @@ struct FileMetaData {
   std::vector<SchemaElement> schema;
   int64_t num_rows = 0;
   std::vector<RowGroupMeta> row_groups;
-  std::string created_by;
 };
 
 enum class PageType : int32_t { DataPage = 0, IndexPage = 1, DictionaryPage = 2, DataPageV2 = 3 };

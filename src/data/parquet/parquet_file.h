@@ -32,7 +32,6 @@ class ParquetFile {
   int num_row_groups() const { return static_cast<int>(meta_.row_groups.size()); }
   int64_t row_group_rows(int row_group) const;
   const Schema& schema() const { return *schema_; }
-  const std::string& created_by() const { return meta_.created_by; }
   std::vector<std::string> column_names() const;  // the top-level columns, in schema order
 
   // Rows [begin, end) of a row group as JSON objects with the top-level columns `columns` (all when empty;

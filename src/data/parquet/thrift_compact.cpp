@@ -133,12 +133,6 @@ ThriftList ThriftReader::read_list(const ThriftField& f, const char* what) {
 
 void ThriftReader::expect_struct(const ThriftField& f, const char* what) { check_type(f, ThriftType::Struct, what); }
 
-int32_t ThriftReader::read_i32_element(ThriftType elem, const char* what) {
-  ThriftField f;
-  f.type = elem;
-  return read_i32(f, what);
-}
-
 std::string ThriftReader::read_string_element(ThriftType elem, const char* what) {
   if (elem != ThriftType::Binary) fail("thrift: ", what, " holds ", thrift_type_name(elem), ", expected binary");
   const uint64_t n = varint();

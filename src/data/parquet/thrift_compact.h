@@ -46,7 +46,6 @@ class ThriftReader {
   void expect_struct(const ThriftField& f, const char* what);    // then begin_struct()
 
   // List elements.
-  int32_t read_i32_element(ThriftType elem, const char* what);
   std::string read_string_element(ThriftType elem, const char* what);
   void expect_struct_elements(const ThriftList& l, const char* what);
 
