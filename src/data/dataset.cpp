@@ -1,8 +1,9 @@
 // JSONL prompt datasets (see dataset.h).
 #include "data/dataset.h"
 
+#include <algorithm>
 #include <cctype>
-#include <fstream>
+#include <span>
 
 #include "core/error.h"
 #include "core/files.h"
@@ -71,21 +72,12 @@ bool ends_with_icase(const std::string& s, const std::string& suffix) {
   return true;
 }
 
-// Parquet (by name, or by its "PAR1" magic): no Arrow/Parquet library in Debian 12, so the message says how
-// to convert the file once.
-void refuse_parquet(const std::string& path) {
-  bool parquet = ends_with_icase(path, ".parquet");
-  if (!parquet && path != "-") {
-    std::ifstream f(path, std::ios::binary);
-    char magic[4] = {};
-    parquet = f.read(magic, 4) && std::string(magic, 4) == "PAR1";
-  }
-  if (!parquet) return;
-  std::string jsonl = ends_with_icase(path, ".parquet") ? path.substr(0, path.size() - 8) + ".jsonl" : path + ".jsonl";
-  fail("[dataset] ", path, ": Parquet files cannot be read (no Parquet library in Debian 12); convert it to JSONL "
-       "once, e.g.\n  python3 -c \"import pandas as pd; pd.read_parquet('", path, "').to_json('", jsonl,
-       "', orient='records', lines=True, force_ascii=False)\"\nand set the path to ", jsonl,
-       " (verl's rows load unchanged)");
+void check_placeholder_count(const Example& ex, const std::string& image_key, const std::string& where) {
+  const int64_t placeholders = count_image_placeholders(ex);
+  GRPO_CHECK(placeholders == static_cast<int64_t>(ex.images.size()), where, ": ", placeholders,
+             " image placeholder", placeholders == 1 ? "" : "s", " (\"", kImagePlaceholder,
+             "\" in the text or {\"type\": \"image\"} items) but ", ex.images.size(), " picture",
+             ex.images.size() == 1 ? "" : "s", " in \"", image_key, "\"");
 }
 
 // The reference answer: `answer` (text or number), or verl's reward_model.ground_truth (text or number; a
@@ -137,6 +129,11 @@ Example parse_example(const std::string& line, const std::string& where, bool re
   } catch (const nlohmann::json::parse_error& e) {
     fail(where, ": invalid JSON (", e.what(), ")");
   }
+  return example_from_row(j, where, require_response, image_key);
+}
+
+Example example_from_row(const nlohmann::json& j, const std::string& where, bool require_response,
+                         const std::string& image_key) {
   GRPO_CHECK(j.is_object(), where, ": expected a JSON object, got ", j.type_name());
   Example ex;
   const bool has_prompt = j.contains("prompt"), has_messages = j.contains("messages");
@@ -161,11 +158,7 @@ Example parse_example(const std::string& line, const std::string& where, bool re
   if (j.contains(image_key) && !j[image_key].is_null()) {
     ex.has_image_key = true;
     ex.images = image_paths(j[image_key], image_key, where);
-    const int64_t placeholders = count_image_placeholders(ex);
-    GRPO_CHECK(placeholders == static_cast<int64_t>(ex.images.size()), where, ": ", placeholders,
-               " image placeholder", placeholders == 1 ? "" : "s", " (\"", kImagePlaceholder,
-               "\" in the text or {\"type\": \"image\"} items) but ", ex.images.size(), " picture",
-               ex.images.size() == 1 ? "" : "s", " in \"", image_key, "\"");
+    check_placeholder_count(ex, image_key, where);
   }
   ex.extra = nlohmann::json::object();
   for (const auto& [k, v] : j.items())
@@ -175,61 +168,178 @@ Example parse_example(const std::string& line, const std::string& where, bool re
   return ex;
 }
 
-Dataset load_dataset(const std::string& path, const DatasetOptions& options) {
-  GRPO_CHECK(options.max_prompt_length >= 0, "[dataset] max_prompt_length must be >= 0, got ",
-             options.max_prompt_length);
-  refuse_parquet(path);
-  Dataset ds;
-  ds.path = path;
+namespace {
+
+// Pictures, the prompt's tokens and the length limit of one parsed example; appends it to ds unless it is
+// filtered out. Picture paths are resolved against the data file and probed; pictures stored in a Parquet
+// file were probed by the caller.
+void add_example(Dataset& ds, Example&& ex, const std::string& path, const std::string& where,
+                 const DatasetOptions& options) {
+  if (ex.id.empty()) ex.id = std::to_string(ex.line);
+  if (!ex.images.empty() && !ex.picture_file) {
+    GRPO_CHECK(options.image_processor, where, ": the row has pictures but the model has no preprocessor_config.json",
+               " (not a vision-language model)");
+    for (std::string& p : ex.images) p = resolve_picture_path(path, p);
+    ex.image_grids = probe_pictures(ex.images, *options.image_processor, where);
+  }
+  if (options.encode_prompt) {
+    try {
+      ex.prompt_ids = options.encode_prompt(ex);
+    } catch (const Error& e) {
+      fail(where, ": ", e.what());
+    }
+    const auto limit = static_cast<size_t>(options.max_prompt_length);
+    if (limit > 0 && ex.prompt_ids.size() > limit) {
+      switch (options.overflow) {
+        case PromptOverflow::Filter: ++ds.filtered; return;
+        case PromptOverflow::TruncateLeft:
+        case PromptOverflow::TruncateRight:
+          GRPO_CHECK(ex.images.empty(), where, ": the prompt has ", ex.prompt_ids.size(),
+                     " tokens, more than data.max_prompt_length = ", limit,
+                     ", and a prompt with pictures cannot be truncated (set data.filter_overlong_prompts)");
+          if (options.overflow == PromptOverflow::TruncateRight) {
+            ex.prompt_ids.resize(limit);
+            ++ds.truncated;
+            break;
+          }
+          ex.prompt_ids.erase(ex.prompt_ids.begin(), ex.prompt_ids.end() - static_cast<ptrdiff_t>(limit));
+          ++ds.truncated;
+          break;
+        case PromptOverflow::Error:
+          fail(where, ": the prompt has ", ex.prompt_ids.size(), " tokens, more than data.max_prompt_length = ",
+               limit, " (set data.filter_overlong_prompts or data.truncation)");
+      }
+    }
+  }
+  ds.examples.push_back(std::move(ex));
+}
+
+void load_jsonl(Dataset& ds, const std::string& path, const DatasetOptions& options) {
   for_each_line(path, [&](int64_t line_no, const std::string& line) {
     if (line.find_first_not_of(" \t") == std::string::npos) return;  // blank lines separate nothing
     ++ds.lines;
     const std::string where = cat("[dataset] ", path, ":", line_no);
     Example ex = parse_example(line, where, options.require_response, options.image_key);
     ex.line = line_no;
-    if (ex.id.empty()) ex.id = std::to_string(line_no);
-    if (!ex.images.empty()) {
-      GRPO_CHECK(options.image_processor, where, ": the row has pictures but the model has no preprocessor_config.json",
-                 " (not a vision-language model)");
-      for (std::string& p : ex.images) p = resolve_picture_path(path, p);
-      ex.image_grids = probe_pictures(ex.images, *options.image_processor, where);
-    }
-    if (options.encode_prompt) {
-      try {
-        ex.prompt_ids = options.encode_prompt(ex);
-      } catch (const Error& e) {
-        fail(where, ": ", e.what());
-      }
-      const auto limit = static_cast<size_t>(options.max_prompt_length);
-      if (limit > 0 && ex.prompt_ids.size() > limit) {
-        switch (options.overflow) {
-          case PromptOverflow::Filter: ++ds.filtered; return;
-          case PromptOverflow::TruncateLeft:
-          case PromptOverflow::TruncateRight:
-            GRPO_CHECK(ex.images.empty(), where, ": the prompt has ", ex.prompt_ids.size(),
-                       " tokens, more than data.max_prompt_length = ", limit,
-                       ", and a prompt with pictures cannot be truncated (set data.filter_overlong_prompts)");
-            if (options.overflow == PromptOverflow::TruncateRight) {
-              ex.prompt_ids.resize(limit);
-              ++ds.truncated;
-              break;
-            }
-            ex.prompt_ids.erase(ex.prompt_ids.begin(), ex.prompt_ids.end() - static_cast<ptrdiff_t>(limit));
-            ++ds.truncated;
-            break;
-          case PromptOverflow::Error:
-            fail(where, ": the prompt has ", ex.prompt_ids.size(), " tokens, more than data.max_prompt_length = ",
-                 limit, " (set data.filter_overlong_prompts or data.truncation)");
-        }
-      }
-    }
-    ds.examples.push_back(std::move(ex));
+    add_example(ds, std::move(ex), path, where, options);
   });
+}
+
+// Whether a top-level Parquet column holds binary values (pictures' bytes) anywhere inside it.
+bool column_holds_bytes(const parquet::Schema& schema, int field) {
+  for (const parquet::LeafColumn& leaf : schema.leaves())
+    if (leaf.top == field && leaf.kind == parquet::ValueKind::Binary) return true;
+  return false;
+}
+
+// A row's pictures stored in the Parquet file: `value` is the image column (a list of {bytes, path}, of
+// bytes, or one such item). Items with bytes are probed here and read again when the example is used;
+// a list with paths only (no bytes) names picture files instead.
+void attach_stored_pictures(Example& ex, const nlohmann::json& value, const std::string& column,
+                            const std::shared_ptr<const parquet::ParquetFile>& file, int row_group, int64_t row,
+                            const std::string& where, const DatasetOptions& options) {
+  if (value.is_null()) return;
+  const nlohmann::json items = value.is_array() ? value : nlohmann::json::array({value});
+  std::vector<std::span<const uint8_t>> bytes;
+  std::vector<std::string> paths;
+  for (size_t k = 0; k < items.size(); ++k) {
+    const nlohmann::json& it = items[k];
+    const nlohmann::json* b = it.is_binary() ? &it : (it.is_object() && it.contains("bytes") ? &it["bytes"] : nullptr);
+    if (b && b->is_binary()) {
+      bytes.emplace_back(b->get_binary().data(), b->get_binary().size());
+    } else if (it.is_object() && it.contains("path") && it["path"].is_string() && !it["path"].get<std::string>().empty()) {
+      paths.push_back(it["path"].get<std::string>());
+    } else {
+      fail(where, ": \"", column, "\"[", k, "] has neither bytes nor a path: ", it.is_binary() ? "binary" : it.dump());
+    }
+  }
+  GRPO_CHECK(bytes.empty() || paths.empty(), where, ": \"", column, "\" mixes pictures stored in the file (",
+             bytes.size(), ") with paths only (", paths.size(), "); expected one or the other");
+  ex.has_image_key = true;
+  if (!paths.empty()) {
+    ex.images = paths;
+  } else {
+    GRPO_CHECK(bytes.empty() || options.image_processor, where,
+               ": the row has pictures but the model has no preprocessor_config.json (not a vision-language model)");
+    for (size_t k = 0; k < bytes.size(); ++k) ex.images.push_back(cat(file->path(), " row ", ex.line, " ", column, "[", k, "]"));
+    if (!bytes.empty()) ex.image_grids = probe_picture_bytes(bytes, ex.images, *options.image_processor, where);
+    ex.picture_file = file;
+    ex.picture_row_group = row_group;
+    ex.picture_row = row;
+    ex.picture_column = column;
+  }
+  check_placeholder_count(ex, column, where);
+}
+
+// Rows of a Parquet file, a few at a time (stored pictures: only their sizes are kept).
+void load_parquet(Dataset& ds, const std::string& path, const DatasetOptions& options) {
+  constexpr int64_t kPictureRowsPerRead = 256;
+  const auto file = std::make_shared<const parquet::ParquetFile>(path);
+  const parquet::Schema& schema = file->schema();
+  const int image_field = schema.field_index(options.image_key);
+  const bool stored = image_field >= 0 && column_holds_bytes(schema, image_field);
+  std::vector<std::string> columns;
+  for (const std::string& c : file->column_names())
+    if (!(stored && c == options.image_key)) columns.push_back(c);
+  int64_t row_no = 0;
+  for (int g = 0; g < file->num_row_groups(); ++g) {
+    const int64_t n = file->row_group_rows(g);
+    for (int64_t b = 0; b < n; b += kPictureRowsPerRead) {
+      const int64_t e = std::min(n, b + kPictureRowsPerRead);
+      std::vector<nlohmann::json> rows =
+          columns.empty() ? std::vector<nlohmann::json>(static_cast<size_t>(e - b), nlohmann::json::object())
+                          : file->read_rows(g, b, e, columns);
+      std::vector<nlohmann::json> pictures;
+      if (stored) pictures = file->read_rows(g, b, e, {options.image_key});
+      for (int64_t r = b; r < e; ++r) {
+        ++ds.lines;
+        ++row_no;
+        const std::string where = cat("[dataset] ", path, " row ", row_no);
+        Example ex = example_from_row(rows[static_cast<size_t>(r - b)], where, options.require_response, options.image_key);
+        ex.line = row_no;
+        if (stored)
+          attach_stored_pictures(ex, pictures[static_cast<size_t>(r - b)][options.image_key], options.image_key, file, g,
+                                 r, where, options);
+        add_example(ds, std::move(ex), path, where, options);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool is_parquet_file(const std::string& path) {
+  if (ends_with_icase(path, ".parquet")) return true;
+  return path != "-" && parquet::has_parquet_magic(path);
+}
+
+Dataset load_dataset(const std::string& path, const DatasetOptions& options) {
+  GRPO_CHECK(options.max_prompt_length >= 0, "[dataset] max_prompt_length must be >= 0, got ",
+             options.max_prompt_length);
+  Dataset ds;
+  ds.path = path;
+  if (is_parquet_file(path)) load_parquet(ds, path, options);
+  else load_jsonl(ds, path, options);
   GRPO_CHECK(ds.lines > 0, "[dataset] ", path, ": no examples (the file is empty)");
   GRPO_CHECK(!ds.examples.empty(), "[dataset] ", path, ": all ", ds.lines, " prompts are longer than ",
              options.max_prompt_length, " tokens and were filtered out; raise data.max_prompt_length, or set "
              "data.filter_overlong_prompts: false with data.truncation: left or right");
   return ds;
+}
+
+Dataset load_datasets(const std::vector<std::string>& paths, const DatasetOptions& options) {
+  GRPO_CHECK(!paths.empty(), "[dataset] no data files given");
+  if (paths.size() == 1) return load_dataset(paths[0], options);
+  Dataset all;
+  for (const std::string& p : paths) {
+    Dataset one = load_dataset(p, options);
+    all.path += (all.path.empty() ? "" : ", ") + p;
+    all.lines += one.lines;
+    all.filtered += one.filtered;
+    all.truncated += one.truncated;
+    for (Example& ex : one.examples) all.examples.push_back(std::move(ex));
+  }
+  return all;
 }
 
 }  // namespace grpo

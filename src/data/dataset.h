@@ -7,16 +7,21 @@
 // verl's rows load unchanged: `prompt` as a list of chat turns, the answer in
 // `reward_model.ground_truth`, `data_source` (kept, and passed to external rewards) and `extra_info`
 // (kept in `extra`; its `index` is the id when there is no `id`).
-// A malformed line is an error naming the file and line; a Parquet file (verl's usual format) is an error
-// that gives the one-line conversion to JSONL. Prompts longer than max_prompt_length tokens are filtered
+// Parquet files (verl's usual format; by the .parquet suffix or the "PAR1" magic) load natively, row group
+// by row group (data/parquet): each row becomes the same JSON object a JSONL line is, so every column is
+// kept as JSONL fields are. Pictures stored in the file (verl's `images`: [{bytes, path}]) are probed at
+// load and decoded from the file when the example is used, never written out or held by the dataset.
+// A malformed line (or row) is an error naming the file and line (or row). Prompts longer than max_prompt_length tokens are filtered
 // (and counted), truncated, or an error, as configured; a file left with no example is an error.
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "data/parquet/parquet_file.h"
 #include "image/picture.h"
 #include "image/preprocess.h"
 
@@ -31,13 +36,19 @@ struct Example {
   std::string response;           // "" when absent
   nlohmann::json extra;           // other fields of the line (an object)
   std::vector<int32_t> prompt_ids;  // filled when DatasetOptions::encode_prompt is given
-  int64_t line = 0;               // 1-based line in the file
+  int64_t line = 0;               // 1-based line in the file (Parquet: row)
   // Pictures in order of appearance: paths (resolved against the data file's folder by load_dataset) and
   // their grids (from the files' headers and the model's preprocessor). Pixels are loaded when the
   // example is used (load_example_pictures), never held by the dataset.
   bool has_image_key = false;     // the row has the image key (placeholders are then counted)
   std::vector<std::string> images;
   std::vector<ImageGrid> image_grids;
+  // Pictures stored inside a Parquet file: the file, row group, row and column to read their bytes from
+  // when the example is used (`images` then holds their names, "FILE row R images[k]").
+  std::shared_ptr<const parquet::ParquetFile> picture_file;
+  int picture_row_group = -1;
+  int64_t picture_row = -1;
+  std::string picture_column;
 };
 
 enum class PromptOverflow {
@@ -70,13 +81,21 @@ struct Dataset {
   int64_t truncated = 0;  // examples whose prompt was truncated
 };
 
-// Throws grpo::Error "[dataset] FILE:LINE: ..." on the first malformed line, and when the file holds no
-// example at all (empty, or every prompt filtered out).
+// A JSONL or Parquet file. Throws grpo::Error "[dataset] FILE:LINE: ..." (Parquet: "FILE row R") on the first
+// malformed row, and when the file holds no example at all (empty, or every prompt filtered out).
 Dataset load_dataset(const std::string& path, const DatasetOptions& options = {});
+// Several files (verl's list of data files), their examples in order; `path` lists them.
+Dataset load_datasets(const std::vector<std::string>& paths, const DatasetOptions& options = {});
+
+// Whether a data file is Parquet: the .parquet suffix, or the "PAR1" magic.
+bool is_parquet_file(const std::string& path);
 
 // Parses one line (exposed for tests and fuzzing); `where` prefixes error messages. Picture paths are
 // kept as written.
 Example parse_example(const std::string& line, const std::string& where, bool require_response,
                       const std::string& image_key = "images");
+// The same for a row already parsed (a Parquet row).
+Example example_from_row(const nlohmann::json& row, const std::string& where, bool require_response,
+                         const std::string& image_key = "images");
 
 }  // namespace grpo

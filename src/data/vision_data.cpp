@@ -120,6 +120,19 @@ std::vector<ImageGrid> probe_pictures(const std::vector<std::string>& paths, con
   return grids;
 }
 
+std::vector<ImageGrid> probe_picture_bytes(const std::vector<std::span<const uint8_t>>& pictures,
+                                           const std::vector<std::string>& names, const ImageProcessorConfig& c,
+                                           const std::string& where, const ImageLimits& limits) {
+  GRPO_CHECK(pictures.size() == names.size(), where, ": ", pictures.size(), " pictures but ", names.size(), " names");
+  std::vector<ImageGrid> grids;
+  for (size_t k = 0; k < pictures.size(); ++k)
+    grids.push_back(for_picture(where, k, [&] {
+      const ImageInfo info = probe_image(pictures[k], names[k], limits);
+      return image_grid(c, info.height, info.width, names[k]);
+    }));
+  return grids;
+}
+
 std::vector<int32_t> expand_picture_pads(const Tokenizer& tok, const std::vector<int32_t>& ids,
                                          const std::vector<ImageGrid>& grids, int64_t merge_size,
                                          const std::string& where) {
@@ -150,8 +163,41 @@ PictureBatch load_pictures(const std::vector<std::string>& paths, const std::vec
   return out;
 }
 
+namespace {
+
+// The example's pictures from the Parquet row that stores them.
+PictureBatch load_stored_pictures(const Example& ex, const ImageProcessorConfig& c, const std::string& where) {
+  std::vector<nlohmann::json> row =
+      ex.picture_file->read_rows(ex.picture_row_group, ex.picture_row, ex.picture_row + 1, {ex.picture_column});
+  const nlohmann::json& value = row.at(0)[ex.picture_column];
+  const nlohmann::json items = value.is_array() ? value : nlohmann::json::array({value});
+  GRPO_CHECK(items.size() == ex.images.size(), where, ": ", ex.picture_column, " now holds ", items.size(),
+             " pictures, not the ", ex.images.size(), " counted when the data was loaded (was the file changed?)");
+  PictureBatch out;
+  out.row_width = c.row_width();
+  out.merge_size = c.merge_size;
+  for (size_t k = 0; k < items.size(); ++k)
+    out.append(for_picture(where, k, [&] {
+      const nlohmann::json& it = items[k];
+      const nlohmann::json& b = it.is_binary() ? it : it.at("bytes");
+      GRPO_CHECK(b.is_binary(), "[image] ", ex.images[k], ": no bytes (was the file changed?)");
+      const std::span<const uint8_t> bytes(b.get_binary().data(), b.get_binary().size());
+      PictureBatch one = preprocess_image(decode_image(bytes, ex.images[k]), c, ex.images[k]);
+      GRPO_CHECK(one.grids[0] == ex.image_grids[k], "[image] ", ex.images[k], ": the picture now gives a ",
+                 one.grids[0].h, "x", one.grids[0].w, " patch grid, not the ", ex.image_grids[k].h, "x",
+                 ex.image_grids[k].w, " counted when the data was loaded (was the file changed?)");
+      return one;
+    }));
+  return out;
+}
+
+}  // namespace
+
 PictureBatch load_example_pictures(const Example& ex, const ImageProcessorConfig& c, const std::string& data_path) {
-  return load_pictures(ex.images, ex.image_grids, c, cat("[dataset] ", data_path, ":", ex.line));
+  const std::string where = ex.picture_file ? cat("[dataset] ", data_path, " row ", ex.line)
+                                            : cat("[dataset] ", data_path, ":", ex.line);
+  if (ex.picture_file) return load_stored_pictures(ex, c, where);
+  return load_pictures(ex.images, ex.image_grids, c, where);
 }
 
 std::vector<PicturePtr> model_pictures(const PictureBatch& batch) {

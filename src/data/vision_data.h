@@ -10,6 +10,7 @@
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,11 @@ std::string resolve_picture_path(const std::string& data_path, const std::string
 std::vector<ImageGrid> probe_pictures(const std::vector<std::string>& paths, const ImageProcessorConfig& c,
                                       const std::string& where, const ImageLimits& limits = {});
 
+// The same for pictures given as bytes (stored in a Parquet file); `names` name them in errors.
+std::vector<ImageGrid> probe_picture_bytes(const std::vector<std::span<const uint8_t>>& pictures,
+                                           const std::vector<std::string>& names, const ImageProcessorConfig& c,
+                                           const std::string& where, const ImageLimits& limits = {});
+
 // Expands the tokenised prompt's <|image_pad|> ids to their pictures' token counts. Throws (naming
 // `where`) when the tokenizer has no <|image_pad|> or the prompt holds another number of them.
 std::vector<int32_t> expand_picture_pads(const Tokenizer& tok, const std::vector<int32_t>& ids,
@@ -57,7 +63,8 @@ std::vector<int32_t> expand_picture_pads(const Tokenizer& tok, const std::vector
 // recorded at load time (else the file changed). Errors name `where`, the picture index and the file.
 PictureBatch load_pictures(const std::vector<std::string>& paths, const std::vector<ImageGrid>& grids,
                            const ImageProcessorConfig& c, const std::string& where, const ImageLimits& limits = {});
-// The same for a dataset example; `data_path` is its data file (for error messages).
+// The same for a dataset example; `data_path` is its data file (for error messages). Pictures stored in a
+// Parquet file are read from its row (only the pages holding it) and decoded from memory.
 PictureBatch load_example_pictures(const Example& ex, const ImageProcessorConfig& c, const std::string& data_path);
 
 // The batch's pictures one by one as the model consumes them (model/picture.h: grid, rows, content hash).
