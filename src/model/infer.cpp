@@ -103,8 +103,13 @@ PromptVision InferenceModel::encode_prompt(const std::vector<int32_t>& prompt, c
 }
 
 size_t InferenceModel::workspace_bytes(int64_t max_tokens, int64_t max_rows, int64_t block_size) const {
+  return workspace_bytes_for(w_.config(), max_tokens, max_rows, block_size);
+}
+
+size_t InferenceModel::workspace_bytes_for(const ModelConfig& c, int64_t max_tokens, int64_t max_rows,
+                                           int64_t block_size) {
   Buffers b;
-  return carve(w_.config(), max_tokens, max_rows, block_size, nullptr, &b);
+  return carve(c, max_tokens, max_rows, block_size, nullptr, &b);
 }
 
 void InferenceModel::matmul(float* y, const float* x, bf16_t* x_bf, const void* w32, const void* w16, int64_t T,

@@ -64,6 +64,10 @@ comm::Communicator* single_rank_if_vision(comm::Communicator* comm, const ModelC
 
 }  // namespace
 
+comm::Partition parameter_partition(int64_t layout_numel, int ranks) {
+  return comm::Partition::even(layout_numel, ranks, /*align=*/16);
+}
+
 MicroBatchPlan plan_micro_batches(const std::vector<int64_t>& lengths, const MicroBatching& mb) {
   return mb.dynamic ? pack_by_token_budget(lengths, mb.max_tokens, mb.pad)
                     : split_fixed(lengths, mb.micro_batch_size, mb.pad);
@@ -98,7 +102,7 @@ Actor::Actor(ModelWeights& weights, const DecoderOptions& dopt, const MicroBatch
       own_comm_(comm ? nullptr : std::make_unique<comm::LocalCommunicator>()),
       comm_(single_rank_if_vision(comm ? comm : own_comm_.get(), weights.config())),
       dp_(dp),
-      part_(comm::Partition::even(weights.params().numel(), comm_->size(), /*align=*/16)),
+      part_(parameter_partition(weights.params().numel(), comm_->size())),
       // A frozen tower (one process): the moments cover the text part, a prefix of the layout.
       adam_(weights.config(), part_.begin(comm_->rank()), freeze_vision_tower ? -1 : part_.end(comm_->rank()),
             /*with_vision=*/!freeze_vision_tower),
