@@ -9,7 +9,7 @@
 #include "grpo/config.h"
 #include "grpo/memory_plan.h"
 #include "grpo/session.h"
-#include "model/config.h"
+#include "model/checkpoint.h"
 
 namespace grpo::cli {
 namespace {
@@ -28,7 +28,7 @@ void run_plan(const PlanArgs& a) {
   MemoryPlanInputs in;
   if (a.no_data) {
     in.config = cfg;
-    in.model = load_model_config(cfg.actor_rollout_ref.model.path + "/config.json");
+    in.model = read_model_folder_config(cfg.actor_rollout_ref.model.path);
     in.data = config_lengths(cfg);
     in.data.max_prompt_patches = a.prompt_patches;
     in.ranks = a.ranks;

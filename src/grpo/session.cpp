@@ -46,8 +46,8 @@ std::unique_ptr<Session> Session::open_data(const Config& config, bool require_r
   const std::string& model = config.actor_rollout_ref.model.path;
   GRPO_CHECK(!model.empty(), "[config] actor_rollout_ref.model.path is required");
   {
-    ErrorContext what("reading the model's config ", model, " (actor_rollout_ref.model.path)");
-    s->model_config = load_model_config(model + "/config.json");
+    ErrorContext what("loading the model ", model, " (actor_rollout_ref.model.path)");
+    s->model_config = read_model_folder_config(model);
   }
   const ModelConfig& mc = s->model_config;
   GRPO_CHECK(config.data.max_prompt_length + config.data.max_response_length <= mc.max_position_embeddings,
