@@ -26,6 +26,7 @@ struct InitOptions {
   std::string arch, preset, config_file, out, tokenizer = "bytes", dtype;
   uint64_t seed = 0;
   bool force = false;
+  bool config_only = false;  // config.json (and preprocessor_config.json) only: no weights, no tokenizer
 };
 
 // The vision tokens of a Qwen3-VL tokenizer must carry the ids config.json gives them.
@@ -79,7 +80,7 @@ void run_init(const InitOptions& o) {
     if (o.arch.empty() || o.preset.empty()) fail("[init] --arch and --preset are required (or --config FILE)");
     if (!preset_exists(o.arch, o.preset))
       fail("[init] --preset ", o.preset, " is not a shape of --arch ", o.arch,
-           o.arch == "qwen3-vl" ? " (tiny, small or qwen3-vl-2b)" : " (tiny, small or qwen3-0.6b)");
+           o.arch == "qwen3-vl" ? " (tiny, small, qwen3-vl-2b or qwen3-vl-8b)" : " (tiny, small or qwen3-0.6b)");
     c = preset_config(o.arch, o.preset);
     what = "preset " + o.preset;
   }
@@ -90,6 +91,14 @@ void run_init(const InitOptions& o) {
   if (!o.tokenizer.empty() && o.tokenizer != "bytes" && !fs::is_directory(o.tokenizer))
     fail("[init] --tokenizer: expected \"bytes\" or a folder with tokenizer.json, got ", o.tokenizer);
 
+  if (o.config_only) {  // what `grpo plan --no-data` needs: the shapes, without writing the weights
+    make_dirs(o.out);
+    write_file_atomic(o.out + "/config.json", model_config_to_json(c).dump(2) + "\n");
+    if (c.has_vision()) write_preprocessor_config(o.out + "/preprocessor_config.json", c);
+    std::printf("wrote %s/config.json (%s, %s parameters, no weights)\n", o.out.c_str(), what.c_str(),
+                with_commas(parameter_count(c)).c_str());
+    return;
+  }
   const std::string scratch = o.out + ".tokenizer-" + std::to_string(::getpid());
   std::vector<std::string> extra;
   try {
@@ -126,7 +135,7 @@ void setup_init(CLI::App& app) {
   auto* arch = cmd->add_option("--arch", o->arch, "Architecture")->check(CLI::IsMember(preset_archs()));
   auto* preset = cmd->add_option("--preset", o->preset,
                                  "Model size: tiny (~1M parameters), small (~25M), qwen3-0.6b (the real shape; text archs), "
-                                 "qwen3-vl-2b (the real Qwen3-VL-2B shape; --arch qwen3-vl)")
+                                 "qwen3-vl-2b, qwen3-vl-8b (the real Qwen3-VL shapes; --arch qwen3-vl)")
                      ->check(CLI::IsMember(preset_names()));
   auto* config = cmd->add_option("--config", o->config_file, "A config.json to initialise instead of a preset")
                      ->check(CLI::ExistingFile);
@@ -139,6 +148,8 @@ void setup_init(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "Random seed")->capture_default_str();
   cmd->add_option("--dtype", o->dtype, "Saved dtype (default: the config's)")->check(CLI::IsMember({"f32", "bf16"}));
   cmd->add_flag("--force", o->force, "Replace an existing checkpoint at --out");
+  cmd->add_flag("--config-only", o->config_only,
+                "Write config.json (and preprocessor_config.json) only, no weights: enough for grpo plan --no-data");
   cmd->callback([o] { run_init(*o); });
 }
 

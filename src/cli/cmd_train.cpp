@@ -23,7 +23,7 @@ struct TrainArgs {
   std::string config_path, config_name;  // Hydra's, as verl's run scripts pass them
   std::string resume;
   std::vector<int64_t> profile_steps;
-  bool profile = false, help_config = false, overwrite = false, check = false;
+  bool profile = false, help_config = false, overwrite = false, check = false, ignore_memory_plan = false;
   int threads = 0;
 };
 
@@ -79,6 +79,7 @@ void run_train(const TrainArgs& a) {
   TrainOptions opt;
   opt.resume_dir = a.resume;
   opt.overwrite = a.overwrite;
+  opt.ignore_memory_plan = a.ignore_memory_plan;
   opt.profile_steps = a.profile_steps;
   if (a.profile && opt.profile_steps.empty()) opt.profile_steps = {2};
   GrpoTrainer trainer(cfg, opt);
@@ -125,6 +126,8 @@ void setup_train(CLI::App& app) {
               "The run folder holds an earlier run: delete its outputs (metrics, checkpoints, report) and start over");
   t->add_flag("--profile", a->profile, "Write a Chrome trace of step 2 (or --profile-steps) to <run>/trace.json");
   t->add_option("--profile-steps", a->profile_steps, "Steps to profile (1-based)")->delimiter(',');
+  t->add_flag("--ignore-memory-plan", a->ignore_memory_plan,
+              "Run even when the memory plan (grpo plan) says the run does not fit this machine's memory");
   t->add_flag("--help-config", a->help_config, "Print every config key with its type, default and allowed values");
   t->callback([a] { run_train(*a); });
 

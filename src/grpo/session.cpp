@@ -62,7 +62,7 @@ std::unique_ptr<LoraAdapters> make_lora_adapters(const Config& c, const ModelCon
   return lora;
 }
 
-std::unique_ptr<Session> Session::open(const Config& config, bool require_response, SessionRollout rollout) {
+std::unique_ptr<Session> Session::open_data(const Config& config, bool require_response) {
   auto s = std::make_unique<Session>();
   s->config = config;
   s->mode = config.mixed_precision.enabled ? ComputeMode::BF16 : ComputeMode::F32;
@@ -70,19 +70,16 @@ std::unique_ptr<Session> Session::open(const Config& config, bool require_respon
   GRPO_CHECK(!model.empty(), "[config] actor_rollout_ref.model.path is required");
   {
     ErrorContext what("loading the model ", model, " (actor_rollout_ref.model.path)");
-    // LoRA under mixed precision: the frozen base is held once, in bf16.
-    const bool frozen_bf16 = config.actor_rollout_ref.model.lora_rank > 0 && s->mode == ComputeMode::BF16;
-    s->weights = frozen_bf16 ? ModelWeights::load_frozen_bf16(model) : ModelWeights::load(model);
+    s->model_config = read_model_folder_config(model);
   }
-  const ModelConfig& mc = s->weights->config();
-  s->lora = make_lora_adapters(config, mc);
+  const ModelConfig& mc = s->model_config;
   GRPO_CHECK(config.data.max_prompt_length + config.data.max_response_length <= mc.max_position_embeddings,
              "[config] data.max_prompt_length + data.max_response_length = ",
              config.data.max_prompt_length + config.data.max_response_length, " tokens, more than the ",
              mc.max_position_embeddings, " positions of ", model, " (max_position_embeddings in config.json)");
   s->tokenizer = std::make_unique<Tokenizer>(Tokenizer::load(model));
-  GRPO_CHECK(s->tokenizer->vocab_size() <= s->weights->config().vocab_size, "[tokenizer] ", model, ": ",
-             s->tokenizer->vocab_size(), " token ids but the model has vocab_size ", s->weights->config().vocab_size);
+  GRPO_CHECK(s->tokenizer->vocab_size() <= mc.vocab_size, "[tokenizer] ", model, ": ", s->tokenizer->vocab_size(),
+             " token ids but the model has vocab_size ", mc.vocab_size);
   const bool chat = config.data.apply_chat_template;
   s->stop_ids = s->tokenizer->stop_ids();
   const int32_t end = response_end_id(*s->tokenizer, chat);
@@ -116,6 +113,22 @@ std::unique_ptr<Session> Session::open(const Config& config, bool require_respon
         s->check_pictures_fit_model(*d, ex);
         break;
       }
+  return s;
+}
+
+std::unique_ptr<Session> Session::open(const Config& config, bool require_response, SessionRollout rollout,
+                                       const BeforeWeights& before_weights) {
+  std::unique_ptr<Session> s = open_data(config, require_response);
+  const std::string& model = config.actor_rollout_ref.model.path;
+  const Tokenizer& tok = *s->tokenizer;
+  if (before_weights) before_weights(*s);
+  {
+    ErrorContext what("loading the model ", model, " (actor_rollout_ref.model.path)");
+    // LoRA under mixed precision: the frozen base is held once, in bf16.
+    const bool frozen_bf16 = config.actor_rollout_ref.model.lora_rank > 0 && s->mode == ComputeMode::BF16;
+    s->weights = frozen_bf16 ? ModelWeights::load_frozen_bf16(model) : ModelWeights::load(model);
+  }
+  s->lora = make_lora_adapters(config, s->weights->config());
   const RolloutConfig& rc = config.actor_rollout_ref.rollout;
   const int64_t val_samples = checked_mul(static_cast<int64_t>(s->val.examples.size()), rc.val_kwargs.n,
                                           "[config] validation prompts x actor_rollout_ref.rollout.val_kwargs.n");
@@ -140,7 +153,7 @@ std::unique_ptr<Session> Session::open(const Config& config, bool require_respon
 
 void Session::check_pictures_fit_model(const Dataset& data, const Example& ex) const {
   const std::string where = cat("[data] ", data.path, ":", ex.line, ": the row has pictures but ");
-  const ModelConfig& m = weights->config();
+  const ModelConfig& m = model_config;
   const std::string& model = config.actor_rollout_ref.model.path;
   GRPO_CHECK(m.has_vision(), where, model, " is a text model (no vision_config in config.json), which cannot see them");
   const ImageProcessorConfig& p = *image_processor;  // load_dataset refused pictures without it

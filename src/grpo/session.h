@@ -1,6 +1,7 @@
 // What SFT and GRPO runs share: the policy's weights (one copy, read by both the trainer and the rollout
 // engine), its tokenizer, the datasets with encoded prompts, and the rollout engine over the weights.
 #pragma once
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,6 +29,7 @@ std::unique_ptr<LoraAdapters> make_lora_adapters(const Config& c, const ModelCon
 struct Session {
   Config config;
   ComputeMode mode = ComputeMode::F32;  // mixed_precision.enabled -> bf16
+  ModelConfig model_config;  // the model's config.json (read before the weights)
   std::unique_ptr<ModelWeights> weights;
   // LoRA (actor_rollout_ref.model.lora_rank > 0): the adapters trained on the frozen weights, read unmerged
   // by the rollout engine and the trainer's decoder; null for full fine-tuning.
@@ -42,9 +44,15 @@ struct Session {
   std::optional<ImageProcessorConfig> image_processor;
 
   // Loads everything `config` names and builds the rollout engine when `rollout` needs one (its KV budget
-  // is printed). `require_response`: SFT data.
+  // is printed). `require_response`: SFT data. The model's config.json, the tokenizer and the datasets are
+  // read first; `before_weights` (when given) then sees the session without weights (the memory plan's
+  // check), and may refuse the run before anything large is allocated.
+  using BeforeWeights = std::function<void(const Session&)>;
   static std::unique_ptr<Session> open(const Config& config, bool require_response,
-                                       SessionRollout rollout = SessionRollout::TrainAndValidate);
+                                       SessionRollout rollout = SessionRollout::TrainAndValidate,
+                                       const BeforeWeights& before_weights = {});
+  // The first part of open(): config.json, tokenizer, image preprocessor and datasets, no weights, no engine.
+  static std::unique_ptr<Session> open_data(const Config& config, bool require_response);
   // An example's pictures, decoded and preprocessed now for the model (empty without pictures); `data`
   // holds the example (named in errors). Datasets keep only paths and grids, so pixels live as long as
   // the step, validation or batch that uses them.

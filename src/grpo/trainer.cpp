@@ -14,6 +14,7 @@
 #include "core/rng.h"
 #include "grpo/distributed.h"
 #include "grpo/reward_setup.h"
+#include "grpo/memory_plan.h"
 #include "report/metrics.h"
 #include "report/report.h"
 #include "grpo/run_folder.h"
@@ -89,7 +90,14 @@ GrpoTrainer::GrpoTrainer(const Config& config, const TrainOptions& opt)
   const RunFolderPlan plan = plan_grpo_run_folder(cfg_, opt.resume_dir, opt.overwrite);  // changes nothing yet
   comm_.barrier();
   run_dir_ = plan.run_dir;
-  s_ = Session::open(cfg_, /*require_response=*/false);
+  // The memory plan, once the data is read and before the weights load: a run that cannot fit stops here.
+  auto check_memory = [this](const Session& s) {
+    const MemoryPlan p = plan_memory(memory_plan_inputs(s, comm_.size()));
+    if (console_) std::fprintf(stderr, "%s\n", memory_log_line(p).c_str());
+    GRPO_CHECK(p.fits() || opt_.ignore_memory_plan, "[memory] the run does not fit this machine's memory "
+               "(grpo train --ignore-memory-plan runs it anyway):\n", explain_memory_plan(p));
+  };
+  s_ = Session::open(cfg_, /*require_response=*/false, SessionRollout::TrainAndValidate, check_memory);
   const int64_t N = static_cast<int64_t>(s_->train.examples.size()), B = cfg_.data.train_batch_size;
   GRPO_CHECK(N >= B, "[data] ", cfg_.data.train_files, " (data.train_files) has ", N, " prompts",
              s_->train.filtered > 0 ? cat(" left after ", s_->train.filtered, " longer than data.max_prompt_length = ",

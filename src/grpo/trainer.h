@@ -35,6 +35,7 @@ struct TrainOptions {
   bool overwrite = false;        // a run folder holding an earlier run: delete its outputs (run_folder.h)
   std::vector<int64_t> profile_steps;  // steps (1-based) written to <run>/trace.json
   bool quiet = false;            // no progress lines
+  bool ignore_memory_plan = false;  // run even when the memory plan (grpo/memory_plan.h) says it cannot fit
 };
 
 struct TrainSummary {

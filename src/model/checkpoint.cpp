@@ -158,15 +158,19 @@ std::vector<const NamedF32*> order_tensors(const std::string& dir, const ModelCo
 
 }  // namespace
 
-Checkpoint Checkpoint::open(const std::string& dir) {
-  Checkpoint ck;
-  ck.dir_ = dir;
+ModelConfig read_model_folder_config(const std::string& dir) {
   const std::string config_path = dir + "/config.json";
   std::error_code ec;
   if (!fs::exists(dir, ec)) fail("[checkpoint] ", dir, ": no such model folder (", ec ? ec.message() : "it does not exist", ")");
   if (!fs::is_directory(dir)) fail("[checkpoint] ", dir, ": not a directory (expected a Hugging Face model folder)");
   if (!fs::exists(config_path)) fail("[checkpoint] ", dir, ": no config.json");
-  ck.config_ = load_model_config(config_path);
+  return load_model_config(config_path);
+}
+
+Checkpoint Checkpoint::open(const std::string& dir) {
+  Checkpoint ck;
+  ck.dir_ = dir;
+  ck.config_ = read_model_folder_config(dir);
 
   const std::string index_path = dir + "/" + kIndexFile;
   if (fs::exists(index_path)) {

@@ -15,6 +15,10 @@
 
 namespace grpo {
 
+// The config.json of a Hugging Face model folder, with the folder checks Checkpoint::open makes first (no
+// such folder, not a folder, no config.json), without reading any tensor.
+ModelConfig read_model_folder_config(const std::string& dir);
+
 class Checkpoint {
  public:
   // Validates: every expected tensor present with the right shape and dtype F32/BF16/F16, no unknown

@@ -18,6 +18,10 @@
 namespace grpo {
 
 namespace {
+// The output layer's workspace: chunk rows of logits at a time (the whole batch with full logits).
+int64_t output_layer_floats(const DecoderKernels& k, const ModelConfig& c, const DecoderOptions& opt, int64_t T) {
+  return k.lm_head_ws_floats(k.full_logits ? T : opt.lm_head_chunk, c.vocab_size, c.hidden_size);
+}
 }  // namespace
 
 ComputeMode parse_compute_mode(const std::string& s) {
@@ -40,10 +44,32 @@ Decoder::Decoder(ModelWeights& weights, DecoderOptions opt)
 }
 
 size_t Decoder::carve(int64_t T, bool dry_run) {
-  const int64_t C = c_.hidden_size, H = c_.num_attention_heads, K = c_.num_key_value_heads, D = c_.head_dim,
-                F = c_.intermediate_size, L = c_.num_hidden_layers, Q = H * D, KV = K * D, W = Q + 2 * KV;
-  const bool bf = opt_.mode == ComputeMode::BF16, ckpt = opt_.checkpoint_activations;
+  int64_t longest = 0;
+  for (int64_t s = 0; s < batch_->S(); ++s) longest = std::max<int64_t>(longest, batch_->seq_len(s));
+  const bool mrope = c_.has_vision() && batch_->has_pictures();
   char* base = dry_run ? nullptr : static_cast<char*>(ws_.take_bytes(ws_.capacity(), "decoder activations"));
+  return carve_layout(c_, opt_, *k_, T, longest, mrope, lora_ ? lora_->rank() : 0, base, acts_, x_final_, s_);
+}
+
+size_t Decoder::activation_bytes(const ModelConfig& c, const DecoderOptions& opt, int64_t tokens,
+                                 int64_t longest_sequence, bool pictures, int64_t lora_rank) {
+  std::vector<LayerActs> acts;
+  float* x_final = nullptr;
+  Scratch s{};
+  return carve_layout(c, opt, opt.kernels ? *opt.kernels : fused_kernels(), tokens, longest_sequence,
+                      pictures && c.has_vision(), lora_rank, nullptr, acts, x_final, s);
+}
+
+size_t Decoder::output_layer_bytes(const ModelConfig& c, const DecoderOptions& opt, int64_t tokens) {
+  return sizeof(float) * output_layer_floats(opt.kernels ? *opt.kernels : fused_kernels(), c, opt, tokens);
+}
+
+size_t Decoder::carve_layout(const ModelConfig& c, const DecoderOptions& opt, const DecoderKernels& kernels, int64_t T,
+                             int64_t longest, bool mrope, int64_t lora_rank, char* base, std::vector<LayerActs>& acts,
+                             float*& x_final, Scratch& s) {
+  const int64_t C = c.hidden_size, H = c.num_attention_heads, K = c.num_key_value_heads, D = c.head_dim,
+                F = c.intermediate_size, L = c.num_hidden_layers, Q = H * D, KV = K * D, W = Q + 2 * KV;
+  const bool bf = opt.mode == ComputeMode::BF16, ckpt = opt.checkpoint_activations;
   Carver carver(base);
   auto f = [&](int64_t n) { return carver.take<float>(n); };
   auto h = [&](int64_t n) { return carver.take<bf16_t>(n); };
@@ -53,10 +79,10 @@ size_t Decoder::carve(int64_t T, bool dry_run) {
     a.q = f(T * Q);
     a.k = f(T * KV);
     a.v = f(T * KV);
-    a.q_pre = c_.qk_norm ? f(T * Q) : a.q;
-    a.k_pre = c_.qk_norm ? f(T * KV) : a.k;
-    a.q_rstd = c_.qk_norm ? f(T * H) : nullptr;
-    a.k_rstd = c_.qk_norm ? f(T * K) : nullptr;
+    a.q_pre = c.qk_norm ? f(T * Q) : a.q;
+    a.k_pre = c.qk_norm ? f(T * KV) : a.k;
+    a.q_rstd = c.qk_norm ? f(T * H) : nullptr;
+    a.k_rstd = c.qk_norm ? f(T * K) : nullptr;
     a.o = f(T * Q);
     a.lse = f(T * H);
     a.x_mid = f(T * C);
@@ -68,45 +94,42 @@ size_t Decoder::carve(int64_t T, bool dry_run) {
     a.o_bf = bf ? h(T * Q) : nullptr;
     a.h2_bf = bf ? h(T * C) : nullptr;
     a.act_bf = bf ? h(T * F) : nullptr;
-    for (float*& u : a.lora_u) u = lora_ ? f(T * lora_->rank()) : nullptr;
+    for (float*& u : a.lora_u) u = lora_rank > 0 ? f(T * lora_rank) : nullptr;
   };
-  acts_.resize(L);
+  acts.resize(L);
   LayerActs shared{};
   if (ckpt) full_set(shared);
   for (int64_t l = 0; l < L; ++l) {
     if (ckpt)
-      acts_[l] = shared;
+      acts[l] = shared;
     else
-      full_set(acts_[l]);
-    acts_[l].x_in = f(T * C);
+      full_set(acts[l]);
+    acts[l].x_in = f(T * C);
   }
-  x_final_ = f(T * C);
-  s_.qkv = f(T * W);
-  s_.dx = f(T * C);
-  s_.dtmp = f(T * C);
-  s_.dact = f(T * F);
-  s_.dgu = f(T * 2 * F);
-  s_.dO = f(T * Q);
-  s_.dq = f(T * Q);
-  s_.dk = f(T * KV);
-  s_.dv = f(T * KV);
-  s_.dqkv = f(T * W);
-  s_.dy_bf = bf ? h(T * std::max({2 * F, W, C, Q})) : nullptr;
-  int64_t longest = 0;
-  for (int64_t s = 0; s < batch_->S(); ++s) longest = std::max<int64_t>(longest, batch_->seq_len(s));
-  s_.attn_ws = f(k_->attention_ws_floats(k_->attention_ws_per_sequence ? longest : T, H, K, D));
-  s_.rms_ws = f(std::max(k_->rmsnorm_backward_ws_floats(T, C), k_->rmsnorm_backward_ws_floats(T * H, D)));
-  s_.head_ws = f(k_->lm_head_ws_floats(k_->full_logits ? T : opt_.lm_head_chunk, c_.vocab_size, C));
-  s_.h_final = f(T * C);
-  s_.rstd_final = f(T);
-  s_.h_final_bf = bf ? h(T * C) : nullptr;
-  s_.lse_head = f(T);
-  const bool mrope = c_.has_vision() && batch_->has_pictures();
-  s_.mcos = mrope ? f(T * D / 2) : nullptr;
-  s_.msin = mrope ? f(T * D / 2) : nullptr;
-  s_.lora_du = lora_ ? f(T * lora_->rank()) : nullptr;
-  s_.lora_tmp = lora_ ? f(T * std::max({Q, C, F})) : nullptr;
-  s_.norm_sink = f(std::max(C, D));
+  x_final = f(T * C);
+  s.qkv = f(T * W);
+  s.dx = f(T * C);
+  s.dtmp = f(T * C);
+  s.dact = f(T * F);
+  s.dgu = f(T * 2 * F);
+  s.dO = f(T * Q);
+  s.dq = f(T * Q);
+  s.dk = f(T * KV);
+  s.dv = f(T * KV);
+  s.dqkv = f(T * W);
+  s.dy_bf = bf ? h(T * std::max({2 * F, W, C, Q})) : nullptr;
+  s.attn_ws = f(kernels.attention_ws_floats(kernels.attention_ws_per_sequence ? longest : T, H, K, D));
+  s.rms_ws = f(std::max(kernels.rmsnorm_backward_ws_floats(T, C), kernels.rmsnorm_backward_ws_floats(T * H, D)));
+  s.head_ws = f(output_layer_floats(kernels, c, opt, T));
+  s.h_final = f(T * C);
+  s.rstd_final = f(T);
+  s.h_final_bf = bf ? h(T * C) : nullptr;
+  s.lse_head = f(T);
+  s.mcos = mrope ? f(T * D / 2) : nullptr;
+  s.msin = mrope ? f(T * D / 2) : nullptr;
+  s.lora_du = lora_rank > 0 ? f(T * lora_rank) : nullptr;
+  s.lora_tmp = lora_rank > 0 ? f(T * std::max({Q, C, F})) : nullptr;
+  s.norm_sink = f(std::max(C, D));
   return carver.size();
 }
 

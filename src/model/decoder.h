@@ -76,6 +76,14 @@ class Decoder {
   void full_logits(float* out);
 
   const DecoderOptions& options() const { return opt_; }
+  // Bytes of the activation workspace forward() reserves for a batch of `tokens` tokens whose longest
+  // sequence has `longest_sequence` tokens (`pictures`: Qwen3-VL with pictures, M-RoPE rows), the vision
+  // tower's workspace not included; `lora_rank` > 0: with LoRA adapters of that rank. The same layout as
+  // the one carved (the memory plan uses it).
+  static size_t activation_bytes(const ModelConfig& c, const DecoderOptions& opt, int64_t tokens,
+                                 int64_t longest_sequence, bool pictures, int64_t lora_rank = 0);
+  // Of those, the fused output layer's chunk buffers (O(lm_head_chunk x V), or O(T x V) with full logits).
+  static size_t output_layer_bytes(const ModelConfig& c, const DecoderOptions& opt, int64_t tokens);
   size_t workspace_bytes() const { return ws_.capacity() + (vision_ ? vision_->workspace_bytes() : 0); }
   size_t workspace_high_water() const { return ws_.high_water(); }
   // Qwen3-VL, of the last forward(): the vision tower (null for text models; its outputs belong to the last
@@ -134,6 +142,11 @@ class Decoder {
   };
 
   size_t carve(int64_t T, bool dry_run);
+  // The workspace layout of a batch of T tokens (longest sequence `longest`; LoRA adapters of rank
+  // `lora_rank`, 0: none), laid out over `base` (null: measure only), its pointers written to acts, x_final and s.
+  static size_t carve_layout(const ModelConfig& c, const DecoderOptions& opt, const DecoderKernels& k, int64_t T,
+                             int64_t longest, bool mrope, int64_t lora_rank, char* base, std::vector<LayerActs>& acts,
+                             float*& x_final, Scratch& s);
   // Qwen3-VL: M-RoPE positions and pad rows of the batch, the vision tower on its pictures.
   void prepare_pictures(const PackedBatch& batch);
   void rope(float* x, int64_t nh, bool backward);  // plain RoPE or M-RoPE rows, in place on [T, nh, D]

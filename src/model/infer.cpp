@@ -109,8 +109,13 @@ PromptVision InferenceModel::encode_prompt(const std::vector<int32_t>& prompt, c
 }
 
 size_t InferenceModel::workspace_bytes(int64_t max_tokens, int64_t max_rows, int64_t block_size) const {
+  return workspace_bytes_for(w_.config(), max_tokens, max_rows, block_size, lora_ ? lora_->rank() : 0);
+}
+
+size_t InferenceModel::workspace_bytes_for(const ModelConfig& c, int64_t max_tokens, int64_t max_rows,
+                                           int64_t block_size, int64_t lora_rank) {
   Buffers b;
-  return carve(w_.config(), max_tokens, max_rows, block_size, lora_ ? lora_->rank() : 0, nullptr, &b);
+  return carve(c, max_tokens, max_rows, block_size, lora_rank, nullptr, &b);
 }
 
 void InferenceModel::matmul(float* y, const float* x, bf16_t* x_bf, const void* w32, const void* w16, int64_t T,

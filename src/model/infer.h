@@ -61,6 +61,10 @@ class InferenceModel {
                  ops::DecodeMatmul matmul = ops::DecodeMatmul::BatchInvariant);
 
   size_t workspace_bytes(int64_t max_tokens, int64_t max_rows, int64_t block_size) const;
+  // The same for a model of config `c` (with LoRA adapters of rank `lora_rank`) before any is built (the
+  // memory plan).
+  static size_t workspace_bytes_for(const ModelConfig& c, int64_t max_tokens, int64_t max_rows, int64_t block_size,
+                                    int64_t lora_rank = 0);
   // logits [R, V] (raw, no temperature).
   void forward(const InferStep& step, const ops::PagedKvView& kv, float* logits, Workspace& ws) const;
   // Qwen3-VL only: the prompt's positions, delta and pad features; the pictures are those of its

@@ -13,6 +13,7 @@ struct PresetShape {
   int64_t vocab, hidden, ffn, layers, heads, kv, head_dim, max_positions;
   const char* dtype;
   int64_t bos, eos_im_end, eos_endoftext;
+  bool tied = true;  // tie_word_embeddings
 };
 
 // Byte-tokenizer special ids: 256 <|endoftext|>, 257 <|im_start|>, 258 <|im_end|>.
@@ -24,6 +25,8 @@ constexpr PresetShape kQwen3_17B{151936, 2048, 6144, 28, 16, 8, 128, 40960, "bfl
 constexpr PresetShape kQwen3_4B{151936, 2560, 9728, 36, 32, 8, 128, 40960, "bfloat16", 151643, 151645, 151643};
 // Qwen3-VL-2B's text decoder (tied embeddings, rope_theta 5e6, 262144 positions).
 constexpr PresetShape kQwen3VL_2B{151936, 2048, 6144, 28, 16, 8, 128, 262144, "bfloat16", 151643, 151645, 151643};
+// Qwen3-VL-8B's text decoder (Qwen/Qwen3-VL-8B-Instruct config.json: untied lm_head, 36 layers).
+constexpr PresetShape kQwen3VL_8B{151936, 4096, 12288, 36, 32, 8, 128, 262144, "bfloat16", 151643, 151645, 151643, false};
 
 struct VisionShape {
   int64_t depth, hidden, ffn, heads, positions;
@@ -48,7 +51,7 @@ nlohmann::json text_json(const PresetShape& s, const std::string& arch) {
       {"rms_norm_eps", 1e-6},
       {"rope_theta", 1e6},
       {"rope_scaling", nullptr},
-      {"tie_word_embeddings", true},
+      {"tie_word_embeddings", s.tied},
       {"hidden_act", "silu"},
       {"initializer_range", 0.02},
       {"torch_dtype", s.dtype},
@@ -87,7 +90,7 @@ nlohmann::json vl_json(const PresetShape& s, const VisionShape& v, const VisionI
           {"video_token_id", ids.video},
           {"vision_start_token_id", ids.start},
           {"vision_end_token_id", ids.end},
-          {"tie_word_embeddings", true},
+          {"tie_word_embeddings", s.tied},
           {"torch_dtype", s.dtype},
           {"text_config", text},
           {"vision_config", vision}};
@@ -101,14 +104,15 @@ const std::vector<std::string>& preset_archs() {
 }
 
 const std::vector<std::string>& preset_names() {
-  static const std::vector<std::string> names{"tiny", "small", "qwen3-0.6b", "qwen3-1.7b", "qwen3-4b", "qwen3-vl-2b"};
+  static const std::vector<std::string> names{"tiny",     "small",       "qwen3-0.6b", "qwen3-1.7b",
+                                              "qwen3-4b", "qwen3-vl-2b", "qwen3-vl-8b"};
   return names;
 }
 
 bool preset_exists(const std::string& arch, const std::string& preset) {
   if (preset == "qwen3-0.6b") return arch == "qwen3" || arch == "qwen2" || arch == "llama";
   if (preset == "qwen3-1.7b" || preset == "qwen3-4b") return arch == "qwen3";
-  if (preset == "qwen3-vl-2b") return arch == "qwen3-vl";
+  if (preset == "qwen3-vl-2b" || preset == "qwen3-vl-8b") return arch == "qwen3-vl";
   return preset == "tiny" || preset == "small";
 }
 
@@ -119,10 +123,11 @@ ModelConfig preset_config(const std::string& arch, const std::string& preset) {
   bool known_preset = false;
   for (const std::string& p : preset_names()) known_preset = known_preset || p == preset;
   if (!known_preset)
-    fail("[presets] unknown preset \"", preset, "\" (expected tiny, small, qwen3-0.6b, qwen3-1.7b, qwen3-4b or qwen3-vl-2b)");
+    fail("[presets] unknown preset \"", preset,
+         "\" (expected tiny, small, qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-vl-2b or qwen3-vl-8b)");
   if (!preset_exists(arch, preset))
     fail("[presets] preset \"", preset, "\" is not a shape of ", arch, " (",
-         arch == "qwen3-vl" ? "tiny, small or qwen3-vl-2b"
+         arch == "qwen3-vl" ? "tiny, small, qwen3-vl-2b or qwen3-vl-8b"
          : arch == "qwen3"  ? "tiny, small, qwen3-0.6b, qwen3-1.7b or qwen3-4b"
                             : "tiny, small or qwen3-0.6b",
          ")");
@@ -130,6 +135,8 @@ ModelConfig preset_config(const std::string& arch, const std::string& preset) {
   if (arch == "qwen3-vl") {
     if (preset == "tiny") return parse_model_config(vl_json(kTiny, {2, 64, 256, 2, 576, {0}}, kByteVisionIds), source);
     if (preset == "small") return parse_model_config(vl_json(kSmall, {4, 256, 1024, 4, 2304, {1, 2}}, kByteVisionIds), source);
+    if (preset == "qwen3-vl-8b")
+      return parse_model_config(vl_json(kQwen3VL_8B, {27, 1152, 4304, 16, 2304, {8, 16, 24}}, kQwenVisionIds), source);
     return parse_model_config(vl_json(kQwen3VL_2B, {24, 1024, 4096, 16, 2304, {5, 11, 17}}, kQwenVisionIds), source);
   }
   const PresetShape* s = preset == "tiny"         ? &kTiny

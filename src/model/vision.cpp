@@ -30,10 +30,24 @@ VisionTower::VisionTower(ModelWeights& weights, VisionOptions opt) : w_(weights)
 }
 
 size_t VisionTower::carve(bool dry_run) {
-  const int64_t N = N_, Ng = Ng_, D = v_.hidden_size, Fv = v_.intermediate_size, H = v_.num_heads,
-                hd = v_.head_dim(), Pd = v_.patch_dim(), M = v_.merged_dim(), O = v_.out_hidden_size;
-  const bool bf = opt_.mode == ComputeMode::BF16, ckpt = opt_.checkpoint_activations;
   char* base = dry_run ? nullptr : static_cast<char*>(ws_.take_bytes(ws_.capacity(), "vision activations"));
+  return carve_layout(v_, opt_, N_, Ng_, base, acts_, main_, ds_, s_);
+}
+
+size_t VisionTower::activation_bytes(const VisionConfig& v, const VisionOptions& opt, int64_t patch_rows) {
+  std::vector<BlockActs> acts;
+  MergerActs main_merger{};
+  std::vector<MergerActs> ds(v.deepstack_visual_indexes.size());
+  Scratch s{};
+  return carve_layout(v, opt, patch_rows, patch_rows / v.merge_factor(), nullptr, acts, main_merger, ds, s);
+}
+
+size_t VisionTower::carve_layout(const VisionConfig& vc, const VisionOptions& opt, int64_t N, int64_t Ng, char* base,
+                                 std::vector<BlockActs>& acts, MergerActs& main_merger, std::vector<MergerActs>& ds,
+                                 Scratch& s) {
+  const int64_t D = vc.hidden_size, Fv = vc.intermediate_size, H = vc.num_heads,
+                hd = vc.head_dim(), Pd = vc.patch_dim(), M = vc.merged_dim(), O = vc.out_hidden_size;
+  const bool bf = opt.mode == ComputeMode::BF16, ckpt = opt.checkpoint_activations;
   Carver carver(base);
   auto f = [&](int64_t n) { return carver.take<float>(n); };
   auto h = [&](int64_t n) { return carver.take<bf16_t>(n); };
@@ -57,15 +71,15 @@ size_t VisionTower::carve(bool dry_run) {
     a.h2_bf = bf ? h(N * D) : nullptr;
     a.act_bf = bf ? h(N * Fv) : nullptr;
   };
-  acts_.resize(v_.depth);
+  acts.resize(vc.depth);
   BlockActs shared{};
   if (ckpt) full_set(shared);
-  for (int64_t b = 0; b < v_.depth; ++b) {
+  for (int64_t b = 0; b < vc.depth; ++b) {
     if (ckpt)
-      acts_[b] = shared;
+      acts[b] = shared;
     else
-      full_set(acts_[b]);
-    acts_[b].x_in = f(N * D);
+      full_set(acts[b]);
+    acts[b].x_in = f(N * D);
   }
   auto merger = [&](MergerActs& m, bool main) {
     m.in_norm = f(Ng * M);
@@ -78,25 +92,25 @@ size_t VisionTower::carve(bool dry_run) {
     m.in_bf = bf ? h(Ng * M) : nullptr;
     m.act_bf = bf ? h(Ng * M) : nullptr;
   };
-  merger(main_, true);
-  for (MergerActs& m : ds_) merger(m, false);
-  s_.pos = f(N * D);
-  s_.x_final = f(N * D);
-  s_.qkv = f(N * 3 * D);
-  s_.dx = f(N * D);
-  s_.dtmp = f(N * D);
-  s_.dO = f(N * D);
-  s_.dq = f(N * D);
-  s_.dk = f(N * D);
-  s_.dv = f(N * D);
-  s_.dqkv = f(N * 3 * D);
-  s_.dact = f(N * Fv);
-  s_.dm_act = f(Ng * M);
-  s_.dm_in = f(Ng * M);
-  s_.attn_ws = f(ops::attention_ws_floats(N, H, H, hd));
-  s_.ln_ws = f(std::max(ops::layernorm_backward_ws_floats(N, D), ops::layernorm_backward_ws_floats(Ng, M)));
-  s_.pix_bf = bf ? h(N * Pd) : nullptr;
-  s_.dy_bf = bf ? h(std::max(N * std::max(3 * D, Fv), Ng * std::max(M, O))) : nullptr;
+  merger(main_merger, true);
+  for (MergerActs& m : ds) merger(m, false);
+  s.pos = f(N * D);
+  s.x_final = f(N * D);
+  s.qkv = f(N * 3 * D);
+  s.dx = f(N * D);
+  s.dtmp = f(N * D);
+  s.dO = f(N * D);
+  s.dq = f(N * D);
+  s.dk = f(N * D);
+  s.dv = f(N * D);
+  s.dqkv = f(N * 3 * D);
+  s.dact = f(N * Fv);
+  s.dm_act = f(Ng * M);
+  s.dm_in = f(Ng * M);
+  s.attn_ws = f(ops::attention_ws_floats(N, H, H, hd));
+  s.ln_ws = f(std::max(ops::layernorm_backward_ws_floats(N, D), ops::layernorm_backward_ws_floats(Ng, M)));
+  s.pix_bf = bf ? h(N * Pd) : nullptr;
+  s.dy_bf = bf ? h(std::max(N * std::max(3 * D, Fv), Ng * std::max(M, O))) : nullptr;
   return carver.size();
 }
 

@@ -72,6 +72,8 @@ class VisionTower {
   void backward(const VisionTensors& grads);
 
   size_t workspace_bytes() const { return ws_.capacity(); }
+  // Bytes of the activation workspace forward() reserves for `patch_rows` patch rows (the memory plan).
+  static size_t activation_bytes(const VisionConfig& v, const VisionOptions& opt, int64_t patch_rows);
 
  private:
   struct BlockActs {
@@ -112,6 +114,11 @@ class VisionTower {
   };
 
   size_t carve(bool dry_run);
+  // The workspace layout for N patch rows (Ng merged), laid out over `base` (null: measure only), its
+  // pointers written to acts, main_merger, ds (one per DeepStack merger) and s.
+  static size_t carve_layout(const VisionConfig& v, const VisionOptions& opt, int64_t N, int64_t Ng, char* base,
+                             std::vector<BlockActs>& acts, MergerActs& main_merger, std::vector<MergerActs>& ds,
+                             Scratch& s);
   void block_forward(int64_t b, BlockActs& a, float* x_out);
   void block_backward(int64_t b, BlockActs& a, const VisionBlockTensors& g);
   // in: the main merger's [N, Dv] (normalised per row over Dv), a DeepStack merger's [Ng, M] (over M).

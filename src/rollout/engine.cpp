@@ -110,24 +110,8 @@ Engine::Engine(RolloutModel& model, const EngineConfig& config, DecodeFn decode)
   GRPO_CHECK(config.kv_max_blocks >= 0, "[rollout] kv_max_blocks must be >= 0, got ", config.kv_max_blocks);
   const KvCacheShape shape{model.num_layers(), model.num_kv_heads(), model.head_dim(), config.block_size,
                            config.kv_dtype};
-  KvBudget& kb = kv_budget_;
-  kb.dtype = config.kv_dtype;
-  kb.block_size = config.block_size;
-  kb.max_blocks = config.kv_max_blocks;
-  if (config.kv_memory_bytes > 0) {
-    kb.requested_bytes = config.kv_memory_bytes;
-  } else {
-    kb.available_bytes = available_memory_bytes();
-    kb.fraction = config.kv_memory_fraction;
-    kb.requested_bytes = static_cast<int64_t>(config.kv_memory_fraction * static_cast<double>(kb.available_bytes));
-  }
-  kb.blocks = KvCache::blocks_for_bytes(shape, kb.requested_bytes);
-  if (kb.max_blocks > 0) kb.blocks = std::min(kb.blocks, kb.max_blocks);
-  kb.blocks = std::min(kb.blocks, (int64_t{1} << 31) / config.block_size - 1);  // slot ids stay int32
-  GRPO_CHECK(kb.blocks >= 1, "[rollout] a KV memory budget of ", kb.requested_bytes, " bytes holds no block of ",
-             config.block_size, " tokens");
-  kb.bytes = kb.blocks * KvCache::bytes_per_block(shape);
-  const int64_t blocks = kb.blocks;
+  kv_budget_ = kv_budget_for(config, shape, config.kv_memory_bytes > 0 ? 0 : available_memory_bytes());
+  const int64_t blocks = kv_budget_.blocks;
   kv_ = std::make_unique<KvCache>(shape, blocks, config.prefix_cache);
   const int nt = std::max(1, num_threads());
   samplers_.reserve(nt);
@@ -138,15 +122,45 @@ Engine::~Engine() = default;
 
 void Engine::clear_prefix_cache() { kv_->clear_prefix_cache(); }
 
-void Engine::ensure_workspaces(int64_t tokens) {
+int64_t workspace_bucket(const EngineConfig& config, int64_t tokens) {
   int64_t bucket = 16;
   while (bucket < tokens) bucket *= 2;
-  bucket = std::min(bucket, config_.token_budget);
-  if (bucket <= ws_bucket_) return;
-  const int64_t S = std::min(bucket, config_.max_seqs), V = model_.vocab_size();
-  const int64_t max_blocks = (model_.max_positions() + config_.block_size - 1) / config_.block_size;
+  return std::min(bucket, config.token_budget);
+}
+
+int64_t step_workspace_bytes(const EngineConfig& config, int64_t bucket, int64_t vocab, int64_t max_positions) {
+  const int64_t S = std::min(bucket, config.max_seqs);
+  const int64_t max_blocks = (max_positions + config.block_size - 1) / config.block_size;
   const int64_t ints = 4 * bucket + (S + 1) + S * max_blocks + S + 3 * bucket;  // + M-RoPE positions
-  step_ws_.reserve(static_cast<size_t>(ints * 4 + bucket * sizeof(float*) + S * V * 4 + 10 * 64),
+  return ints * 4 + bucket * static_cast<int64_t>(sizeof(float*)) + S * vocab * 4 + 10 * 64;
+}
+
+KvBudget kv_budget_for(const EngineConfig& config, const KvCacheShape& shape, int64_t available_bytes) {
+  KvBudget kb;
+  kb.dtype = config.kv_dtype;
+  kb.block_size = config.block_size;
+  kb.max_blocks = config.kv_max_blocks;
+  if (config.kv_memory_bytes > 0) {
+    kb.requested_bytes = config.kv_memory_bytes;
+  } else {
+    kb.available_bytes = available_bytes;
+    kb.fraction = config.kv_memory_fraction;
+    kb.requested_bytes = static_cast<int64_t>(config.kv_memory_fraction * static_cast<double>(available_bytes));
+  }
+  kb.blocks = KvCache::blocks_for_bytes(shape, kb.requested_bytes);
+  if (kb.max_blocks > 0) kb.blocks = std::min(kb.blocks, kb.max_blocks);
+  kb.blocks = std::min(kb.blocks, (int64_t{1} << 31) / config.block_size - 1);  // slot ids stay int32
+  GRPO_CHECK(kb.blocks >= 1, "[rollout] a KV memory budget of ", kb.requested_bytes, " bytes holds no block of ",
+             config.block_size, " tokens");
+  kb.bytes = kb.blocks * KvCache::bytes_per_block(shape);
+  return kb;
+}
+
+void Engine::ensure_workspaces(int64_t tokens) {
+  const int64_t bucket = workspace_bucket(config_, tokens);
+  if (bucket <= ws_bucket_) return;
+  const int64_t S = std::min(bucket, config_.max_seqs);
+  step_ws_.reserve(static_cast<size_t>(step_workspace_bytes(config_, bucket, model_.vocab_size(), model_.max_positions())),
                    cat("the rollout step workspace (", bucket, " tokens, ", S, " sequences, logits)"));
   model_ws_.reserve(model_.workspace_bytes(bucket, S), cat("the rollout model workspace (", bucket, " tokens)"));
   ws_bucket_ = bucket;

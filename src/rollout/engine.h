@@ -65,6 +65,15 @@ struct KvBudget {
   std::string describe() const;
 };
 
+// The KV budget `config` gives a cache of `shape` on a machine with `available_bytes` of MemAvailable (read
+// only when config.kv_memory_bytes is 0): the engine's sizing rule, shared with the memory plan.
+KvBudget kv_budget_for(const EngineConfig& config, const KvCacheShape& shape, int64_t available_bytes);
+// The token bucket (a power of 2 from 16, at most config.token_budget) the step workspaces are sized for
+// when a step has `tokens` tokens, and the bytes of the step workspace (token ids, positions, block tables,
+// the logits rows) for that bucket, of a model with `vocab` ids and `max_positions` positions.
+int64_t workspace_bucket(const EngineConfig& config, int64_t tokens);
+int64_t step_workspace_bytes(const EngineConfig& config, int64_t bucket, int64_t vocab, int64_t max_positions);
+
 struct Progress {
   int64_t requests_done = 0, requests_total = 0;
   int64_t tokens_generated = 0;

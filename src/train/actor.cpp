@@ -65,6 +65,10 @@ comm::Communicator* single_rank_if_vision(comm::Communicator* comm, const ModelC
 
 }  // namespace
 
+comm::Partition parameter_partition(int64_t layout_numel, int ranks) {
+  return comm::Partition::even(layout_numel, ranks, /*align=*/16);
+}
+
 MicroBatchPlan plan_micro_batches(const std::vector<int64_t>& lengths, const MicroBatching& mb) {
   return mb.dynamic ? pack_by_token_budget(lengths, mb.max_tokens, mb.pad)
                     : split_fixed(lengths, mb.micro_batch_size, mb.pad);
@@ -100,8 +104,7 @@ Actor::Actor(ModelWeights& weights, const DecoderOptions& dopt, const MicroBatch
       own_comm_(comm ? nullptr : std::make_unique<comm::LocalCommunicator>()),
       comm_(single_rank_if_vision(comm ? comm : own_comm_.get(), weights.config())),
       dp_(dp),
-      part_(comm::Partition::even(lora ? lora->params().numel() : weights.params().numel(), comm_->size(),
-                                  /*align=*/16)),
+      part_(parameter_partition(lora ? lora->params().numel() : weights.params().numel(), comm_->size())),
       // A frozen tower (one process): the moments cover the text part, a prefix of the layout.
       adam_(lora ? AdamW(lora->params().numel(), part_.begin(comm_->rank()), part_.end(comm_->rank()))
                  : AdamW(weights.config(), part_.begin(comm_->rank()),

@@ -100,6 +100,10 @@ struct RolloutCorrection {
   std::vector<RejectionCriterion> rejection;
 };
 
+// The shards of a flat layout of `layout_numel` elements over `ranks` ranks (64-byte aligned): rank r owns
+// [begin(r), end(r)) of the gradients and AdamW moments, and under ZeRO-3 of the layers' parameters.
+comm::Partition parameter_partition(int64_t layout_numel, int ranks);
+
 // Plans the micro-batches of sequences of the given lengths.
 MicroBatchPlan plan_micro_batches(const std::vector<int64_t>& lengths, const MicroBatching& mb);
 

@@ -189,7 +189,19 @@ TEST(VlConfig, PresetsAndTheirParameterCounts) {
   EXPECT_NEAR(static_cast<double>(vision), 0.405e9, 0.02e9);
   EXPECT_THROW(preset_config("qwen3-vl", "qwen3-0.6b"), Error);
   EXPECT_THROW(preset_config("qwen3", "qwen3-vl-2b"), Error);
-  for (const char* p : {"tiny", "small", "qwen3-vl-2b"}) {
+  // Qwen3-VL-8B-Instruct's shapes: untied output layer, ~7.6B in the decoder layers and embeddings, ~0.58B
+  // in the tower (27 blocks of 1152, DeepStack after 8, 16, 24): 8.77B.
+  ModelConfig eight = preset_config("qwen3-vl", "qwen3-vl-8b");
+  EXPECT_FALSE(eight.tie_word_embeddings);
+  EXPECT_EQ(eight.num_hidden_layers, 36);
+  EXPECT_EQ(eight.intermediate_size, 12288);
+  EXPECT_EQ(eight.vision.out_hidden_size, 4096);
+  EXPECT_EQ(eight.vision.deepstack_visual_indexes, (std::vector<int64_t>{8, 16, 24}));
+  int64_t eight_vision = 0;
+  for (const TensorSpec& t : vision_tensors(eight)) eight_vision += st_numel(t.shape);
+  EXPECT_NEAR(static_cast<double>(parameter_count(eight)), 8.767e9, 0.01e9);
+  EXPECT_NEAR(static_cast<double>(eight_vision), 0.576e9, 0.01e9);
+  for (const char* p : {"tiny", "small", "qwen3-vl-2b", "qwen3-vl-8b"}) {
     ModelConfig c = preset_config("qwen3-vl", p);
     ModelConfig back = parse_model_config(model_config_to_json(c), "rt");
     EXPECT_EQ(parameter_count(back), parameter_count(c)) << p;

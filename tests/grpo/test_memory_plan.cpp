@@ -1,0 +1,162 @@
+// The memory plan (grpo/memory_plan.h) against the allocations it predicts: the decoder's and the vision
+// tower's workspaces after a real forward, the parameter, gradient and moment buffers of a real Actor on 1
+// and 3 ranks' shards, the rollout engine's KV budget; and the verdicts: a run fits a large machine, not a
+// small one, where the suggested change fits.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "grpo/memory_plan.h"
+#include "grpo/session.h"
+#include "model/decoder.h"
+#include "model/presets.h"
+#include "model/vision.h"
+#include "model/weights.h"
+#include "rollout/decoder_model.h"
+#include "rollout/engine.h"
+#include "train/actor.h"
+
+using namespace grpo;
+
+namespace {
+
+PackedBatch batch_of(const std::vector<int64_t>& lengths, int64_t vocab) {
+  PackedBatch b;
+  b.clear();
+  for (int64_t n : lengths) {
+    std::vector<int32_t> ids(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) ids[i] = static_cast<int32_t>((i * 7 + n) % vocab);
+    b.add_sequence(ids);
+  }
+  return b;
+}
+
+MemoryPlanInputs inputs_for(const ModelConfig& m, int ranks) {
+  MemoryPlanInputs in;
+  in.config.actor_rollout_ref.model.path = "unused";
+  in.config.data.train_batch_size = 4;
+  in.config.data.max_prompt_length = 40;
+  in.config.data.max_response_length = 60;
+  in.config.actor_rollout_ref.rollout.n = 4;
+  in.config.actor_rollout_ref.actor.ppo_mini_batch_size = 4;
+  in.config.actor_rollout_ref.actor.use_dynamic_bsz = true;
+  in.config.actor_rollout_ref.actor.ppo_max_token_len_per_gpu = 512;
+  in.model = m;
+  in.data.max_prompt_tokens = 30;
+  in.ranks = ranks;
+  in.ranks_per_machine = ranks;
+  in.available_bytes = int64_t{64} << 30;
+  in.fixed_bytes = int64_t{50} << 20;
+  return in;
+}
+
+}  // namespace
+
+TEST(MemoryPlan, DecoderActivationsAreTheWorkspaceForwardReserves) {
+  const ModelConfig m = preset_config("qwen3", "tiny");
+  ModelWeights w(m);
+  for (const bool bf16 : {false, true})
+    for (const bool ckpt : {false, true}) {
+      DecoderOptions o;
+      o.mode = bf16 ? ComputeMode::BF16 : ComputeMode::F32;
+      o.checkpoint_activations = ckpt;
+      Decoder d(w, o);
+      const PackedBatch b = batch_of({37, 90, 5}, m.vocab_size);
+      std::vector<float> lp(b.T()), ent(b.T());
+      d.forward(b, lp.data(), ent.data());
+      EXPECT_EQ(d.workspace_bytes(), Decoder::activation_bytes(m, o, b.T(), 90, false)) << bf16 << ckpt;
+      EXPECT_GT(Decoder::activation_bytes(m, o, b.T(), 90, false), Decoder::output_layer_bytes(m, o, b.T()));
+    }
+}
+
+TEST(MemoryPlan, VisionActivationsAreTheWorkspaceForwardReserves) {
+  const ModelConfig m = preset_config("qwen3-vl", "tiny");
+  ModelWeights w(m);
+  for (const bool ckpt : {false, true}) {
+    const VisionOptions o{ComputeMode::F32, ckpt};
+    VisionTower tower(w, o);
+    const std::vector<ImageGrid> grids{{1, 4, 6}, {1, 2, 2}};
+    const int64_t rows = 24 + 4;
+    std::vector<float> pixels(static_cast<size_t>(rows * m.vision.patch_dim()), 0.25f);
+    tower.forward(pixels.data(), grids, "test");
+    EXPECT_EQ(tower.workspace_bytes(), VisionTower::activation_bytes(m.vision, o, rows)) << ckpt;
+  }
+}
+
+TEST(MemoryPlan, ParameterGradientAndMomentTermsAreTheActorsBuffers) {
+  const ModelConfig m = preset_config("qwen3", "tiny");
+  ModelWeights w(m);
+  const MemoryPlan one = plan_memory(inputs_for(m, 1));
+  EXPECT_EQ(one.term("weights"), w.params().numel() * 4);
+  EXPECT_EQ(one.term("master"), 0);
+  Arena grads(DType::F32);
+  declare_parameters(m, grads);
+  EXPECT_EQ(one.term("gradients"), grads.numel() * 4);
+  const train::AdamW adam(m);
+  EXPECT_EQ(one.term("optimizer"), (adam.end() - adam.begin()) * 8);
+  EXPECT_EQ(one.term("gradient shard"), 0);
+
+  // Three ranks: rank 0's shard of the partition the actor uses, f32 gradients still whole.
+  const MemoryPlan three = plan_memory(inputs_for(m, 3));
+  const comm::Partition part = train::parameter_partition(w.params().numel(), 3);
+  EXPECT_EQ(three.term("optimizer"), part.size(0) * 8);
+  EXPECT_EQ(three.term("gradient shard"), part.size(0) * 4);
+  EXPECT_EQ(three.term("gradients"), grads.numel() * 4);
+  EXPECT_GT(three.term("communication"), 0);
+
+  MemoryPlanInputs bf = inputs_for(m, 1);
+  bf.config.mixed_precision.enabled = true;
+  const MemoryPlan b = plan_memory(bf);
+  EXPECT_EQ(b.term("master"), w.params().numel() * 4);
+  w.bf16();
+  EXPECT_EQ(b.term("weights"), w.bf16_arena()->numel() * 2);
+}
+
+TEST(MemoryPlan, KvTermIsTheEnginesBudget) {
+  const ModelConfig m = preset_config("qwen3", "tiny");
+  const MemoryPlanInputs in = inputs_for(m, 1);
+  const rollout::EngineConfig ec = engine_config(in.config, m, 16);
+  const rollout::KvCacheShape shape{m.num_hidden_layers, m.num_key_value_heads, m.head_dim, ec.block_size, ec.kv_dtype};
+  ModelWeights w(m);
+  rollout::DecoderRolloutModel model(w, ComputeMode::F32, ec.block_size);
+  rollout::EngineConfig fixed = ec;
+  fixed.kv_memory_bytes = in.available_bytes / 2;  // the engine's fraction of the plan's machine
+  const rollout::Engine engine(model, fixed);
+  EXPECT_EQ(plan_memory(in).term("KV cache"), engine.kv_budget().bytes);
+  EXPECT_EQ(engine.kv_budget().bytes, rollout::kv_budget_for(ec, shape, in.available_bytes).bytes);
+}
+
+TEST(MemoryPlan, CheckpointingAndZero3ShrinkTheirTerms) {
+  const ModelConfig m = preset_config("qwen3", "small");
+  MemoryPlanInputs in = inputs_for(m, 2);
+  const MemoryPlan base = plan_memory(in);
+  in.config.actor_rollout_ref.model.enable_gradient_checkpointing = true;
+  const MemoryPlan ckpt = plan_memory(in);
+  EXPECT_LT(ckpt.term("activations"), base.term("activations") / 2);
+  in.config.actor_rollout_ref.actor.fsdp_config.reshard_after_forward = true;
+  const MemoryPlan z3 = plan_memory(in);
+  EXPECT_LT(z3.terms[1].training, ckpt.terms[1].training);  // the f32 weights while training
+  EXPECT_EQ(z3.terms[1].rollout_later, ckpt.terms[1].rollout_later);  // gathered whole for the rollout
+}
+
+TEST(MemoryPlan, VerdictAndCheapestChange) {
+  const ModelConfig m = preset_config("qwen3", "small");
+  MemoryPlanInputs in = inputs_for(m, 1);
+  const MemoryPlan big = plan_memory(in);
+  EXPECT_TRUE(big.fits());
+  EXPECT_EQ(explain_memory_plan(big).find("cheapest"), std::string::npos);
+  // A machine a little smaller than the peak: checkpointing (the first change tried) brings it under.
+  in.available_bytes = big.peak - big.term("activations") / 4;
+  const MemoryPlan small = plan_memory(in);
+  EXPECT_FALSE(small.fits());
+  const std::optional<PlanChange> ch = cheapest_fitting_change(in);
+  ASSERT_TRUE(ch.has_value());
+  EXPECT_TRUE(ch->plan.fits());
+  EXPECT_EQ(ch->sets.front(), "actor_rollout_ref.model.enable_gradient_checkpointing=true");
+  EXPECT_NE(explain_memory_plan(small).find("cheapest change that fits: activation checkpointing"), std::string::npos);
+  // A machine smaller than the weights alone: every rank holds them whole, nothing helps.
+  in.available_bytes = big.term("weights") / 2 + big.term("fixed");
+  EXPECT_FALSE(cheapest_fitting_change(in).has_value());
+  EXPECT_NE(explain_memory_plan(plan_memory(in)).find("no change tried makes it fit"), std::string::npos);
+}
