@@ -1,4 +1,4 @@
-// `grpo reward [CONFIG] --input F.jsonl --out F.jsonl`: scores responses offline with a run's reward
+// `grpo reward [CONFIG] --input F.jsonl|F.parquet --out F.jsonl`: scores responses offline with a run's reward
 // set-up (CONFIG and --set overrides: reward.functions, custom_reward_function, reward_manager), or, with
 // no CONFIG, as verl does by each row's data_source (verl's built-in rules). Input rows carry
 // `response`, the reference answer (verl's reward_model.ground_truth, or `answer`), and optionally
@@ -15,6 +15,8 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "data/dataset.h"
+#include "data/parquet/parquet_file.h"
 #include "grpo/config.h"
 #include "grpo/reward_setup.h"
 #include "reward/rewards.h"
@@ -39,44 +41,63 @@ std::string text_of(const nlohmann::json& row, const char* field, const std::str
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
-// The rows of a JSONL file. Parquet input goes through the data set's row reader once it reads Parquet
-// (data/dataset.h): this is the one place to add it.
+// One input row (a JSONL line or a Parquet row) as a row to score; `where` names it in errors.
+ScoredRow scored_row(nlohmann::json row, const std::string& where, const std::string& default_id) {
+  ScoredRow r;
+  r.row = std::move(row);
+  GRPO_CHECK(r.row.is_object(), where, ": expected a JSON object, got ", r.row.type_name());
+  GRPO_CHECK(r.row.contains("response"), where, ": needs \"response\" (the text to score)");
+  r.input.response = text_of(r.row, "response", where, false);
+  const bool has_answer = r.row.contains("answer"), has_verl = r.row.contains("reward_model");
+  GRPO_CHECK(has_answer != has_verl, where, has_answer ? ": has both \"answer\" and \"reward_model\"; expected one"
+                                                       : ": needs the reference answer: field \"reward_model.ground_truth\" (or \"answer\")");
+  if (has_answer) {
+    r.input.answer = text_of(r.row, "answer", where, true);
+  } else {
+    const auto& rm = r.row["reward_model"];
+    GRPO_CHECK(rm.is_object() && rm.contains("ground_truth") && !rm["ground_truth"].is_null(), where,
+               ": field \"reward_model.ground_truth\" is missing (expected {\"ground_truth\": ...})");
+    const auto& gt = rm["ground_truth"];
+    r.input.answer = gt.is_string() ? gt.get<std::string>() : gt.dump();
+  }
+  if (r.row.contains("data_source")) r.input.data_source = text_of(r.row, "data_source", where, false);
+  if (r.row.contains("prompt") && r.row["prompt"].is_string()) r.input.prompt = r.row["prompt"].get<std::string>();
+  if (r.row.contains("extra_info")) r.input.extra_info = r.row["extra_info"];
+  r.input.id = r.row.contains("id") ? (r.row["id"].is_string() ? r.row["id"].get<std::string>() : r.row["id"].dump())
+                                    : default_id;
+  return r;
+}
+
+// The rows of a JSONL or Parquet file (Parquet: read one row group range at a time).
 std::vector<ScoredRow> read_rows(const std::string& path) {
-  const bool parquet = path.size() > 8 && path.compare(path.size() - 8, 8, ".parquet") == 0;
-  GRPO_CHECK(!parquet, "[reward] ", path, ": Parquet input is not read by this build yet; convert it to JSONL ",
-             "(one row a line) or use a build whose data reader takes Parquet");
   std::vector<ScoredRow> rows;
-  for_each_line(path, [&](int64_t line, const std::string& text) {
-    if (text.find_first_not_of(" \t\r") == std::string::npos) return;
-    const std::string where = cat("[reward] ", path, ":", line);
-    ScoredRow r;
-    try {
-      r.row = nlohmann::json::parse(text);
-    } catch (const std::exception& e) {
-      fail(where, ": not valid JSON (", e.what(), ")");
+  if (is_parquet_file(path)) {
+    const parquet::ParquetFile file(path);
+    int64_t index = 0;
+    for (int g = 0; g < file.num_row_groups(); ++g) {
+      const int64_t n = file.row_group_rows(g);
+      for (int64_t b = 0; b < n; b += parquet::ParquetFile::kRowsPerRead) {
+        const int64_t e = std::min(n, b + parquet::ParquetFile::kRowsPerRead);
+        for (auto& row : file.read_rows(g, b, e)) {
+          const std::string id = cat(path, " row ", index);
+          rows.push_back(scored_row(std::move(row), "[reward] " + id, id));
+          ++index;
+        }
+      }
     }
-    GRPO_CHECK(r.row.is_object(), where, ": expected a JSON object, got ", r.row.type_name());
-    GRPO_CHECK(r.row.contains("response"), where, ": needs \"response\" (the text to score)");
-    r.input.response = text_of(r.row, "response", where, false);
-    const bool has_answer = r.row.contains("answer"), has_verl = r.row.contains("reward_model");
-    GRPO_CHECK(has_answer != has_verl, where, has_answer ? ": has both \"answer\" and \"reward_model\"; expected one"
-                                                         : ": needs the reference answer: field \"reward_model.ground_truth\" (or \"answer\")");
-    if (has_answer) {
-      r.input.answer = text_of(r.row, "answer", where, true);
-    } else {
-      const auto& rm = r.row["reward_model"];
-      GRPO_CHECK(rm.is_object() && rm.contains("ground_truth") && !rm["ground_truth"].is_null(), where,
-                 ": field \"reward_model.ground_truth\" is missing (expected {\"ground_truth\": ...})");
-      const auto& gt = rm["ground_truth"];
-      r.input.answer = gt.is_string() ? gt.get<std::string>() : gt.dump();
-    }
-    if (r.row.contains("data_source")) r.input.data_source = text_of(r.row, "data_source", where, false);
-    if (r.row.contains("prompt") && r.row["prompt"].is_string()) r.input.prompt = r.row["prompt"].get<std::string>();
-    if (r.row.contains("extra_info")) r.input.extra_info = r.row["extra_info"];
-    r.input.id = r.row.contains("id") ? (r.row["id"].is_string() ? r.row["id"].get<std::string>() : r.row["id"].dump())
-                                      : cat(path, ":", line);
-    rows.push_back(std::move(r));
-  });
+  } else {
+    for_each_line(path, [&](int64_t line, const std::string& text) {
+      if (text.find_first_not_of(" \t\r") == std::string::npos) return;
+      const std::string where = cat("[reward] ", path, ":", line);
+      nlohmann::json row;
+      try {
+        row = nlohmann::json::parse(text);
+      } catch (const std::exception& e) {
+        fail(where, ": not valid JSON (", e.what(), ")");
+      }
+      rows.push_back(scored_row(std::move(row), where, cat(path, ":", line)));
+    });
+  }
   GRPO_CHECK(!rows.empty(), "[reward] ", path, ": no rows to score");
   return rows;
 }

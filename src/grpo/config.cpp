@@ -280,14 +280,6 @@ void assign(const KeySpec& spec, const Given& g, Config& config, std::vector<std
       return;
     }
     case KeyType::String: {
-      // verl's data files are a file or a list of files (Hydra: "['a.parquet', 'b.parquet']").
-      const bool files = spec.name == "data.train_files" || spec.name == "data.val_files";
-      if (files && g.node.IsSequence() && g.node.size() == 1 && g.node[0].IsScalar()) {
-        *static_cast<std::string*>(p) = g.node[0].Scalar();
-        return;
-      }
-      if (files && g.node.IsSequence() && g.node.size() > 1)
-        return bad(cat(g.node.size(), " files: one file per key is read today (concatenate them into one) in"));
       if (!scalar) return bad("expected text, got");
       if (!spec.allowed.accepts(g.node.Scalar())) return bad("not an allowed value:");
       *static_cast<std::string*>(p) = g.node.Scalar();
@@ -297,6 +289,10 @@ void assign(const KeySpec& spec, const Given& g, Config& config, std::vector<std
       if (scalar && !g.node.Scalar().empty() &&
           (spec.allowed.scalar_as_list || spec.allowed.accepts(g.node.Scalar()))) {  // one name: a list of one
         *static_cast<std::vector<std::string>*>(p) = {g.node.Scalar()};
+        return;
+      }
+      if (scalar && g.node.Scalar().empty() && spec.allowed.scalar_as_list) {  // "" (verl: data.val_files=''): none
+        static_cast<std::vector<std::string>*>(p)->clear();
         return;
       }
       if (!g.node.IsSequence()) return bad("expected a list, got");
@@ -823,6 +819,8 @@ void validate_config(const Config& config) {
                            spec.allowed.describe(spec.type)));
     if (spec.required && spec.type == KeyType::String && static_cast<std::string*>(p)->empty())
       errors.push_back(cat("[config] ", spec.name, " is required (", spec.doc, ")"));
+    if (spec.required && spec.type == KeyType::StringList && static_cast<std::vector<std::string>*>(p)->empty())
+      errors.push_back(cat("[config] ", spec.name, " is required (", spec.doc, ")"));
   }
   throw_if_any(errors);  // the cross-checks' arithmetic relies on the bounds
   auto checks = cross_checks(c);
@@ -911,6 +909,12 @@ const std::vector<ConfigKeyInfo>& config_keys() {
     return v;
   }();
   return keys;
+}
+
+std::string data_files_text(const std::vector<std::string>& files) {
+  std::string s;
+  for (const std::string& f : files) s += (s.empty() ? "" : ", ") + f;
+  return s;
 }
 
 std::string config_help() {

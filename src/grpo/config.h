@@ -37,8 +37,8 @@ struct DataParallel;
 }
 
 struct DataConfig {
-  std::string train_files;         // JSONL (required)
-  std::string val_files;           // JSONL, "" = no validation
+  std::vector<std::string> train_files;  // JSONL or Parquet files, read as one data set (required)
+  std::vector<std::string> val_files;    // the same; none: no validation
   int64_t train_batch_size = 1024;  // prompts per step
   int64_t max_prompt_length = 512;  // tokens
   int64_t max_response_length = 512;
@@ -48,6 +48,9 @@ struct DataConfig {
   bool apply_chat_template = true;  // false: the prompt text is tokenized as is
   std::string image_key = "images";  // pictures of a row (verl's data.image_key)
 };
+
+// Data files as messages name them: "a.parquet" or "a.parquet, b.parquet".
+std::string data_files_text(const std::vector<std::string>& files);
 
 struct ModelSection {
   std::string path;  // Hugging Face model folder (required)

@@ -144,9 +144,11 @@ Allowed temperature() { return between(0.01, 100).or_value(0); }
 
 std::vector<KeySpec> build_table() {
   return {
-      KEY(data.train_files, any(),
-          "training prompts (JSONL: prompt or messages, answer, optional id, images; verl rows)", true),
-      KEY(data.val_files, any(), "held-out prompts (JSONL); empty: no validation"),
+      KEY(data.train_files, list_or_text(),
+          "training prompts: a file or a list of files, JSONL or Parquet (prompt or messages, answer, optional id, "
+          "images; verl rows), read as one data set", true),
+      KEY(data.val_files, list_or_text(), "held-out prompts: a file or a list of files (JSONL or Parquet); none: no "
+          "validation"),
       KEY(data.train_batch_size, count(), "prompts per training step"),
       KEY(data.max_prompt_length, count(), "prompt tokens at most"),
       KEY(data.max_response_length, count(), "generated tokens at most per response"),

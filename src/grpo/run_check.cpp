@@ -31,11 +31,11 @@ struct DataFacts {
   std::vector<std::string> data_sources;  // of the rows, in first-seen order ("" for rows without)
 };
 
-// Loads one data file as the run would (prompts tokenized when the tokenizer loaded); problems recorded.
-std::optional<DataFacts> check_data(const std::string& key, const std::string& path, const DatasetOptions& opt,
-                                    std::vector<std::string>& problems) {
+// Loads a key's data files as the run would (prompts tokenized when the tokenizer loaded); problems recorded.
+std::optional<DataFacts> check_data(const std::string& key, const std::vector<std::string>& paths,
+                                    const DatasetOptions& opt, std::vector<std::string>& problems) {
   try {
-    Dataset d = load_dataset(path, opt);
+    Dataset d = load_datasets(paths, opt);
     DataFacts f;
     f.examples = static_cast<int64_t>(d.examples.size());
     f.filtered = d.filtered;
@@ -119,22 +119,22 @@ RunCheck check_run(const Config& c, const ConfigNotes& notes, RunKind kind) {
   }
   struct DataLine {
     const char* key;
-    const std::string* file;
+    const std::vector<std::string>* files;
     const std::optional<DataFacts>* facts;
   };
   for (const DataLine& d : {DataLine{"train", &c.data.train_files, &train}, DataLine{"val", &c.data.val_files, &val}}) {
     if (!*d.facts) continue;
     const DataFacts& f = **d.facts;
     const char* key = d.key;
-    const std::string* file = d.file;
-    std::string line = cat("data (", key, "): ", *file, ": ", f.examples, " examples");
+    const std::string file = data_files_text(*d.files);
+    std::string line = cat("data (", key, "): ", file, ": ", f.examples, " examples");
     if (tok) line += cat(", longest prompt ", f.longest, " tokens (max_prompt_length ", c.data.max_prompt_length, ")");
     if (f.filtered) line += cat(", ", f.filtered, " overlong prompts filtered out");
     if (f.truncated) line += cat(", ", f.truncated, " overlong prompts truncated (", c.data.truncation, ")");
     if (f.with_pictures) line += cat(", ", f.with_pictures, " with pictures");
     out.push_back(line);
     if (f.with_pictures && ck && !ck->config().has_vision())
-      r.problems.push_back(cat("[data] ", *file, ": ", f.with_pictures, " rows have pictures but ", model,
+      r.problems.push_back(cat("[data] ", file, ": ", f.with_pictures, " rows have pictures but ", model,
                                " is a text model (no vision_config in config.json)"));
   }
 
@@ -153,7 +153,7 @@ RunCheck check_run(const Config& c, const ConfigNotes& notes, RunKind kind) {
                             mini * n / actor.ppo_micro_batch_size_per_gpu, " per mini-batch)"));
     if (train) {
       if (train->examples < B) {
-        r.problems.push_back(cat("[data] ", c.data.train_files, " (data.train_files) has ", train->examples,
+        r.problems.push_back(cat("[data] ", data_files_text(c.data.train_files), " (data.train_files) has ", train->examples,
                                  " prompts, fewer than data.train_batch_size = ", B));
       } else {
         const std::string how = c.trainer.total_training_steps > 0 ? std::string(", trainer.total_training_steps")
@@ -191,7 +191,7 @@ RunCheck check_run(const Config& c, const ConfigNotes& notes, RunKind kind) {
       for (const std::string& s : val->data_sources)
         if (std::find(sources.begin(), sources.end(), s) == sources.end()) sources.push_back(s);
     const std::vector<WeightedReward> rewards =
-        make_rewards(run_reward_functions(c.reward, sources, c.data.train_files));
+        make_rewards(run_reward_functions(c.reward, sources, data_files_text(c.data.train_files)));
     std::string line = "reward:";
     for (size_t i = 0; i < rewards.size(); ++i)
       line += cat(i ? " +" : " ", rewards[i].weight, " x ", rewards[i].function->name());

@@ -96,16 +96,16 @@ std::unique_ptr<Session> Session::open_data(const Config& config, bool require_r
   dopt.overflow = prompt_overflow_from_config(config.data.filter_overlong_prompts, config.data.truncation);
   dopt.require_response = require_response;
   {
-    ErrorContext what("reading the training prompts ", config.data.train_files, " (data.train_files)");
-    s->train = load_dataset(config.data.train_files, dopt);
+    ErrorContext what("reading the training prompts ", data_files_text(config.data.train_files), " (data.train_files)");
+    s->train = load_datasets(config.data.train_files, dopt);
   }
   if (s->train.filtered > 0 && comm::launch_rank() == 0)
-    std::fprintf(stderr, "[data] %s: %lld prompts longer than %lld tokens filtered out\n", config.data.train_files.c_str(),
+    std::fprintf(stderr, "[data] %s: %lld prompts longer than %lld tokens filtered out\n", data_files_text(config.data.train_files).c_str(),
                  static_cast<long long>(s->train.filtered), static_cast<long long>(config.data.max_prompt_length));
   if (!config.data.val_files.empty()) {
     dopt.require_response = false;
-    ErrorContext what("reading the validation prompts ", config.data.val_files, " (data.val_files)");
-    s->val = load_dataset(config.data.val_files, dopt);
+    ErrorContext what("reading the validation prompts ", data_files_text(config.data.val_files), " (data.val_files)");
+    s->val = load_datasets(config.data.val_files, dopt);
   }
   for (const Dataset* d : {&s->train, &s->val})
     for (const Example& ex : d->examples)

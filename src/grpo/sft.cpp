@@ -62,7 +62,7 @@ SftSummary run_sft(const Config& cfg, bool quiet, bool overwrite) {
   }
   if (too_long && console) std::fprintf(stderr, "[sft] %lld examples longer than sft.max_length %lld filtered out\n",
                              static_cast<long long>(too_long), static_cast<long long>(sc.max_length));
-  GRPO_CHECK(!data.empty(), "[sft] ", cfg.data.train_files, ": no usable example");
+  GRPO_CHECK(!data.empty(), "[sft] ", data_files_text(cfg.data.train_files), ": no usable example");
 
   DecoderOptions dopt;
   dopt.mode = s->mode;

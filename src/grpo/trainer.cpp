@@ -99,7 +99,7 @@ GrpoTrainer::GrpoTrainer(const Config& config, const TrainOptions& opt)
   };
   s_ = Session::open(cfg_, /*require_response=*/false, SessionRollout::TrainAndValidate, check_memory);
   const int64_t N = static_cast<int64_t>(s_->train.examples.size()), B = cfg_.data.train_batch_size;
-  GRPO_CHECK(N >= B, "[data] ", cfg_.data.train_files, " (data.train_files) has ", N, " prompts",
+  GRPO_CHECK(N >= B, "[data] ", data_files_text(cfg_.data.train_files), " (data.train_files) has ", N, " prompts",
              s_->train.filtered > 0 ? cat(" left after ", s_->train.filtered, " longer than data.max_prompt_length = ",
                                           cfg_.data.max_prompt_length, " tokens were filtered out")
                                     : std::string(),
@@ -151,7 +151,7 @@ GrpoTrainer::GrpoTrainer(const Config& config, const TrainOptions& opt)
   }
   ref_micro_batching_ = ref_micro_batching(cfg_);
   rewards_ = make_rewards(run_reward_functions(cfg_.reward, data_sources_of({&s_->train, &s_->val}),
-                                               cat(cfg_.data.train_files, " (data.train_files) and data.val_files")));
+                                               cat(data_files_text(cfg_.data.train_files), " (data.train_files) and data.val_files")));
   total_steps_ = total_training_steps(cfg_, N);
   steps_per_epoch_ = std::max<int64_t>(1, N / B);
   max_gen_batches_ = max_num_gen_batches_per_step(cfg_, N);

@@ -185,12 +185,14 @@ bool clock_or_machine(const std::string& key) {
          (key.rfind("perf/", 0) == 0 && key != "perf/train_tokens" && key != "perf/packing_efficiency");
 }
 
-// Metrics of the update that sum fp32 values in an order that depends on the ranks.
+// Metrics of the update that sum fp32 values in an order that depends on the ranks (the trainer's log-probs
+// against the rollout's included: each rank recomputes its own share's).
 bool continuous(const std::string& key) {
   static const std::set<std::string> keys = {"actor/pg_loss",     "actor/kl_loss", "actor/entropy",
                                              "actor/pg_clipfrac", "actor/ppo_kl",  "actor/grad_norm",
-                                             "train/loss"};
-  return keys.count(key) != 0;
+                                             "actor/pg_clipfrac_lower", "train/loss"};
+  return keys.count(key) != 0 || key.rfind("training/rollout_probs_diff_", 0) == 0 ||
+         key.rfind("rollout_corr/", 0) == 0;
 }
 
 // Compares two runs' metrics line by line: equal, continuous metrics within `rel` (relative, or absolute

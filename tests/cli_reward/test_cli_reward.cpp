@@ -53,6 +53,23 @@ TEST(CliReward, ScoresByDataSourceAndKeepsTheRows) {
   EXPECT_NE(r.output.find("0.0000"), std::string::npos) << r.output;   // math_dapo mean (+1 - 1)
 }
 
+// The same kind of rows in a Parquet file written by DuckDB (tests/data/parquet/generator/reward_rows.mjs).
+TEST(CliReward, ScoresParquetRows) {
+  test::TempDir dir;
+  const std::string in = std::string(GRPO_SOURCE_DIR) + "/tests/data/parquet/duckdb_reward_rows.parquet";
+  const std::string out = dir.path() + "/out.jsonl";
+  const auto r = test::run_grpo("reward --input " + in + " --out " + out);
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto rows = read_jsonl(out);
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0]["score"], 1.0);
+  EXPECT_EQ(rows[1]["score"], 0.0) << "verl's GSM8K needs ####";
+  EXPECT_EQ(rows[2]["score"], 1.0);
+  EXPECT_EQ(rows[3]["score"], -1.0);
+  EXPECT_EQ(rows[3]["extra_info"]["index"], 3) << "columns are kept";
+  EXPECT_EQ(rows[0]["reward_model"]["style"], "rule");
+}
+
 TEST(CliReward, UsesTheConfigsCustomFunction) {
   test::TempDir dir;
   const std::string py = dir.write("my_reward.py",

@@ -131,6 +131,20 @@ TEST_F(CliVerl, CheckListsEveryProblemAndFails) {
   EXPECT_NE(tight.output.find(dir_ + "/train.jsonl:1"), std::string::npos) << tight.output;
 }
 
+// verl's data as its preprocessing writes it: Parquet files, a list of them read as one data set, scored
+// by each row's data_source (openai/gsm8k here).
+TEST_F(CliVerl, ParquetFileListsAreOneDataSet) {
+  const std::string parquet = std::string(GRPO_SOURCE_DIR) + "/tests/data/parquet/";
+  const std::string a = parquet + "duckdb_verl_snappy.parquet", b = parquet + "duckdb_verl_zstd_v2.parquet";
+  const CommandResult r = run_grpo("train --check data.train_files=\"['" + a + "', '" + b + "']\" data.val_files=" + a +
+                                   " data.train_batch_size=16 actor_rollout_ref.actor.ppo_mini_batch_size=8 "
+                                   "actor_rollout_ref.model.path=" + dir_ + "/model trainer.logger='[console]'");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("data (train): " + a + ", " + b + ": 90 examples"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("data (val): " + a + ": 45 examples"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("reward: 1 x verl"), std::string::npos) << r.output;
+}
+
 TEST_F(CliVerl, OverridesWithoutAConfigFileAndHydraForms) {
   const std::string base = "train --check ++data.train_files=" + dir_ + "/train.jsonl +data.val_files=\"['" + dir_ +
                            "/test.jsonl']\" data.train_batch_size=16 actor_rollout_ref.actor.ppo_mini_batch_size=8 "
@@ -157,10 +171,11 @@ TEST_F(CliVerl, OverridesWithoutAConfigFileAndHydraForms) {
   EXPECT_NE(typo.output.find("did you mean actor_rollout_ref.rollout.tensor_model_parallel_size?"), std::string::npos)
       << typo.output;
 
-  const CommandResult lora = run_grpo(base + "actor_rollout_ref.model.lora_rank=32");
-  EXPECT_NE(lora.status, 0);
-  EXPECT_NE(lora.output.find("actor_rollout_ref.model.lora_rank = \"32\" is not supported here"), std::string::npos)
-      << lora.output;
+  const CommandResult tools = run_grpo(base + "actor_rollout_ref.rollout.multi_turn.enable=true");
+  EXPECT_NE(tools.status, 0);
+  EXPECT_NE(tools.output.find("actor_rollout_ref.rollout.multi_turn.enable = \"true\" is not supported here"),
+            std::string::npos)
+      << tools.output;
 }
 
 }  // namespace

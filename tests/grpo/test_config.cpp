@@ -35,7 +35,7 @@ using test::error_of;
 TEST(Config, DefaultsAreVerls) {
   test::TempDir dir;
   Config c = load_config(dir.write("c.yaml", kMinimal));
-  EXPECT_EQ(c.data.train_files, "train.jsonl");
+  EXPECT_EQ(c.data.train_files, std::vector<std::string>{"train.jsonl"});
   EXPECT_EQ(c.data.train_batch_size, 1024);
   EXPECT_EQ(c.data.max_prompt_length, 512);
   EXPECT_EQ(c.actor_rollout_ref.actor.ppo_mini_batch_size, 256);
@@ -72,7 +72,7 @@ TEST(Config, OverridesWinOverTheFile) {
   EXPECT_EQ(c.trainer.seed, 7);
   EXPECT_EQ(c.actor_rollout_ref.actor.optim.betas, (std::vector<double>{0.9, 0.95}));
   EXPECT_EQ(c.actor_rollout_ref.rollout.n, 8);
-  EXPECT_EQ(c.data.val_files, "test.jsonl");
+  EXPECT_EQ(c.data.val_files, std::vector<std::string>{"test.jsonl"});
   ASSERT_EQ(c.reward.functions.size(), 2u);
   EXPECT_EQ(c.reward.functions[1].pattern, "answer is");
   EXPECT_DOUBLE_EQ(c.reward.functions[1].weight, 0.2);
@@ -146,7 +146,7 @@ TEST(Config, WrongTypesAreErrors) {
            {"data.shuffle=maybe", "expected true or false"},
            {"actor_rollout_ref.actor.optim.betas=0.9", "expected a list"},
            {"actor_rollout_ref.actor.optim.betas=[0.9]", "wrong number of items"},
-           {"data.train_files={a: b}", "expected text"},
+           {"data.train_files={a: b}", "expected a list"},
            {"reward.functions=[{name: math, pattern: x}]", "not used by reward function \"math\""},
        }) {
     std::string e = error_of([&] { load_config(path, {k.set}); });
@@ -302,7 +302,7 @@ TEST(Config, KeyTableDocumentsEveryKey) {
 
 TEST(Config, ValidateConfigChecksConfigsBuiltInCode) {
   Config c;
-  c.data.train_files = "t.jsonl";
+  c.data.train_files = {"t.jsonl"};
   c.actor_rollout_ref.model.path = "m";
   EXPECT_NO_THROW(validate_config(c));
   c.actor_rollout_ref.rollout.temperature = -1;
@@ -430,9 +430,9 @@ TEST(Config, VerlOverridesParseAsHydraDoes) {
                               "actor_rollout_ref.actor.use_kl_loss=True", "trainer.logger=[\"console\",\"wandb\"]",
                               "trainer.project_name='proj'", "trainer.experiment_name=exp"},
                          &notes);
-  EXPECT_EQ(c.data.train_files, "a.parquet");
+  EXPECT_EQ(c.data.train_files, std::vector<std::string>{"a.parquet"});
   EXPECT_EQ(c.actor_rollout_ref.model.path, std::string(std::getenv("HOME")) + "/models/qwen");
-  EXPECT_EQ(c.data.val_files, "");
+  EXPECT_TRUE(c.data.val_files.empty());
   EXPECT_DOUBLE_EQ(c.actor_rollout_ref.actor.optim.lr, 1e-6);
   EXPECT_TRUE(c.actor_rollout_ref.actor.use_kl_loss);
   EXPECT_EQ(c.trainer.logger, (std::vector<std::string>{"console", "jsonl"}));  // wandb's metrics: metrics.jsonl
@@ -446,8 +446,9 @@ TEST(Config, VerlOverridesParseAsHydraDoes) {
   EXPECT_EQ(c.trainer.default_local_dir, "out/gsm8k");
   std::string e = error_of([&] { load_config(path, {"trainer.default_local_dir=${oc.env:HOME}/x"}); });
   EXPECT_TRUE(contains(e, "${...} must name another text key")) << e;
-  e = error_of([&] { load_config(path, {"data.train_files=[a.parquet, b.parquet]"}); });
-  EXPECT_TRUE(contains(e, "2 files: one file per key is read today")) << e;
+  c = load_config(path, {"data.train_files=['a.parquet', 'b.parquet']", "data.val_files=''"});  // verl's run scripts
+  EXPECT_EQ(c.data.train_files, (std::vector<std::string>{"a.parquet", "b.parquet"}));
+  EXPECT_TRUE(c.data.val_files.empty());
   e = error_of([&] { load_config(path, {"~trainer.seed"}); });
   EXPECT_TRUE(contains(e, "Hydra's ~key")) << e;
 }
