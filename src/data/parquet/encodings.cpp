@@ -80,6 +80,16 @@ void need(size_t want, size_t have, const char* what) {
   if (want > have) fail(what, ": needs ", want, " bytes, ", have, " left");
 }
 
+// Appends `count` little-endian values of type Narrow, stored back to back at p, to `out` (wider elements).
+template <typename Narrow, typename Wide>
+void append_widened(const uint8_t* p, size_t count, std::vector<Wide>& out) {
+  for (size_t i = 0; i < count; ++i) {
+    Narrow v;
+    std::memcpy(&v, p + sizeof(Narrow) * i, sizeof(Narrow));
+    out.push_back(static_cast<Wide>(v));
+  }
+}
+
 void decode_plain(PhysicalType type, int32_t type_length, const uint8_t* p, size_t size, size_t count,
                   RawValues& out) {
   switch (type) {
@@ -89,11 +99,7 @@ void decode_plain(PhysicalType type, int32_t type_length, const uint8_t* p, size
       return;
     case PhysicalType::Int32:
       need(count * 4, size, "PLAIN INT32");
-      for (size_t i = 0; i < count; ++i) {
-        int32_t v;
-        std::memcpy(&v, p + 4 * i, 4);
-        out.ints.push_back(v);
-      }
+      append_widened<int32_t>(p, count, out.ints);
       return;
     case PhysicalType::Int64:
       need(count * 8, size, "PLAIN INT64");
@@ -102,11 +108,7 @@ void decode_plain(PhysicalType type, int32_t type_length, const uint8_t* p, size
       return;
     case PhysicalType::Float:
       need(count * 4, size, "PLAIN FLOAT");
-      for (size_t i = 0; i < count; ++i) {
-        float v;
-        std::memcpy(&v, p + 4 * i, 4);
-        out.reals.push_back(v);
-      }
+      append_widened<float>(p, count, out.reals);
       return;
     case PhysicalType::Double:
       need(count * 8, size, "PLAIN DOUBLE");
