@@ -30,6 +30,8 @@ void setup_demo(CLI::App& app) {
   c->add_option("--preset", o->preset, "Model preset (default: arith small, shapes tiny)");
   c->add_option("--sft-set", o->sft_overrides, "Override an SFT config key (repeatable)");
   c->add_option("--grpo-set", o->grpo_overrides, "Override a GRPO config key (repeatable)");
+  c->add_option("--sft-model", o->sft_model, "Start GRPO from this earlier demo's SFT model (<out>/sft/model of a "
+                                            "run with the same task, seed and sizes): no init, no SFT");
   c->add_option("--threads", *threads, "Threads (default: all cores)");
   c->callback([o, threads] {
     if (*threads > 0) set_num_threads(*threads);

@@ -59,37 +59,48 @@ DemoResult run_demo(const DemoOptions& options) {
     rl_path = split.rl_path;
   }
 
-  const std::string arch = arith ? "qwen3" : "qwen3-vl";
-  std::fprintf(stderr, "[demo] 2/4 random-initialised %s `%s` model with a byte-level tokenizer -> %s\n", arch.c_str(),
-               opt.preset.c_str(), init.c_str());
-  write_byte_model(init, arch, opt.preset, opt.seed);
-
   const std::string sft_yaml = out + "/" + opt.task + "-sft.yaml", grpo_yaml = out + "/" + opt.task + "-grpo.yaml";
   write_file_atomic(sft_yaml, arith ? kArithSftYaml : kShapesSftYaml);
   write_file_atomic(grpo_yaml, arith ? kArithGrpoYaml : kShapesGrpoYaml);
+  std::string sft_model = opt.sft_model;
+  if (sft_model.empty()) {
+    const std::string arch = arith ? "qwen3" : "qwen3-vl";
+    std::fprintf(stderr, "[demo] 2/4 random-initialised %s `%s` model with a byte-level tokenizer -> %s\n",
+                 arch.c_str(), opt.preset.c_str(), init.c_str());
+    write_byte_model(init, arch, opt.preset, opt.seed);
 
-  std::fprintf(stderr, "[demo] 3/4 supervised warm start (%s)\n", sft_yaml.c_str());
-  std::vector<std::string> sft_sets = {"data.train_files=" + train_path, "data.val_files=" + test_path};
-  sft_sets.push_back("actor_rollout_ref.model.path=" + init);
-  sft_sets.push_back("trainer.default_local_dir=" + out + "/sft");
-  sft_sets.insert(sft_sets.end(), opt.sft_overrides.begin(), opt.sft_overrides.end());
-  // The demo owns its folder: a rerun replaces its earlier SFT and GRPO runs (run_folder.h says so on stderr).
-  SftSummary sft = run_sft(load_config(sft_yaml, sft_sets), /*quiet=*/false, /*overwrite=*/true);
-  r.sft_accuracy = sft.val_accuracy;
-  r.sft_seconds = sft.seconds;
-  r.sft_report = out + "/sft/report.html";
+    std::fprintf(stderr, "[demo] 3/4 supervised warm start (%s)\n", sft_yaml.c_str());
+    std::vector<std::string> sft_sets = {"data.train_files=" + train_path, "data.val_files=" + test_path};
+    sft_sets.push_back("actor_rollout_ref.model.path=" + init);
+    sft_sets.push_back("trainer.default_local_dir=" + out + "/sft");
+    sft_sets.insert(sft_sets.end(), opt.sft_overrides.begin(), opt.sft_overrides.end());
+    // The demo owns its folder: a rerun replaces its earlier SFT and GRPO runs (run_folder.h says so on stderr).
+    SftSummary sft = run_sft(load_config(sft_yaml, sft_sets), /*quiet=*/false, /*overwrite=*/true);
+    r.sft_accuracy = sft.val_accuracy;
+    r.sft_seconds = sft.seconds;
+    r.sft_report = out + "/sft/report.html";
+    sft_model = sft.model_dir;
+  } else {
+    GRPO_CHECK(file_exists(sft_model + "/config.json"), "[demo] --sft-model ", sft_model,
+               ": no config.json there; expected an earlier demo's SFT model folder (<out>/sft/model)");
+    std::fprintf(stderr, "[demo] 2-3/4 GRPO starts from the SFT model %s (no init, no SFT)\n", sft_model.c_str());
+  }
 
   std::fprintf(stderr, "[demo] 4/4 GRPO (%s) from the SFT model\n", grpo_yaml.c_str());
   std::vector<std::string> grpo_sets = {"data.train_files=" + (rl_path.empty() ? train_path : rl_path),
                                         "data.val_files=" + test_path};
-  grpo_sets.push_back("actor_rollout_ref.model.path=" + sft.model_dir);
+  grpo_sets.push_back("actor_rollout_ref.model.path=" + sft_model);
   grpo_sets.push_back("trainer.default_local_dir=" + out + "/grpo");
   grpo_sets.insert(grpo_sets.end(), opt.grpo_overrides.begin(), opt.grpo_overrides.end());
   TrainOptions grpo_options;
   grpo_options.overwrite = true;
-  GrpoTrainer trainer(load_config(grpo_yaml, grpo_sets), grpo_options);
+  const Config grpo_config = load_config(grpo_yaml, grpo_sets);
+  GrpoTrainer trainer(grpo_config, grpo_options);
   TrainSummary g = trainer.run();
   r.grpo_accuracy = g.val_accuracy.empty() ? 0.0 : g.val_accuracy.back();
+  // From an earlier SFT model: its accuracy is GRPO's validation before training (val_before_train).
+  if (!opt.sft_model.empty() && grpo_config.trainer.val_before_train && !g.val_accuracy.empty())
+    r.sft_accuracy = g.val_accuracy.front();
   r.grpo_seconds = g.seconds;
   r.grpo_report = out + "/grpo/report.html";
   return r;

@@ -26,6 +26,10 @@ struct DemoOptions {
   double worked_fraction = -1;  // SFT responses worked out: arith column by column, shapes listing the shapes
   std::string preset;          // model preset (model/presets.h)
   std::vector<std::string> sft_overrides, grpo_overrides;  // extra --set values
+  // An earlier demo's SFT model (<out>/sft/model, same task, seed and sizes): GRPO starts from it, without
+  // the init and the SFT (to compare GRPO settings from one SFT model; accuracy after SFT is then GRPO's
+  // validation before training).
+  std::string sft_model;
 };
 
 // The task's defaults filled into the fields left at 0 / "" / negative; an unknown task is an error.

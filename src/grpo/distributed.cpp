@@ -54,6 +54,7 @@ void gather_groups(comm::Communicator& comm, const std::vector<std::vector<int64
   w.put(sc.seconds);
   w.put_vector(gen.group_sizes);
   w.put_vector(sc.failures);
+  w.put_vector(gen.greedy_lengths);  // remax: per group, its greedy baseline's tokens (else empty)
   for (size_t i = 0; i < gen.samples.size(); ++i) {
     const train::TrainSample& s = gen.samples[i];
     w.put_vector(s.tokens);
@@ -65,6 +66,7 @@ void gather_groups(comm::Communicator& comm, const std::vector<std::vector<int64
     w.put(sc.scores[i]);
     w.put(sc.rewards[i]);
     for (size_t f = 0; f < functions; ++f) w.put(sc.per_function[f][i]);
+    if (!gen.greedy_lengths.empty()) w.put(sc.reward_baselines[i]);
   }
   const std::vector<std::string> all = comm.all_gather_bytes(w.bytes());
 
@@ -73,8 +75,9 @@ void gather_groups(comm::Communicator& comm, const std::vector<std::vector<int64
     std::vector<train::TrainSample> samples;
     std::vector<std::string> texts;
     std::vector<uint8_t> truncated;
-    std::vector<float> scores, rewards;
+    std::vector<float> scores, rewards, reward_baselines;
     std::vector<std::vector<float>> per_function;
+    int64_t greedy_length = -1;  // remax: its greedy baseline's tokens
   };
   std::vector<Group> groups(prompts.size());
   GenerationResult g;
@@ -89,6 +92,9 @@ void gather_groups(comm::Communicator& comm, const std::vector<std::vector<int64
     s.seconds = std::max(s.seconds, in.get<double>());
     const std::vector<int64_t> sizes = in.get_vector<int64_t>();
     const std::vector<int64_t> failures = in.get_vector<int64_t>();
+    const std::vector<int64_t> greedy_lengths = in.get_vector<int64_t>();
+    GRPO_CHECK(greedy_lengths.empty() || greedy_lengths.size() == sizes.size(), "[train] rank ", r, " sent ",
+               greedy_lengths.size(), " greedy baselines for ", sizes.size(), " groups");
     GRPO_CHECK(failures.size() == functions, "[train] rank ", r, " counted failures of ", failures.size(),
                " reward functions, expected ", functions);
     for (size_t f = 0; f < functions; ++f) s.failures[f] += failures[f];
@@ -97,6 +103,7 @@ void gather_groups(comm::Communicator& comm, const std::vector<std::vector<int64
     for (size_t j = 0; j < sizes.size(); ++j) {
       Group& gr = groups[shares[r][j]];
       gr.per_function.resize(functions);
+      if (!greedy_lengths.empty()) gr.greedy_length = greedy_lengths[j];
       for (int64_t k = 0; k < sizes[j]; ++k) {
         train::TrainSample t;
         t.tokens = in.get_vector<int32_t>();
@@ -109,6 +116,7 @@ void gather_groups(comm::Communicator& comm, const std::vector<std::vector<int64
         gr.scores.push_back(in.get<float>());
         gr.rewards.push_back(in.get<float>());
         for (size_t f = 0; f < functions; ++f) gr.per_function[f].push_back(in.get<float>());
+        if (!greedy_lengths.empty()) gr.reward_baselines.push_back(in.get<float>());
       }
     }
     GRPO_CHECK(in.done(), "[train] rank ", r, " sent more than its groups");
@@ -117,6 +125,8 @@ void gather_groups(comm::Communicator& comm, const std::vector<std::vector<int64
   s.per_function.resize(functions);
   for (Group& gr : groups) {
     g.group_sizes.push_back(static_cast<int64_t>(gr.samples.size()));
+    if (gr.greedy_length >= 0) g.greedy_lengths.push_back(gr.greedy_length);
+    s.reward_baselines.insert(s.reward_baselines.end(), gr.reward_baselines.begin(), gr.reward_baselines.end());
     for (size_t k = 0; k < gr.samples.size(); ++k) {
       g.samples.push_back(std::move(gr.samples[k]));
       g.texts.push_back(std::move(gr.texts[k]));
@@ -126,8 +136,39 @@ void gather_groups(comm::Communicator& comm, const std::vector<std::vector<int64
       for (size_t f = 0; f < functions; ++f) s.per_function[f].push_back(gr.per_function[f][k]);
     }
   }
+  GRPO_CHECK(g.greedy_lengths.empty() || g.greedy_lengths.size() == prompts.size(), "[train] greedy baselines of ",
+             g.greedy_lengths.size(), " of ", prompts.size(), " prompts gathered");
   gen = std::move(g);
   sc = std::move(s);
+}
+
+void all_gather_logprobs(comm::Communicator& comm, std::vector<std::vector<train::TrainSample>>& minibatches,
+                         std::vector<float> train::TrainSample::*logprobs) {
+  comm::ByteWriter w;
+  for (size_t m = 0; m < minibatches.size(); ++m)
+    for (size_t i = 0; i < minibatches[m].size(); ++i) {
+      const std::vector<float>& lp = minibatches[m][i].*logprobs;
+      if (lp.empty()) continue;  // another rank's share (or an empty response)
+      w.put(static_cast<int64_t>(m));
+      w.put(static_cast<int64_t>(i));
+      w.put_vector(lp);
+    }
+  const std::vector<std::string> all = comm.all_gather_bytes(w.bytes());
+  for (int r = 0; r < comm.size(); ++r) {
+    if (r == comm.rank()) continue;
+    comm::ByteReader in(all[r], "response log-probs");
+    while (!in.done()) {
+      const int64_t m = in.get<int64_t>(), i = in.get<int64_t>();
+      GRPO_CHECK(m >= 0 && m < static_cast<int64_t>(minibatches.size()) && i >= 0 &&
+                     i < static_cast<int64_t>(minibatches[m].size()),
+                 "[train] rank ", r, " sent log-probs of sample ", i, " of mini-batch ", m, ", which does not exist");
+      train::TrainSample& s = minibatches[m][i];
+      s.*logprobs = in.get_vector<float>();
+      GRPO_CHECK(static_cast<int64_t>((s.*logprobs).size()) == s.response_len(), "[train] rank ", r, " sent ",
+                 (s.*logprobs).size(), " log-probs of sample ", i, " of mini-batch ", m, ", which has ",
+                 s.response_len(), " response tokens");
+    }
+  }
 }
 
 }  // namespace grpo

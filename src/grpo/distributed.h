@@ -23,10 +23,16 @@ void check_world(const Config& config, comm::Communicator& comm);
 std::vector<std::vector<int64_t>> prompt_shares(const std::vector<const Example*>& prompts, int64_t n,
                                                 int64_t expected_response_tokens, int ranks);
 
-// On entry gen and sc hold this rank's groups (the prompts of shares[rank], in that order); on return
+// On entry gen and sc hold this rank's groups (with remax's greedy baselines: their lengths and rewards) (the prompts of shares[rank], in that order); on return
 // every rank holds the whole generation batch in the order of `prompts`. Seconds become the slowest
 // rank's; token counts are summed.
 void gather_groups(comm::Communicator& comm, const std::vector<std::vector<int64_t>>& shares,
                    const std::vector<const Example*>& prompts, GenerationResult& gen, ScoreResult& sc);
+
+// On entry each rank holds the `logprobs` (old_logprobs or ref_logprobs) of its share of every mini-batch
+// (Actor::share_logprobs); on return every rank holds them for every sample. For what reads the whole
+// batch's: the KL penalty in the reward (and kl_ctrl's update) and rollout_rs's rejection counts.
+void all_gather_logprobs(comm::Communicator& comm, std::vector<std::vector<train::TrainSample>>& minibatches,
+                         std::vector<float> train::TrainSample::*logprobs);
 
 }  // namespace grpo

@@ -123,9 +123,6 @@ GrpoTrainer::GrpoTrainer(const Config& config, const TrainOptions& opt)
   adam.grad_clip = static_cast<float>(ac.grad_clip);
   actor_ = std::make_unique<train::Actor>(*s_->weights, dopt, mb, adam, &comm_, data_parallel_config(cfg_),
                                           ac.freeze_vision_tower || s_->lora, s_->lora.get());
-  GRPO_CHECK(cfg_.algorithm.adv_estimator != "remax" || comm_.size() == 1, "[config] algorithm.adv_estimator remax "
-             "runs in one process only for now (its greedy baselines are not exchanged between the ",
-             comm_.size(), " ranks)");
   {  // verl's losses that ignore loss_agg_mode: said once
     const train::PgLossMode mode = train::parse_pg_loss_mode(ac.policy_loss.loss_mode);
     const train::LossAggMode agg = loss_agg_mode(cfg_);
@@ -135,11 +132,6 @@ GrpoTrainer::GrpoTrainer(const Config& config, const TrainOptions& opt)
                    mode == train::PgLossMode::GeoMean ? "as the mean over sequences" : "seq-mean-token-mean",
                    ac.loss_agg_mode.c_str());
   }
-  GRPO_CHECK(cfg_.algorithm.rollout_correction.rollout_rs.empty() || comm_.size() == 1, "[config] "
-             "algorithm.rollout_correction.rollout_rs runs in one process only for now (its counts need every "
-             "rank's old log-probs; ", comm_.size(), " ranks)");
-  GRPO_CHECK(!cfg_.algorithm.use_kl_in_reward || comm_.size() == 1, "[config] algorithm.use_kl_in_reward runs in one "
-             "process only for now (each of the ", comm_.size(), " ranks holds the log-probs of its own share)");
   const bool needs_reference = (ac.use_kl_loss && ac.kl_loss_coef != 0) || cfg_.algorithm.use_kl_in_reward;
   if (needs_reference && s_->lora) {
     // LoRA: the reference policy is the frozen base, the actor's own weights without the adapters.

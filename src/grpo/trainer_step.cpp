@@ -375,6 +375,9 @@ LogProbResult GrpoTrainer::compute_log_probs(std::vector<std::vector<train::Trai
       actor_->share_logprobs(actor_->decoder(), mb, &lp);
       for (size_t i = 0; i < mb.size(); ++i) mb[i].old_logprobs = std::move(lp[i]);
     }
+    // Several ranks: the KL penalty in the reward and rollout_rs read every sample's, as one process does.
+    if (comm_.size() > 1 && (!rc.rollout_rs.empty() || cfg_.algorithm.use_kl_in_reward))
+      all_gather_logprobs(comm_, minibatches, &train::TrainSample::old_logprobs);
     r.old_s = seconds_since(t0);
   }
   if (ref_decoder_) {
@@ -386,6 +389,8 @@ LogProbResult GrpoTrainer::compute_log_probs(std::vector<std::vector<train::Trai
       actor_->share_logprobs(*ref_decoder_, mb, &lp, &ref_micro_batching_);
       for (size_t i = 0; i < mb.size(); ++i) mb[i].ref_logprobs = std::move(lp[i]);
     }
+    if (comm_.size() > 1 && cfg_.algorithm.use_kl_in_reward)
+      all_gather_logprobs(comm_, minibatches, &train::TrainSample::ref_logprobs);
     r.ref_s = seconds_since(t0);
   }
   return r;

@@ -15,6 +15,8 @@
 //   Clock- and machine-dependent values (timing_s/*, perf/* but the training tokens and the packing
 //   efficiency, useful / computed tokens over all ranks) are left out. ZeRO-3 (with recomputed activations)
 //   computes the same as ZeRO-2.
+// - remax, the KL penalty in the reward (adaptive controller) and rollout_rs, which read the whole batch
+//   (greedy baselines, every sample's old and reference log-probs), give one process's metrics too.
 // - A run with one rank SIGKILLed resumes (2 ranks) to the metrics of the uninterrupted run, exactly (the
 //   reductions are in rank order, so 2-rank runs are deterministic), and resumes with 1 rank to metrics
 //   within the tolerance above (optimizer state is saved in the whole layout, whatever the ranks).
@@ -62,6 +64,9 @@ constexpr const char* kMpiexec = "";
 #endif
 
 constexpr int64_t kSteps = 6;
+// rollout_rs token_k1 bounds on pi_old / pi_rollout: inside the spread of the rollout's and the trainer's
+// log-probs on the tiny model in bf16 (about a third of the tokens fall outside).
+constexpr const char* kRejectionBounds = "0.999_1.001";
 
 std::string prompt_line(int i) {
   const int a = i % 7 + 1, b = i * 3 % 5 + 2;
@@ -195,9 +200,10 @@ bool continuous(const std::string& key) {
          key.rfind("rollout_corr/", 0) == 0;
 }
 
-// Compares two runs' metrics line by line: equal, continuous metrics within `rel` (relative, or absolute
-// below 1). Lines from `from_line` on.
-void expect_same_metrics(const std::vector<Json>& a, const std::vector<Json>& b, double rel, size_t from_line = 0) {
+// Compares two runs' metrics line by line: equal, continuous metrics (and those starting with one of
+// `also_continuous`) within `rel` (relative, or absolute below 1). Lines from `from_line` on.
+void expect_same_metrics(const std::vector<Json>& a, const std::vector<Json>& b, double rel, size_t from_line = 0,
+                         const std::vector<std::string>& also_continuous = {}) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = from_line; i < a.size(); ++i) {
     SCOPED_TRACE(testing::Message() << "line " << i + 1 << ": " << a[i].dump() << "\nvs " << b[i].dump());
@@ -205,7 +211,9 @@ void expect_same_metrics(const std::vector<Json>& a, const std::vector<Json>& b,
       if (clock_or_machine(key)) continue;
       ASSERT_TRUE(b[i].contains(key)) << key;
       const Json& vb = b[i][key];
-      if (continuous(key) && va.is_number() && vb.is_number()) {
+      bool cont = continuous(key);
+      for (const std::string& prefix : also_continuous) cont = cont || key.rfind(prefix, 0) == 0;
+      if (cont && va.is_number() && vb.is_number()) {
         const double x = va.get<double>(), y = vb.get<double>();
         EXPECT_LE(std::fabs(x - y), rel * std::max(1.0, std::fabs(x))) << key;
       } else {
@@ -302,6 +310,51 @@ TEST_F(CliDist, TwoRanksGiveTheMetricsOfOneProcess) {
   EXPECT_NEAR(bf16[2].at("actor/entropy").get<double>(), one[2].at("actor/entropy").get<double>(), 1e-3 * 6);
   EXPECT_NEAR(bf16[2].at("actor/grad_norm").get<double>(), one[2].at("actor/grad_norm").get<double>(),
               0.1 * one[2].at("actor/grad_norm").get<double>());
+}
+
+// remax (greedy baselines generated on the rank that owns the prompt, gathered with the groups) and the KL
+// penalty in the reward with the adaptive controller read the whole batch (every sample's old and
+// reference log-probs gathered), so two ranks give one process's metrics: 2 steps, so that the second
+// uses the coefficient the controller set after the first and a policy that moved from the reference.
+// rollout_rs too, over one step: its bounds on pi_old / pi_rollout sit inside the spread of the rollout's
+// and the trainer's kernels, where later steps' last-bit differences between the runs could flip a token
+// (on step 1 the weights, so the log-probs, are the same).
+TEST_F(CliDist, RemaxKlInRewardAndRolloutRejectionOnTwoRanksGiveTheMetricsOfOneProcess) {
+  const std::vector<std::string> common = {"--set", "trainer.save_freq=-1", "--set", "trainer.test_freq=-1",
+                                           "--set", "trainer.val_before_train=false"};
+  std::vector<std::string> remax_kl = {"--set", "trainer.total_training_steps=2",
+                                       "--set", "algorithm.adv_estimator=remax",
+                                       "--set", "algorithm.use_kl_in_reward=true",
+                                       "--set", "algorithm.kl_penalty=low_var_kl",
+                                       "--set", "algorithm.kl_ctrl.type=adaptive",
+                                       "--set", "algorithm.kl_ctrl.kl_coef=0.1",
+                                       "--set", "algorithm.kl_ctrl.target_kl=1.0e-4",
+                                       "--set", "algorithm.kl_ctrl.horizon=100"};
+  remax_kl.insert(remax_kl.end(), common.begin(), common.end());
+  const std::vector<Json> one = train(1, "remax_kl_one", remax_kl), two = train(2, "remax_kl_two", remax_kl);
+  ASSERT_EQ(one.size(), 3u);  // 2 steps, the validation at the end
+  expect_same_metrics(one, two, 1e-5, 0, {"critic/advantages/", "actor/reward_kl_penalty"});
+  for (size_t i = 0; i < 2; ++i) {
+    SCOPED_TRACE(one[i].dump());
+    EXPECT_GT(one[i].at("response_length/greedy_baseline_tokens").get<double>(), 0);
+    EXPECT_TRUE(one[i].contains("critic/reward_baselines/mean"));
+  }
+  // Step 1: the actor is the reference (no KL), below target_kl, so the controller lowers the coefficient
+  // by 0.2 x 32 responses / horizon 100; step 2 has moved away from the reference.
+  EXPECT_EQ(one[0].at("actor/reward_kl_penalty").get<double>(), 0.0);
+  EXPECT_NEAR(one[1].at("actor/reward_kl_penalty_coeff").get<double>(), 0.1 * (1 - 0.2 * 32 / 100.0), 1e-12);
+  EXPECT_GT(one[1].at("actor/reward_kl_penalty").get<double>(), 0.0);
+
+  std::vector<std::string> rs = {"--set", "trainer.total_training_steps=1", "--set", "mixed_precision.enabled=true", "--set",
+                                 "algorithm.rollout_correction.rollout_rs=token_k1", "--set",
+                                 "algorithm.rollout_correction.rollout_rs_threshold=" + std::string(kRejectionBounds)};
+  rs.insert(rs.end(), common.begin(), common.end());
+  const std::vector<Json> rs_one = train(1, "rs_one", rs), rs_two = train(2, "rs_two", rs);
+  ASSERT_EQ(rs_one.size(), 2u);
+  expect_same_metrics(rs_one, rs_two, 1e-5);
+  const double rejected = rs_one[0].at("rollout_corr/rollout_rs_masked_fraction").get<double>();
+  EXPECT_GT(rejected, 0) << "the bounds should reject some tokens for the test to mean something";
+  EXPECT_LT(rejected, 1);
 }
 
 TEST_F(CliDist, SftOnTwoRanksLowersTheLossLikeOneProcess) {

@@ -1,0 +1,54 @@
+// `grpo demo --sft-model DIR`: GRPO from an earlier SFT model, without the init and the SFT (how the
+// README's table of estimators and losses is reproduced): the run starts from that model, its accuracy
+// after SFT is GRPO's validation before training, and a folder without a model is a clear error.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli_run.h"
+#include "core/files.h"
+#include "report/metrics.h"
+#include "temp_dir.h"
+
+namespace {
+
+using grpo::test::run_grpo;
+using Json = nlohmann::json;
+namespace fs = std::filesystem;
+
+TEST(CliDemo, GrpoStartsFromAnEarlierSftModel) {
+  grpo::test::TempDir tmp;
+  const std::string model = tmp.path() + "/model", out = tmp.path() + "/demo";
+  const grpo::test::CommandResult init = run_grpo("init --arch qwen3 --preset tiny --seed 1 --out " + model);
+  ASSERT_EQ(init.status, 0) << init.output;
+  const std::string sets =
+      " --grpo-set trainer.total_training_steps=1 --grpo-set data.train_batch_size=2"
+      " --grpo-set actor_rollout_ref.actor.ppo_mini_batch_size=2 --grpo-set actor_rollout_ref.rollout.n=2"
+      " --grpo-set data.max_response_length=8 --grpo-set algorithm.filter_groups.enable=false";
+  const grpo::test::CommandResult r = run_grpo("demo --sft-model " + model + " --out " + out +
+                                                   " --train 16 --test 4 --threads 1" + sets,
+                                               "2>/dev/null");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const Json summary = Json::parse(r.output.substr(r.output.rfind('{')));
+  EXPECT_FALSE(fs::exists(out + "/sft")) << "no SFT run";
+  EXPECT_FALSE(fs::exists(out + "/init")) << "no initialised model";
+  const std::string config = grpo::read_file(out + "/grpo/config.yaml");
+  EXPECT_NE(config.find(model), std::string::npos) << "GRPO's model.path is the given model:\n" << config;
+  const std::vector<Json> metrics = grpo::read_metrics(out + "/grpo/metrics.jsonl");
+  ASSERT_FALSE(metrics.empty());
+  ASSERT_TRUE(metrics.front().contains("val/accuracy")) << metrics.front().dump();
+  EXPECT_EQ(summary.at("sft_accuracy").get<double>(), metrics.front().at("val/accuracy").get<double>());
+  EXPECT_EQ(summary.at("grpo_accuracy").get<double>(), metrics.back().at("val/accuracy").get<double>());
+}
+
+TEST(CliDemo, AnSftModelFolderWithoutAModelIsNamed) {
+  grpo::test::TempDir tmp;
+  const grpo::test::CommandResult r =
+      run_grpo("demo --sft-model " + tmp.path() + "/nothing --out " + tmp.path() + "/demo --train 16 --test 4");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("[demo] --sft-model " + tmp.path() + "/nothing"), std::string::npos) << r.output;
+}
+
+}  // namespace
