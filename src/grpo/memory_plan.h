@@ -65,8 +65,18 @@ struct MemoryPlanInputs {
   int64_t available_bytes = 0;   // MemAvailable of the machine (the KV budget's base)
   int64_t fixed_bytes = 0;       // the process's fixed overhead
   int64_t checkpoint_bytes = 0;  // bytes of the model's safetensors files (mapped while loading); 0: from dtype
-  int64_t lora_rank = 0;         // LoRA adapters of this rank on every linear layer (0: full fine-tuning)
+  int64_t lora_rank = 0;         // LoRA adapters of this rank on the config's modules (0: full fine-tuning)
+  int64_t lora_numel = 0;        // elements of the adapters' arena (0: lora_adapter_numel of the config)
 };
+
+// Elements of the LoRA adapters' arena (their weights; gradients and moments share its layout) for the
+// config's modules (target_modules, exclude_modules, or lora_adapter_path's) at `rank`: the layout
+// LoraAdapters itself lays out.
+int64_t lora_adapter_numel(const Config& c, const ModelConfig& m, int64_t rank);
+// Bytes of the f32 arena that a base frozen in bf16 (ModelWeights::load_frozen_bf16) writes: the granules
+// of `granularity` bytes (Buffer::commit_granularity: base or huge pages) that hold a tensor other than a
+// GEMM weight (norms, biases, the embedding, the vision tower).
+int64_t frozen_base_f32_bytes(const ModelConfig& m, int64_t granularity);
 
 // One row of the table: bytes per rank in each phase (0 where not resident): loading, the first rollout,
 // training, the rollouts of later steps, saving a checkpoint (rank 0 gathers the whole f32 weights and, on
