@@ -6,7 +6,9 @@
 // and the vision tower's activation layouts (Decoder::activation_bytes, VisionTower::activation_bytes),
 // the micro-batch packer (train::plan_micro_batches on a rank's share), the rollout engine's KV rule (engine_config +
 // rollout::kv_budget_for) and step workspaces (rollout::step_workspace_bytes,
-// InferenceModel::workspace_bytes_for). Only the process's fixed overhead (libraries, oneDNN, OpenMP, the
+// InferenceModel::workspace_bytes_for), and with LoRA the adapters' arena (LoraAdapters itself) and, for a
+// base frozen in bf16, the f32 pages its loader writes (frozen_base_f32_bytes at the arena's
+// Buffer::commit_granularity). Only the process's fixed overhead (libraries, oneDNN, OpenMP, the
 // tokenizer, the data) is measured: the RSS of the planning process plus a measured constant.
 //
 // Large buffers are reserved untouched and committed page by page as written (core/arena.h), so each term
