@@ -34,6 +34,10 @@ struct BenchGrpoArgs {
 void run(const BenchGrpoArgs& a) {
   namespace fs = std::filesystem;
   const GrpoBenchOptions o = grpo_bench_defaults(a.o, "bench grpo");
+  if (o.lengths == "long_tail")
+    std::fprintf(stderr, "[bench grpo] long-tailed response lengths: median %lld, 5%% past %lld, a few at the limit %lld\n",
+                 static_cast<long long>(o.max_response_length / 20), static_cast<long long>(o.max_response_length / 2),
+                 static_cast<long long>(o.max_response_length));
   // before any run: the baseline's fixed micro-batches split the step's sequences
   GRPO_CHECK((o.prompts * o.n) % o.micro_batch == 0, "[bench grpo] --micro-batch ", o.micro_batch,
              " must divide --prompts x --n = ", o.prompts * o.n, " (the baseline's ppo_micro_batch_size_per_gpu)");
@@ -104,8 +108,14 @@ void setup_bench_grpo(CLI::App& app) {
   c->add_option("--n", a->o.n, "Samples per prompt (rollout.n)")->capture_default_str();
   c->add_option("--max-prompt-length", a->o.max_prompt_length,
                 "Prompt tokens at most (default: 48 for arithmetic, 128 with --vl)");
-  c->add_option("--max-response-length", a->o.max_response_length,
-                "Response tokens (every response is this long: stop tokens are ignored)")
+  CLI::Option* limit = c->add_option("--max-response-length", a->o.max_response_length,
+                                     "Response tokens at most (stop tokens are ignored; default 256 with fixed lengths, "
+                                     "1024 with --lengths long_tail)");
+  c->add_option("--lengths", a->o.lengths,
+                "fixed (every response max-response-length long) or long_tail (each response as long as drawn for "
+                "it from a seeded long-tailed distribution: median limit / 20, 5% past half the limit, ~2% at it; the "
+                "same lengths in every run)")
+      ->check(CLI::IsMember({"fixed", "long_tail"}))
       ->capture_default_str();
   c->add_option("--micro-batch", a->o.micro_batch,
                 "Sequences per fixed micro-batch of the baseline (divides prompts x n); the optimised run's token "
@@ -118,7 +128,10 @@ void setup_bench_grpo(CLI::App& app) {
   c->add_option("--seed", a->o.seed, "Seed")->capture_default_str();
   c->add_option("--out", a->out, "Work folder, kept (default: a temporary folder, removed)");
   c->add_option("--threads", a->threads, "Threads of the runs (default: all cores)");
-  c->callback([a] { run(*a); });
+  c->callback([a, limit] {
+    if (a->o.lengths == "long_tail" && limit->count() == 0) a->o.max_response_length = 1024;
+    run(*a);
+  });
 }
 
 GRPO_REGISTER_COMMAND(setup_bench_grpo);

@@ -91,6 +91,27 @@ void Buffer::discard(size_t offset, size_t bytes) {
   if (first < last) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
+size_t Buffer::commit_granularity(size_t bytes) {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  static const size_t huge = [] {  // 0: no transparent huge pages for madvised buffers
+    std::FILE* f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (!f) return size_t{0};
+    char mode[128] = {};
+    const bool read = std::fgets(mode, sizeof mode, f) != nullptr;
+    std::fclose(f);
+    if (!read || std::strstr(mode, "[never]")) return size_t{0};
+    f = std::fopen("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", "r");
+    unsigned long long pmd = 0;
+    if (f) {
+      if (std::fscanf(f, "%llu", &pmd) != 1) pmd = 0;
+      std::fclose(f);
+    }
+    return static_cast<size_t>(pmd);
+  }();
+  if (bytes < kReserveBytes) return bytes;
+  return bytes >= kHugePageMinBytes && huge > 0 ? huge : page;
+}
+
 uint64_t Buffer::alloc_count() { return g_allocs.load(std::memory_order_relaxed); }
 
 int64_t resident_bytes() {

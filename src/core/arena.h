@@ -35,6 +35,10 @@ class Buffer {
   void discard(size_t offset, size_t bytes);
 
   static constexpr size_t kReserveBytes = size_t{1} << 20;
+  // The unit in which the memory of a buffer of `bytes` becomes resident when first written: a small
+  // buffer is written whole when allocated (returns `bytes`); a reserved one is committed by base pages,
+  // or by 2 MiB transparent huge pages where it asks for them and the kernel offers them.
+  static size_t commit_granularity(size_t bytes);
 
   // Number of Buffer allocations made in this process (used to assert hot loops allocate nothing).
   static uint64_t alloc_count();

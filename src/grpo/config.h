@@ -147,6 +147,9 @@ struct RolloutConfig {
   bool continuous_batching = true;  // false: a static batch padded to its longest response (baseline)
   std::string decode_matmul = "batch_invariant";  // batch_invariant | fastest | onednn (ops::DecodeMatmul)
   bool ignore_eos = false;  // responses run to max_response_length, stop tokens ignored (benchmarks)
+  // Benchmarks: "off" (responses end at a stop token or the limit) or "long_tail": each sample stops at a length
+  // drawn for it (grpo/response_lengths.h), the same in every configuration.
+  std::string response_lengths = "off";
   ValKwargs val_kwargs;
 };
 

@@ -272,6 +272,10 @@ std::vector<KeySpec> build_table() {
           "the batch), fastest (it up to the measured crossover, oneDNN above), onednn (baseline)"),
       KEY(actor_rollout_ref.rollout.ignore_eos, any(),
           "ignore stop tokens: every response runs to max_response_length (benchmarks: the same work per step)"),
+      KEY(actor_rollout_ref.rollout.response_lengths, one_of({"off", "long_tail"}),
+          "benchmarks: long_tail stops each sample at a length drawn for it from a seeded long-tailed "
+          "distribution (median max_response_length / 20, 5% past half of it, ~2% at it): the same tokens in "
+          "every configuration"),
       KEY(actor_rollout_ref.rollout.val_kwargs.do_sample, any(),
           "sample in validation (false, verl's default: greedy, whatever val_kwargs' temperature, top_p and top_k "
           "say)"),

@@ -30,6 +30,8 @@ GrpoBenchOptions grpo_bench_defaults(GrpoBenchOptions o, const char* command) {
                  o.micro_batch >= 1,
              "[", command, "] --steps, --prompts, --n, --max-prompt-length, --max-response-length and --micro-batch "
              "must be >= 1");
+  GRPO_CHECK(o.lengths == "fixed" || o.lengths == "long_tail", "[", command, "] --lengths must be fixed or long_tail, got \"",
+             o.lengths, "\"");
   if (o.mini_batch_prompts <= 0) o.mini_batch_prompts = o.prompts;
   GRPO_CHECK(o.prompts % o.mini_batch_prompts == 0, "[", command, "] --mini-batch-prompts ", o.mini_batch_prompts,
              " must divide --prompts ", o.prompts, " (ppo_mini_batch_size divides data.train_batch_size)");
@@ -55,12 +57,13 @@ std::vector<std::string> grpo_bench_overrides(const GrpoBenchOptions& options, c
       "data.max_response_length=" + std::to_string(o.max_response_length),
       "actor_rollout_ref.rollout.n=" + std::to_string(o.n),
       "actor_rollout_ref.rollout.ignore_eos=true",
+      "actor_rollout_ref.rollout.response_lengths=" + std::string(o.lengths == "long_tail" ? "long_tail" : "off"),
       "actor_rollout_ref.actor.ppo_mini_batch_size=" + std::to_string(o.mini_batch_prompts),
       "actor_rollout_ref.actor.optim.lr=1e-6",
       "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=" + std::to_string(memory_matched_token_budget(o)),
       "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=" + std::to_string(o.micro_batch),
       "algorithm.filter_groups.enable=false",
-      "reward.overlong_buffer.enable=false",  // fixed-length responses: no length shaping
+      "reward.overlong_buffer.enable=false",  // lengths set by the benchmark: no length shaping
       std::string("mixed_precision.enabled=") + (o.dtype == "bf16" ? "true" : "false"),
       "trainer.total_training_steps=" + std::to_string(o.steps),
       "trainer.val_before_train=false",
@@ -233,6 +236,7 @@ nlohmann::json grpo_bench_json(const GrpoBenchOptions& opt, const GrpoBenchRun& 
           {"prompts", opt.prompts},
           {"n", opt.n},
           {"max_response_length", opt.max_response_length},
+          {"lengths", opt.lengths},
           {"token_budget", memory_matched_token_budget(opt)},
           {"baseline_micro_batch", opt.micro_batch},
           {"step_time_s", o.step_time_s},

@@ -14,8 +14,11 @@
 // Fair by construction: every run sizes its KV cache by the same rule (engine_config: what the step can
 // use, capped by the memory fraction); the baseline's fixed micro-batch holds as many full-length
 // sequences as the optimised run's token budget (the same activation memory); responses ignore stop tokens
-// so every run generates and trains on exactly the same number of tokens per step. The first step of each
-// run is a warm-up (shape caches, workspaces) and is left out of the means.
+// so every run generates and trains on exactly the same number of tokens per step: all of them
+// max_response_length long (lengths "fixed"), or each as long as drawn for it from the founding case's
+// long-tailed distribution (lengths "long_tail", grpo/response_lengths.h: the same lengths in every run, in
+// a different order). The first step of each run is a warm-up (shape caches, workspaces) and is left out of
+// the means.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -32,7 +35,8 @@ struct GrpoBenchOptions {
   int64_t prompts = 8, n = 8;         // data.train_batch_size, rollout.n
   int64_t mini_batch_prompts = 0;     // ppo_mini_batch_size (0: prompts, one optimizer update per step)
   int64_t max_prompt_length = 0;      // 0: the task's bound (arith 48, shapes 128: chat turn + picture tokens)
-  int64_t max_response_length = 256;  // every response is this long (stop tokens ignored)
+  int64_t max_response_length = 256;  // the responses' limit (stop tokens ignored)
+  std::string lengths = "fixed";      // fixed: every response max_response_length long; long_tail: drawn
   int64_t micro_batch = 8;            // the baseline's fixed micro-batch (sequences; divides prompts x n)
   bool ablation = true;               // also one run per optimisation turned off alone
   uint64_t seed = 0;

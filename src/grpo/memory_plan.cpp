@@ -12,6 +12,7 @@
 #include "kernels/plain_ops.h"
 #include "model/decoder.h"
 #include "model/infer.h"
+#include "model/lora.h"
 #include "model/vision.h"
 #include "model/weights.h"
 #include "rollout/engine.h"
@@ -68,13 +69,12 @@ LayerSplit layer_split(const ModelConfig& m, const comm::Partition& part) {
   return s;
 }
 
-// LoRA adapters of rank r on every linear layer of the decoder (q, k, v, o, gate, up, down): r x (in + out)
-// each.
-int64_t lora_parameters(const ModelConfig& m, int64_t r) {
-  const int64_t C = m.hidden_size, Q = m.num_attention_heads * m.head_dim, KV = m.num_key_value_heads * m.head_dim,
-                F = m.intermediate_size;
-  const int64_t per_layer = r * ((C + Q) + 2 * (C + KV) + (Q + C) + 2 * (C + F) + (F + C));
-  return per_layer * m.num_hidden_layers;
+// Elements of the largest GEMM weight (the one tensor a frozen bf16 base converts through f32 at a time).
+int64_t largest_gemm_weight(const ModelConfig& m) {
+  int64_t n = 0;
+  for (const TensorSpec& t : expected_tensors(m))
+    if (is_gemm_weight(t.name)) n = std::max(n, st_numel(t.shape));
+  return n;
 }
 
 // The largest micro-batch (tokens, longest sequence, sequences) of rank 0 when every sample of a mini-batch
@@ -141,6 +141,31 @@ DataLengths data_lengths(const Dataset& train, const Dataset& val) {
   return d;
 }
 
+int64_t lora_adapter_numel(const Config& c, const ModelConfig& m, int64_t rank) {
+  LoraConfig lc = lora_config(c);
+  if (c.actor_rollout_ref.model.lora_adapter_path.empty()) lc.rank = rank;  // else the adapter's own r
+  const LoraAdapters adapters(m, lc, "actor_rollout_ref.model (lora_rank, target_modules)",
+                              c.actor_rollout_ref.actor.freeze_vision_tower);
+  return adapters.params().numel();
+}
+
+int64_t frozen_base_f32_bytes(const ModelConfig& m, int64_t granularity) {
+  Arena a(DType::F32);
+  declare_parameters(m, a);
+  std::vector<std::pair<int64_t, int64_t>> written;  // [begin, end) in bytes
+  for (const TensorSpec& t : expected_tensors(m))
+    if (a.has(t.name) && !is_gemm_weight(t.name))
+      written.emplace_back(a.offset(t.name) * 4, (a.offset(t.name) + st_numel(t.shape)) * 4);
+  std::sort(written.begin(), written.end());
+  int64_t bytes = 0, counted = 0;  // granules [0, counted) are counted or skipped
+  for (const auto& [begin, end] : written) {
+    const int64_t first = std::max(begin / granularity, counted), past = (end + granularity - 1) / granularity;
+    if (past > first) bytes += (past - first) * granularity;
+    counted = std::max(counted, past);
+  }
+  return std::min(bytes, a.numel() * 4);
+}
+
 int64_t measured_fixed_overhead_bytes() { return resident_bytes() + kRuntimeOverheadBytes; }
 
 int64_t MemoryPlan::term(const std::string& name) const {
@@ -158,19 +183,26 @@ MemoryPlan plan_memory(const MemoryPlanInputs& in) {
   const RolloutConfig& rc = c.actor_rollout_ref.rollout;
   const int N = std::max(1, in.ranks);
   const bool bf16 = c.mixed_precision.enabled, dist = N > 1;
-  const bool zero3 = dist && ac.fsdp_config.reshard_after_forward;
   const bool lora = in.lora_rank > 0;
+  // LoRA: the base is frozen and whole on every rank (ZeRO-3 shards trained parameters only); under mixed
+  // precision it is held once, in bf16 (ModelWeights::load_frozen_bf16).
+  const bool zero3 = dist && ac.fsdp_config.reshard_after_forward && !lora;
+  const bool frozen16 = lora && bf16;
   const bool frozen_tower = m.has_vision() && ac.freeze_vision_tower;
 
-  // Parameters: the f32 arena (the masters), the bf16 shadow, the trained layout and this rank's shard.
+  // Parameters: the f32 arena (the masters), the bf16 shadow, the trained layout and this rank's shard: of
+  // the model, or with LoRA of the adapters' own arena.
   const int64_t numel = layout_numel(m, DType::F32), numel16 = layout_numel(m, DType::BF16);
   const int64_t P32 = numel * 4, P16 = bf16 ? numel16 * 2 : 0;
+  const int64_t base32 = frozen16 ? frozen_base_f32_bytes(m, static_cast<int64_t>(Buffer::commit_granularity(P32))) : P32;
   p.parameters = parameter_count(m);
   const comm::Partition part = train::parameter_partition(numel, N);
-  const int64_t trained = lora ? 0 : layout_numel(m, DType::F32, !frozen_tower);
-  p.trained_parameters = lora ? lora_parameters(m, in.lora_rank) : trained;
-  p.shard_elems = part.size(0);
-  const int64_t moment_elems = lora ? 0 : (dist ? part.size(0) : trained);
+  const int64_t adapter_elems = lora ? (in.lora_numel > 0 ? in.lora_numel : lora_adapter_numel(c, m, in.lora_rank)) : 0;
+  const comm::Partition adapter_part = train::parameter_partition(adapter_elems, N);
+  const int64_t trained = lora ? adapter_elems : layout_numel(m, DType::F32, !frozen_tower);
+  p.trained_parameters = trained;
+  p.shard_elems = lora ? adapter_part.size(0) : part.size(0);
+  const int64_t moment_elems = dist ? p.shard_elems : trained;
   const LayerSplit ls = layer_split(m, part);
 
   // ZeRO-3 while training: the root, rank 0's part of the layers and a window of two gathered layers. In
@@ -197,18 +229,21 @@ MemoryPlan plan_memory(const MemoryPlanInputs& in) {
   p.micro_batch_longest = mb.longest;
   const DecoderOptions dopt = decoder_options(c);
   const bool pictures = m.has_vision() && in.data.max_prompt_patches > 0;
-  const int64_t acts = mb.tokens > 0 ? static_cast<int64_t>(Decoder::activation_bytes(m, dopt, mb.tokens, mb.longest, pictures)) : 0;
+  const int64_t acts =
+      mb.tokens > 0 ? static_cast<int64_t>(Decoder::activation_bytes(m, dopt, mb.tokens, mb.longest, pictures, in.lora_rank)) : 0;
   const int64_t head = mb.tokens > 0 ? static_cast<int64_t>(Decoder::output_layer_bytes(m, dopt, mb.tokens)) : 0;
   int64_t vision_train = 0;
   if (pictures && mb.sequences > 0)
     vision_train = static_cast<int64_t>(VisionTower::activation_bytes(
         m.vision, VisionOptions{dopt.mode, dopt.checkpoint_activations}, mb.sequences * in.data.max_prompt_patches));
 
-  // The reference model (KL loss): a second set of weights and its own decoder.
+  // The reference model (KL): its own decoder, and a second set of weights (with LoRA, the frozen base
+  // without the adapters: no second set).
   int64_t ref = 0;
-  if (ac.use_kl_loss && ac.kl_loss_coef != 0) {
+  if ((ac.use_kl_loss && ac.kl_loss_coef != 0) || c.algorithm.use_kl_in_reward) {
     const MicroBatchSize rmb = largest_micro_batch(mini_samples, seq_len, ref_micro_batching(c), N);
-    ref = P32 + P16 + (rmb.tokens > 0 ? static_cast<int64_t>(Decoder::activation_bytes(m, dopt, rmb.tokens, rmb.longest, pictures)) : 0);
+    ref = (lora ? 0 : P32 + P16) +
+          (rmb.tokens > 0 ? static_cast<int64_t>(Decoder::activation_bytes(m, dopt, rmb.tokens, rmb.longest, pictures)) : 0);
   }
 
   // The rollout: the engine's KV rule sizes the cache for every rank's samples; each rank generates for its
@@ -235,7 +270,8 @@ MemoryPlan plan_memory(const MemoryPlanInputs& in) {
   rollout::EngineConfig touched = ec;  // logits rows written: at most the samples that run at once
   touched.max_seqs = std::min(ec.max_seqs, at_once);
   const int64_t rollout_ws = rollout::step_workspace_bytes(touched, bucket, m.vocab_size, m.max_position_embeddings) +
-                             static_cast<int64_t>(InferenceModel::workspace_bytes_for(m, bucket, std::min(bucket, ec.max_seqs), ec.block_size));
+                             static_cast<int64_t>(InferenceModel::workspace_bytes_for(m, bucket, std::min(bucket, ec.max_seqs),
+                                                                                ec.block_size, in.lora_rank));
   int64_t vision_rollout = 0;
   if (pictures) {
     const int64_t pads = in.data.max_prompt_patches / m.vision.merge_factor();
@@ -246,19 +282,27 @@ MemoryPlan plan_memory(const MemoryPlanInputs& in) {
                      c.data.train_batch_size * in.data.max_prompt_patches * m.vision.patch_dim() * 4;  // the step's pixels (all ranks' prompts)
   }
 
-  // Several ranks: the reduce-scatter's wire buffers and the bf16-mode all-gather's staging.
+  // Several ranks: the reduce-scatter's wire buffers and the bf16-mode all-gather's staging; with LoRA one
+  // reduce-scatter of the whole adapter gradients (every rank's piece of this rank's shard received, the
+  // whole range encoded when the wire is not f32).
   int64_t comm = 0;
-  if (dist && !lora) {
+  if (dist) {
     const train::DataParallel dp = data_parallel_config(c);
     const int64_t wb = dp.reduce_wire == comm::Wire::F32 ? 4 : 2;
-    comm = dp.bucket_elems * wb + (dp.reduce_wire == comm::Wire::F32 ? 0 : dp.bucket_elems * wb) +
-           (dp.reduce_per_micro_batch ? dp.bucket_elems / N * 4 : 0);
-    if (bf16) comm += ls.packed_all + (zero3 ? ls.packed_layer : 0);
+    if (lora) {
+      comm = N * adapter_part.size(0) * wb + (dp.reduce_wire == comm::Wire::F32 ? 0 : adapter_elems * wb);
+    } else {
+      comm = dp.bucket_elems * wb + (dp.reduce_wire == comm::Wire::F32 ? 0 : dp.bucket_elems * wb) +
+             (dp.reduce_per_micro_batch ? dp.bucket_elems / N * 4 : 0);
+      if (bf16) comm += ls.packed_all + (zero3 ? ls.packed_layer : 0);
+    }
   }
 
-  const int64_t adapters = lora ? p.trained_parameters * (4 + 4 + 8) : 0;  // weights, gradients, m and v
-  const int64_t file = in.checkpoint_bytes > 0 ? in.checkpoint_bytes : p.parameters * dtype_size(m.dtype);
-  const int64_t grads = trained * 4, grad_shard = dist && !lora ? part.size(0) * 4 : 0, moments = moment_elems * 8;
+  const int64_t adapters = adapter_elems * 4;
+  // Loading: the checkpoint's mapped file, and for a base frozen in bf16 one GEMM weight at a time in f32.
+  const int64_t file = (in.checkpoint_bytes > 0 ? in.checkpoint_bytes : p.parameters * dtype_size(m.dtype)) +
+                       (frozen16 ? largest_gemm_weight(m) * 4 : 0);
+  const int64_t grads = trained * 4, grad_shard = dist ? p.shard_elems * 4 : 0, moments = moment_elems * 8;
 
   // name, load, rollout (step 1), training, rollout (later steps), how; saving holds what later rollouts do
   auto add = [&](const char* name, int64_t load, int64_t r1, int64_t train, int64_t r2, std::string how) {
@@ -266,17 +310,21 @@ MemoryPlan plan_memory(const MemoryPlanInputs& in) {
   };
   add("fixed", in.fixed_bytes, in.fixed_bytes, in.fixed_bytes, in.fixed_bytes,
       "libraries, threads, oneDNN, tokenizer, data (measured)");
-  if (bf16) {
+  if (frozen16) {
+    add("weights", P16, P16, P16, P16, "the frozen base in bf16 (LoRA)");
+    add("master", base32, base32, base32, base32, "f32 norms, biases, embedding, tower (no f32 GEMM weights)");
+  } else if (bf16) {
     add("weights", 0, P16, w16_train, P16, zero3 ? "bf16 shadow; ZeRO-3 training: root + shard + 2 layers" : "bf16 shadow of the layout");
     add("master", P32, P32, w32_train, w32_later, zero3 ? "f32 arena; ZeRO-3: root + shard while training" : "f32 arena (the masters)");
   } else {
     add("weights", P32, P32, w32_train, w32_later, zero3 ? "f32 arena; ZeRO-3 training: root + shard + 2 layers" : "f32 arena");
     add("master", 0, 0, 0, 0, "the f32 weights are the masters");
   }
-  add("gradients", 0, 0, grads, grads, lora ? "none for the frozen base" : "the whole layout, every rank (accumulates micro-batches)");
+  add("gradients", 0, 0, grads, grads,
+      lora ? "the adapters' (none for the frozen base)" : "the whole layout, every rank (accumulates micro-batches)");
   add("gradient shard", 0, 0, grad_shard, grad_shard, "this rank's reduced shard");
-  add("optimizer", 0, 0, moments, moments, dist ? "AdamW m, v of the shard" : "AdamW m, v");
-  add("adapters", 0, 0, adapters, adapters, lora ? "LoRA weights, gradients, m, v" : "no LoRA");
+  add("optimizer", 0, 0, moments, moments, cat("AdamW m, v", dist ? " of the shard" : "", lora ? " (adapters)" : ""));
+  add("adapters", adapters, adapters, adapters, adapters, lora ? "LoRA weights (f32)" : "no LoRA");
   add("activations", 0, 0, acts - head, acts - head,
       cat(mb.tokens, "-token micro-batch", dopt.checkpoint_activations ? ", checkpointed" : ""));
   add("output layer", 0, 0, head, head, "the fused output layer's chunk buffers");
@@ -286,14 +334,18 @@ MemoryPlan plan_memory(const MemoryPlanInputs& in) {
   add("rollout workspaces", 0, rollout_ws, rollout_ws, rollout_ws, cat("steps of up to ", bucket, " tokens"));
   add("vision rollout", 0, vision_rollout, vision_rollout, vision_rollout, "the tower on one prompt, features, pixels");
   add("communication", 0, 0, comm, comm, "reduce-scatter buckets, all-gather staging");
-  add("reference model", ref > 0 ? P32 : 0, ref > 0 ? P32 + P16 : 0, ref, ref, "weights and decoder of the KL reference");
-  add("checkpoint file", file, 0, 0, 0, "safetensors mapped while loading");
+  const bool ref_weights = ref > 0 && !lora;
+  add("reference model", ref_weights ? P32 : 0, ref_weights ? P32 + P16 : 0, ref, ref,
+      lora ? "decoder of the KL reference (the frozen base)" : "weights and decoder of the KL reference");
+  add("checkpoint file", file, 0, 0, 0,
+      frozen16 ? "safetensors mapped while loading, one GEMM weight in f32" : "safetensors mapped while loading");
   // Saving on rank 0: the f32 weights whole again (ZeRO-3 gathers for the rollout, bf16 mode gathers the
-  // masters) and, on several ranks, the moments of every shard in the whole layout.
+  // masters; LoRA saves the adapters only) and, on several ranks, the moments of every shard in the whole
+  // layout.
   for (MemoryTerm& t : p.terms)
-    if (t.name == (bf16 ? "master" : "weights")) t.save = P32;
+    if (!lora && t.name == (bf16 ? "master" : "weights")) t.save = P32;
   add("checkpoint gather", 0, 0, 0, 0, "rank 0 saving: every rank's AdamW moments");
-  p.terms.back().save = dist && !lora ? numel * 8 : 0;
+  p.terms.back().save = dist ? (lora ? adapter_elems : numel) * 8 : 0;  // the actor's partition, whole
   for (const MemoryTerm& t : p.terms) {
     p.load += t.load;
     p.rollout_first += t.rollout_first;
@@ -403,17 +455,28 @@ std::optional<PlanChange> cheapest_fitting_change(const MemoryPlanInputs& in) {
   };
   if (in.ranks > 1 && !ac.fsdp_config.reshard_after_forward)
     tries.push_back(make("ZeRO-3 with activation checkpointing", {ckpt, z3}, in.ranks, with_z3));
-  const std::string lora = "actor_rollout_ref.model.lora_rank=32";
+  // LoRA (the run's rank, or 32): ZeRO-3 off (the frozen base is whole on every rank), and on a Qwen3-VL
+  // model the tower frozen (all-linear adapts the decoder's linears only).
+  const int64_t lora_rank = in.lora_rank > 0 ? in.lora_rank : 32;
+  std::vector<std::string> lora = {ckpt, cat("actor_rollout_ref.model.lora_rank=", lora_rank)};
+  if (ac.fsdp_config.reshard_after_forward) lora.push_back("actor_rollout_ref.actor.fsdp_config.reshard_after_forward=false");
+  if (in.model.has_vision() && !ac.freeze_vision_tower) lora.push_back("actor_rollout_ref.actor.freeze_vision_tower=true");
+  MemoryPlanInputs lora_in = in;
+  lora_in.config.actor_rollout_ref.actor.freeze_vision_tower = true;
+  const int64_t lora_numel = in.lora_rank > 0 && in.lora_numel > 0 ? in.lora_numel : lora_adapter_numel(lora_in.config, in.model, lora_rank);
   auto with_lora = [&](MemoryPlanInputs& x) {
     with_ckpt(x);
-    x.lora_rank = 32;
+    x.config.actor_rollout_ref.actor.fsdp_config.reshard_after_forward = false;
+    if (in.model.has_vision()) x.config.actor_rollout_ref.actor.freeze_vision_tower = true;
+    x.lora_rank = lora_rank;
+    x.lora_numel = lora_numel;
   };
-  if (in.lora_rank == 0) tries.push_back(make("LoRA (rank 32) with activation checkpointing", {ckpt, lora}, in.ranks, with_lora));
+  const std::string lora_what = cat("LoRA (rank ", lora_rank, ") with activation checkpointing");
+  if (in.lora_rank == 0) tries.push_back(make(lora_what, lora, in.ranks, with_lora));
   for (int ranks = std::max(2, in.ranks * 2); ranks <= 1024; ranks *= 2)
     tries.push_back(make(cat(ranks, " ranks, one per machine, ZeRO-3 with activation checkpointing"), {ckpt, z3}, ranks, with_z3));
   for (int ranks = std::max(2, in.ranks * 2); ranks <= 1024; ranks *= 2)
-    tries.push_back(make(cat(ranks, " ranks, one per machine, LoRA (rank 32) with activation checkpointing"),
-                         {ckpt, lora}, ranks, with_lora));
+    tries.push_back(make(cat(ranks, " ranks, one per machine, ", lora_what), lora, ranks, with_lora));
   for (PlanChange& t : tries)
     if (t.plan.fits()) return std::move(t);
   return std::nullopt;

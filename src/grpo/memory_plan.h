@@ -6,7 +6,9 @@
 // and the vision tower's activation layouts (Decoder::activation_bytes, VisionTower::activation_bytes),
 // the micro-batch packer (train::plan_micro_batches on a rank's share), the rollout engine's KV rule (engine_config +
 // rollout::kv_budget_for) and step workspaces (rollout::step_workspace_bytes,
-// InferenceModel::workspace_bytes_for). Only the process's fixed overhead (libraries, oneDNN, OpenMP, the
+// InferenceModel::workspace_bytes_for), and with LoRA the adapters' arena (LoraAdapters itself) and, for a
+// base frozen in bf16, the f32 pages its loader writes (frozen_base_f32_bytes at the arena's
+// Buffer::commit_granularity). Only the process's fixed overhead (libraries, oneDNN, OpenMP, the
 // tokenizer, the data) is measured: the RSS of the planning process plus a measured constant.
 //
 // Large buffers are reserved untouched and committed page by page as written (core/arena.h), so each term
@@ -65,8 +67,18 @@ struct MemoryPlanInputs {
   int64_t available_bytes = 0;   // MemAvailable of the machine (the KV budget's base)
   int64_t fixed_bytes = 0;       // the process's fixed overhead
   int64_t checkpoint_bytes = 0;  // bytes of the model's safetensors files (mapped while loading); 0: from dtype
-  int64_t lora_rank = 0;         // LoRA adapters of this rank on every linear layer (0: full fine-tuning)
+  int64_t lora_rank = 0;         // LoRA adapters of this rank on the config's modules (0: full fine-tuning)
+  int64_t lora_numel = 0;        // elements of the adapters' arena (0: lora_adapter_numel of the config)
 };
+
+// Elements of the LoRA adapters' arena (their weights; gradients and moments share its layout) for the
+// config's modules (target_modules, exclude_modules, or lora_adapter_path's) at `rank`: the layout
+// LoraAdapters itself lays out.
+int64_t lora_adapter_numel(const Config& c, const ModelConfig& m, int64_t rank);
+// Bytes of the f32 arena that a base frozen in bf16 (ModelWeights::load_frozen_bf16) writes: the granules
+// of `granularity` bytes (Buffer::commit_granularity: base or huge pages) that hold a tensor other than a
+// GEMM weight (norms, biases, the embedding, the vision tower).
+int64_t frozen_base_f32_bytes(const ModelConfig& m, int64_t granularity);
 
 // One row of the table: bytes per rank in each phase (0 where not resident): loading, the first rollout,
 // training, the rollouts of later steps, saving a checkpoint (rank 0 gathers the whole f32 weights and, on

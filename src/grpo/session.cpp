@@ -39,14 +39,9 @@ rollout::EngineConfig engine_config(const Config& c, const ModelConfig& m, int64
   return e;
 }
 
-std::unique_ptr<LoraAdapters> make_lora_adapters(const Config& c, const ModelConfig& m) {
+LoraConfig lora_config(const Config& c) {
   const ModelSection& ms = c.actor_rollout_ref.model;
-  if (ms.lora_rank == 0) return nullptr;
-  const bool vision_frozen = c.actor_rollout_ref.actor.freeze_vision_tower;
-  if (!ms.lora_adapter_path.empty()) {
-    ErrorContext what("loading the LoRA adapter ", ms.lora_adapter_path, " (actor_rollout_ref.model.lora_adapter_path)");
-    return LoraAdapters::load(m, ms.lora_adapter_path, vision_frozen);
-  }
+  if (!ms.lora_adapter_path.empty()) return LoraAdapters::read_config(ms.lora_adapter_path);
   LoraConfig lc;
   lc.rank = ms.lora_rank;
   lc.alpha = ms.lora_alpha;
@@ -57,7 +52,19 @@ std::unique_ptr<LoraAdapters> make_lora_adapters(const Config& c, const ModelCon
   if (lc.target.kind == ModuleSelector::Kind::Regex)  // one name given as text: a name, not a regex
     lc.target = ModuleSelector::from_json(nlohmann::json::array({ms.target_modules[0]}), "target_modules");
   lc.exclude = ModuleSelector::from_json(nlohmann::json(ms.exclude_modules), "actor_rollout_ref.model.exclude_modules");
-  auto lora = std::make_unique<LoraAdapters>(m, lc, "actor_rollout_ref.model (lora_rank, target_modules)", vision_frozen);
+  return lc;
+}
+
+std::unique_ptr<LoraAdapters> make_lora_adapters(const Config& c, const ModelConfig& m) {
+  const ModelSection& ms = c.actor_rollout_ref.model;
+  if (ms.lora_rank == 0) return nullptr;
+  const bool vision_frozen = c.actor_rollout_ref.actor.freeze_vision_tower;
+  if (!ms.lora_adapter_path.empty()) {
+    ErrorContext what("loading the LoRA adapter ", ms.lora_adapter_path, " (actor_rollout_ref.model.lora_adapter_path)");
+    return LoraAdapters::load(m, ms.lora_adapter_path, vision_frozen);
+  }
+  auto lora = std::make_unique<LoraAdapters>(m, lora_config(c), "actor_rollout_ref.model (lora_rank, target_modules)",
+                                             vision_frozen);
   lora->init_default(static_cast<uint64_t>(c.trainer.seed));
   return lora;
 }

@@ -25,6 +25,8 @@ enum class SessionRollout { TrainAndValidate, ValidateOnly };
 // or created from lora_rank / lora_alpha / target_modules / exclude_modules / use_rslora and initialised as
 // PEFT does (A random, B zero: step 0 is the base model), seeded by trainer.seed.
 std::unique_ptr<LoraAdapters> make_lora_adapters(const Config& c, const ModelConfig& m);
+// The adapters' settings those come from: lora_adapter_path's adapter_config.json, or the config's keys.
+LoraConfig lora_config(const Config& c);
 
 struct Session {
   Config config;

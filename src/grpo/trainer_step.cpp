@@ -15,6 +15,7 @@
 #include "core/error_context.h"
 #include "core/profiler.h"
 #include "grpo/distributed.h"
+#include "grpo/response_lengths.h"
 #include "report/metrics.h"
 #include "grpo/trainer.h"
 #include "model/vision.h"
@@ -113,6 +114,12 @@ GenerationResult GrpoTrainer::generate(const std::vector<const Example*>& prompt
     if (!rc.ignore_eos) q.stop_token_ids = s_->stop_ids;
     q.max_new_tokens = static_cast<int32_t>(cfg_.data.max_response_length);
     q.seed = static_cast<uint64_t>(cfg_.trainer.seed);
+    // Benchmarks: each sample stops at its drawn length (sample k of the prompt's group, however requested).
+    if (rc.response_lengths == "long_tail" && !greedy)
+      for (int32_t k = 0; k < q.n; ++k)
+        q.stop_lengths.push_back(long_tail_response_length(
+            static_cast<uint64_t>(cfg_.trainer.seed), step, batch_index, index[i],
+            rc.share_group_prompt ? k : static_cast<int64_t>(r % slots_per_prompt), q.max_new_tokens));
     // Request ids are global (the prompt's place in the batch), so samples do not depend on the rank.
     const int64_t in_batch = index[i] * slots_per_prompt + static_cast<int64_t>(r) % slots_per_prompt;
     q.id = rollout_request_id(step, batch_index, in_batch, max_gen_batches_, requests_per_batch);

@@ -414,6 +414,9 @@ void Engine::step(Run& run) {
       s.finish_reason = FinishReason::Stop;
     } else if (s.text.push(gen)) {
       s.finish_reason = FinishReason::Stop;
+    } else if (!req.stop_lengths.empty() && s.generated() >= req.stop_lengths[s.sample]) {  // its drawn end
+      s.text.flush(gen);
+      s.finish_reason = FinishReason::Stop;
     } else if (s.generated() >= req.max_new_tokens || static_cast<int64_t>(s.tokens.size()) >= model_.max_positions()) {
       s.finish_reason = s.text.flush(gen) ? FinishReason::Stop : FinishReason::Length;
     } else {

@@ -45,6 +45,11 @@ void validate_request(const Request& r, size_t index, int64_t vocab_size, int64_
     GRPO_CHECK(!r.stop_strings[i].empty(), "[rollout] ", where, ": stop_strings[", i, "] is empty");
   GRPO_CHECK(r.stop_strings.empty() || has_detokenizer, "[rollout] ", where,
              ": stop_strings need a detokenizer, and the engine has none");
+  GRPO_CHECK(r.stop_lengths.empty() || static_cast<int64_t>(r.stop_lengths.size()) == r.n, "[rollout] ", where,
+             ": stop_lengths has ", r.stop_lengths.size(), " entries, expected n = ", r.n, " (or none)");
+  for (size_t k = 0; k < r.stop_lengths.size(); ++k)
+    GRPO_CHECK(r.stop_lengths[k] >= 1 && r.stop_lengths[k] <= r.max_new_tokens, "[rollout] ", where, ": stop_lengths[",
+               k, "] = ", r.stop_lengths[k], " not in [1, max_new_tokens = ", r.max_new_tokens, "]");
   validate_sampling(r.sampling, where);
 }
 

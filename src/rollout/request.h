@@ -27,6 +27,10 @@ struct Request {
   std::vector<int32_t> stop_token_ids;   // the stop token is kept in tokens, its text is not
   std::vector<std::string> stop_strings;  // matched on the decoded text; excluded from the text
   int32_t max_new_tokens = 256;           // >= 1
+  // Predetermined lengths (benchmarks: the same work in every configuration): sample k stops after
+  // stop_lengths[k] tokens as at a stop token (finish reason stop). Empty: none; else n values in
+  // [1, max_new_tokens].
+  std::vector<int32_t> stop_lengths;
   uint64_t seed = 0;
   // Identifies the request in the RNG key (seed, id, sample index): give each request of a batch its own
   // id so that results do not depend on which other requests run alongside it.

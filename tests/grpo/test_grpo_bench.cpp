@@ -4,11 +4,14 @@
 // and the JSON keys the mission's table needs; `bench dist`'s repeats give medians and per-round ratios.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "core/files.h"
 #include "grpo/config.h"
 #include "grpo/dist_bench.h"
 #include "grpo/grpo_bench.h"
+#include "grpo/response_lengths.h"
 #include "report/metrics.h"
 #include "temp_dir.h"
 
@@ -205,4 +208,47 @@ TEST(DistBench, RepeatsGiveMediansAndRatiosPairedWithinEachRound) {
   EXPECT_NE(t.find("3 rounds"), std::string::npos) << t;
   runs[3].results.pop_back();
   EXPECT_THROW(paired_ratio(runs[3], &GrpoBenchRun::throughput, runs[0], &GrpoBenchRun::throughput), Error);
+}
+
+// The long-tailed lengths: a function of the seed and the sample's identity only (the same in every run),
+// and the founding case's shape: median limit / 20, 5% past half the limit, a few at the limit.
+TEST(GrpoBench, LongTailLengthsAreSeededAndLongTailed) {
+  const int32_t L = 1024;
+  std::vector<int32_t> lengths;
+  int64_t past_half = 0, at_limit = 0;
+  for (int64_t step = 1; step <= 40; ++step)
+    for (int64_t prompt = 0; prompt < 32; ++prompt)
+      for (int64_t k = 0; k < 8; ++k) {
+        const int32_t n = long_tail_response_length(7, step, 0, prompt, k, L);
+        EXPECT_EQ(n, long_tail_response_length(7, step, 0, prompt, k, L));
+        ASSERT_GE(n, 1);
+        ASSERT_LE(n, L);
+        lengths.push_back(n);
+        past_half += n > L / 2;
+        at_limit += n == L;
+      }
+  const double count = static_cast<double>(lengths.size());  // 10,240 draws
+  std::nth_element(lengths.begin(), lengths.begin() + lengths.size() / 2, lengths.end());
+  EXPECT_NEAR(lengths[lengths.size() / 2], L / 20, 6);
+  EXPECT_NEAR(past_half / count, 0.05, 0.01);
+  EXPECT_NEAR(at_limit / count, 0.016, 0.006);
+  int64_t differ = 0;  // other seeds, samples and steps draw other lengths
+  for (int64_t k = 0; k < 64; ++k)
+    differ += long_tail_response_length(7, 1, 0, 0, k, L) != long_tail_response_length(8, 1, 0, 0, k, L);
+  EXPECT_GT(differ, 48);
+  EXPECT_EQ(long_tail_response_length(7, 3, 0, 5, 2, 1), 1);  // a limit of one token
+}
+
+TEST(GrpoBench, LongTailLengthsInEveryRun) {
+  GrpoBenchOptions o;
+  o.lengths = "long_tail";
+  std::vector<std::string> all;
+  for (const GrpoBenchSwitch& sw : grpo_bench_switches()) all.push_back(sw.name);
+  for (const Config& c : {bench_config(o, {}), bench_config(o, all)}) {
+    EXPECT_EQ(c.actor_rollout_ref.rollout.response_lengths, "long_tail");
+    EXPECT_TRUE(c.actor_rollout_ref.rollout.ignore_eos);  // only the drawn lengths end responses
+  }
+  EXPECT_EQ(bench_config(GrpoBenchOptions{}, {}).actor_rollout_ref.rollout.response_lengths, "off");
+  o.lengths = "uniform";
+  EXPECT_THROW(grpo_bench_defaults(o), Error);
 }

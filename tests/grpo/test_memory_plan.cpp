@@ -3,11 +3,15 @@
 // and 3 ranks' shards, the rollout engine's KV budget; and the verdicts: a run fits a large machine, not a
 // small one, where the suggested change fits.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
 
 #include "grpo/memory_plan.h"
+#include "model/checkpoint.h"
+#include "model/lora.h"
 #include "grpo/session.h"
 #include "model/decoder.h"
 #include "model/presets.h"
@@ -16,6 +20,7 @@
 #include "rollout/decoder_model.h"
 #include "rollout/engine.h"
 #include "train/actor.h"
+#include "temp_dir.h"
 
 using namespace grpo;
 
@@ -49,6 +54,18 @@ MemoryPlanInputs inputs_for(const ModelConfig& m, int ranks) {
   in.available_bytes = int64_t{64} << 30;
   in.fixed_bytes = int64_t{50} << 20;
   return in;
+}
+
+// Resident bytes of [p, p + bytes) (mincore over its pages).
+int64_t resident_in(const void* p, size_t bytes) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(p) / page * page;
+  const size_t pages = (reinterpret_cast<uintptr_t>(p) + bytes - begin + page - 1) / page;
+  std::vector<unsigned char> in(pages);
+  EXPECT_EQ(mincore(reinterpret_cast<void*>(begin), pages * page, in.data()), 0);
+  int64_t n = 0;
+  for (unsigned char c : in) n += c & 1;
+  return n * static_cast<int64_t>(page);
 }
 
 }  // namespace
@@ -159,4 +176,83 @@ TEST(MemoryPlan, VerdictAndCheapestChange) {
   in.available_bytes = big.term("weights") / 2 + big.term("fixed");
   EXPECT_FALSE(cheapest_fitting_change(in).has_value());
   EXPECT_NE(explain_memory_plan(plan_memory(in)).find("no change tried makes it fit"), std::string::npos);
+}
+
+// LoRA: the plan counts what the LoRA code allocates. The base frozen in bf16 under mixed precision: the
+// bf16 arena whole, and of the f32 arena only the pages its norms and embedding were written to (no
+// gradients, no moments for it); the adapters' weights, gradients and moments in their own layout, sharded
+// over ranks like the actor's.
+TEST(MemoryPlan, LoraTermsAreWhatTheLoraCodeAllocates) {
+  const ModelConfig m = preset_config("qwen3", "tiny");
+  test::TempDir dir;
+  {
+    const ModelWeights w(m);
+    save_checkpoint(dir.path(), m, w.named_tensors(), DType::F32);
+  }
+  const auto frozen = ModelWeights::load_frozen_bf16(dir.path());
+  MemoryPlanInputs in = inputs_for(m, 1);
+  in.config.mixed_precision.enabled = true;
+  in.config.actor_rollout_ref.model.lora_rank = 8;
+  in.config.actor_rollout_ref.model.target_modules = {"q_proj", "v_proj", "down_proj"};
+  in.lora_rank = 8;
+  const MemoryPlan p = plan_memory(in);
+
+  LoraAdapters lora(m, lora_config(in.config), "test");
+  EXPECT_EQ(lora_adapter_numel(in.config, m, 8), lora.params().numel());
+  DecoderOptions dopt;
+  dopt.mode = ComputeMode::BF16;
+  train::Actor actor(*frozen, dopt, train::MicroBatching{}, train::AdamWConfig{}, nullptr, {}, true, &lora);
+  EXPECT_EQ(p.trained_parameters, actor.trained_numel());
+  EXPECT_EQ(p.term("adapters"), lora.params().numel() * 4);
+  EXPECT_EQ(p.term("gradients"), actor.trained_numel() * 4);
+  EXPECT_EQ(p.term("optimizer"), (actor.optimizer().end() - actor.optimizer().begin()) * 8);
+  EXPECT_EQ(p.term("weights"), frozen->bf16_arena()->numel() * 2);
+  const TensorView f32 = frozen->params().flat();
+  const int64_t f32_resident = resident_in(f32.data, static_cast<size_t>(f32.numel()) * 4);
+  EXPECT_EQ(p.term("master"), f32_resident);
+  EXPECT_LT(f32_resident, f32.numel() * 4 / 2);  // the GEMM weights' pages were never written
+  EXPECT_EQ(p.term("optimizer") + p.term("gradients") + p.term("adapters"), lora.params().numel() * 16);
+  EXPECT_EQ(p.term("checkpoint gather"), 0);
+
+  // Granules: every granule holding a tensor other than a GEMM weight, counted once.
+  Arena layout(DType::F32);
+  declare_parameters(m, layout);
+  int64_t written = 0;
+  for (const TensorSpec& t : expected_tensors(m))
+    if (layout.has(t.name) && !is_gemm_weight(t.name)) written += st_numel(t.shape) * 4;
+  EXPECT_EQ(frozen_base_f32_bytes(m, 4), written);
+  EXPECT_EQ(frozen_base_f32_bytes(m, int64_t{1} << 40), layout.numel() * 4);  // one granule: the whole arena
+
+  // f32 LoRA: the base whole in f32, no bf16 copy; two ranks: the adapters' partition.
+  in.config.mixed_precision.enabled = false;
+  in.ranks = in.ranks_per_machine = 2;
+  const MemoryPlan two = plan_memory(in);
+  const comm::Partition part = train::parameter_partition(lora.params().numel(), 2);
+  EXPECT_EQ(two.term("weights"), layout.numel() * 4);
+  EXPECT_EQ(two.term("master"), 0);
+  EXPECT_EQ(two.term("optimizer"), part.size(0) * 8);
+  EXPECT_EQ(two.term("gradient shard"), part.size(0) * 4);
+  EXPECT_EQ(two.term("communication"), 2 * part.size(0) * 4);  // one f32 reduce-scatter of the adapters
+  EXPECT_EQ(two.term("checkpoint gather"), lora.params().numel() * 8);
+}
+
+// The cheapest change offers LoRA as a run that starts: ZeRO-3 off (the actor refuses LoRA with it).
+TEST(MemoryPlan, LoraChangeTurnsZero3Off) {
+  const ModelConfig m = preset_config("qwen3", "small");
+  MemoryPlanInputs in = inputs_for(m, 2);
+  in.config.actor_rollout_ref.model.enable_gradient_checkpointing = true;
+  in.config.actor_rollout_ref.actor.fsdp_config.reshard_after_forward = true;
+  const MemoryPlan full = plan_memory(in);
+  MemoryPlanInputs lora = in;
+  lora.lora_rank = 32;
+  lora.config.actor_rollout_ref.actor.fsdp_config.reshard_after_forward = false;
+  const MemoryPlan lp = plan_memory(lora);
+  ASSERT_LT(lp.peak, full.peak);
+  in.available_bytes = (lp.peak + full.peak) / 2 * in.ranks_per_machine;
+  const std::optional<PlanChange> ch = cheapest_fitting_change(in);
+  ASSERT_TRUE(ch.has_value());
+  EXPECT_NE(ch->description.find("LoRA (rank 32)"), std::string::npos) << ch->description;
+  EXPECT_NE(std::find(ch->sets.begin(), ch->sets.end(), "actor_rollout_ref.actor.fsdp_config.reshard_after_forward=false"),
+            ch->sets.end());
+  EXPECT_EQ(ch->plan.peak, lp.peak);
 }

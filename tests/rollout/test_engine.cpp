@@ -273,6 +273,36 @@ TEST(Engine, StaticBatchPadsButGivesTheSameResults) {
   EXPECT_EQ(b.stats().decode_tokens - a.stats().decode_tokens, b.stats().padding_tokens);
 }
 
+// Predetermined lengths (benchmarks): each sample stops at its own length as at a stop token, in every
+// batching; the static batch decodes the stopped samples on as padding, as for a stop token.
+TEST(Engine, StopLengthsEndEachSampleAtItsLength) {
+  FakeModel model(4);
+  auto reqs = workload(4, 4, 30);
+  for (size_t i = 0; i < reqs.size(); ++i)
+    for (int32_t k = 0; k < reqs[i].n; ++k)
+      reqs[i].stop_lengths.push_back(k == 0 ? reqs[i].max_new_tokens : 1 + static_cast<int32_t>((i * 5 + k * 7) % 20));
+  EngineConfig cont = config(), stat = config();
+  stat.continuous_batching = false;
+  Engine a(model, cont, fake::fake_decode), b(model, stat, fake::fake_decode);
+  const auto x = a.generate(reqs), y = b.generate(reqs);
+  expect_identical(x, y);
+  int64_t total = 0;
+  for (size_t i = 0; i < reqs.size(); ++i)
+    for (int32_t k = 0; k < reqs[i].n; ++k) {
+      EXPECT_EQ(static_cast<int32_t>(x[i].samples[k].tokens.size()), reqs[i].stop_lengths[k]) << i << " " << k;
+      EXPECT_EQ(x[i].samples[k].finish_reason, FinishReason::Stop);
+      total += reqs[i].stop_lengths[k];
+    }
+  EXPECT_EQ(a.stats().generated_tokens, total);
+  EXPECT_EQ(b.stats().generated_tokens, total);
+  EXPECT_EQ(a.stats().padding_tokens, 0);
+  EXPECT_GT(b.stats().padding_tokens, 0);
+  reqs[1].stop_lengths.pop_back();
+  EXPECT_THROW(a.generate(reqs), Error);
+  reqs[1].stop_lengths.push_back(reqs[1].max_new_tokens + 1);
+  EXPECT_THROW(a.generate(reqs), Error);
+}
+
 TEST(Engine, MaxPositionsEndsWithLength) {
   FakeModel model(4, /*max_positions=*/20);
   Engine engine(model, config());
