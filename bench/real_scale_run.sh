@@ -7,8 +7,10 @@
 #
 #   bench/real_scale_run.sh [OUT_DIR]          (default runs/real-scale)
 # Environment: DTYPE=bf16|f32, STEPS (2), PROMPTS (8), N (8), RESPONSE (512): smaller values for a quick
-# check of the same model and prompts; THREADS (0: all cores; 1 on a machine shared with other work, where
-# OpenMP barriers wait for descheduled threads).
+# check of the same model and prompts; PROMPT (256: max_prompt_length; below ~250 the prompts are cut from
+# the left, inside the system message); PRESET (qwen3-0.6b; qwen3-1.7b, qwen3-4b); LORA_RANK (0: full
+# fine-tuning; R: LoRA of rank R, alpha 2R, on all linears); THREADS (0: all cores; 1 on a machine shared
+# with other work, where OpenMP barriers wait for descheduled threads).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -20,11 +22,14 @@ STEPS=${STEPS:-2}
 PROMPTS=${PROMPTS:-8}
 N=${N:-8}
 RESPONSE=${RESPONSE:-512}
+PROMPT=${PROMPT:-256}
+PRESET=${PRESET:-qwen3-0.6b}
+LORA_RANK=${LORA_RANK:-0}
 THREADS=${THREADS:-0}
 mkdir -p "$OUT"
 
 if [ ! -f "$OUT/model/config.json" ]; then
-  "$GRPO" init --arch qwen3 --preset qwen3-0.6b --tokenizer "$SHARED/models/qwen3-tokenizer" --seed 0 --out "$OUT/model"
+  "$GRPO" init --arch qwen3 --preset "$PRESET" --tokenizer "$SHARED/models/qwen3-tokenizer" --seed 0 --out "$OUT/model"
 fi
 
 # Arithmetic problems, each behind the same ~220-token system message: prompts of ~250 tokens.
@@ -58,13 +63,17 @@ data:
   train_files: $OUT/train.jsonl
   val_files: ''
   train_batch_size: $PROMPTS
-  max_prompt_length: 256
+  max_prompt_length: $PROMPT
+  truncation: left
   max_response_length: $RESPONSE
   apply_chat_template: true
 actor_rollout_ref:
   model:
     path: $OUT/model
     enable_gradient_checkpointing: true
+    lora_rank: $LORA_RANK
+    lora_alpha: $((2 * (LORA_RANK > 0 ? LORA_RANK : 1)))
+    target_modules: all-linear
   rollout:
     n: $N
     temperature: 1.0
@@ -83,7 +92,7 @@ trainer:
   val_before_train: false
   save_freq: -1
   default_local_dir: $OUT/run
-  experiment_name: qwen3-0.6b-real-scale
+  experiment_name: $PRESET-real-scale
   seed: 0
 mixed_precision:
   enabled: $([ "$DTYPE" = bf16 ] && echo true || echo false)

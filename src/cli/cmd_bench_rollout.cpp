@@ -14,12 +14,14 @@
 
 #include "cli/command.h"
 #include "core/profiler.h"
+#include "core/rng.h"
 #include "core/stats.h"
 #include "core/threads.h"
 #include "kernels/cpu/gemv_amx.h"
 #include "kernels/measure.h"
 #include "kernels/paged_ops.h"
 #include "model/init.h"
+#include "model/lora.h"
 #include "model/presets.h"
 #include "rollout/rollout_bench.h"
 
@@ -104,6 +106,7 @@ struct BenchRolloutArgs {
   std::string model, preset = "small", arch = "qwen3", dtype = "bf16", decode_matmul = "batch_invariant";
   rollout::RolloutBenchOptions o;
   int threads = 0;
+  int64_t lora_rank = 0;
   bool skip_baseline = false, profile = false;
 };
 
@@ -154,6 +157,26 @@ void run(const BenchRolloutArgs& a) {
                       {"bandwidth_fraction", d1.fraction},
                       {"decode1_rounds", d1.rounds}};
   report_decode_kernels(j, w->config(), o);
+  if (a.lora_rank > 0) {  // the same run with adapters on all linears, unmerged (random A and B, alpha 2r)
+    LoraConfig lc;
+    lc.rank = a.lora_rank;
+    lc.alpha = 2.0 * static_cast<double>(a.lora_rank);
+    lc.target = ModuleSelector::from_json("all-linear", "bench rollout");
+    LoraAdapters lora(w->config(), lc, "bench rollout --lora-rank", /*vision_frozen=*/true);
+    Rng rng(o.seed + 1);
+    float* p = lora.params().flat().f32();
+    for (int64_t i = 0; i < lora.params().numel(); ++i) p[i] = 0.02f * static_cast<float>(rng.normal());
+    std::fprintf(stderr, "[bench rollout] LoRA rank %lld on all linears, unmerged...\n",
+                 static_cast<long long>(a.lora_rank));
+    rollout::RolloutBenchOptions lo = o;
+    lo.lora = &lora;
+    rollout::RolloutBenchResult lr = rollout::run_rollout_bench(*w, lo, true);
+    j["lora_rank"] = a.lora_rank;
+    j["lora_gen_tokens_per_s"] = lr.gen_tokens_per_s;
+    j["lora_decode_tokens_per_s"] = lr.decode_tokens_per_s;
+    // The unmerged low-rank path's cost: the rollout's time with adapters over without, same run.
+    j["lora_rollout_time_ratio"] = opt.gen_tokens_per_s / lr.gen_tokens_per_s;
+  }
   if (!a.skip_baseline) {
     std::fprintf(stderr, "[bench rollout] baseline (static batch, own prefill per sample, f32 KV, no prefix cache, "
                          "oneDNN GEMM)...\n");
@@ -189,6 +212,8 @@ void setup_bench_rollout(CLI::App& app) {
   c->add_flag("--skip-baseline", a->skip_baseline, "Do not run the baseline");
   c->add_flag("--profile", a->profile, "Print the time per kernel and phase of the optimised run");
   c->add_option("--threads", a->threads, "Threads (default: all cores)");
+  c->add_option("--lora-rank", a->lora_rank, "Also time the optimised run with LoRA of this rank on all linears "
+                "(unmerged), against the run without")->check(CLI::NonNegativeNumber);
   c->callback([a] { run(*a); });
 }
 

@@ -26,7 +26,7 @@ struct BenchTrainArgs {
   std::string model, preset = "small", arch = "qwen3", dtype = "bf16";
   int64_t tokens = 4096, seq_len = 512, lora_rank = 0;
   int steps = 3, threads = 0;
-  bool checkpoint = false, skip_baseline = false;
+  bool checkpoint = false, skip_baseline = false, profile = false;
 };
 
 std::unique_ptr<ModelWeights> make_weights(const BenchTrainArgs& a) {
@@ -84,12 +84,36 @@ nlohmann::json train_path(const BenchTrainArgs& a, bool plain, int64_t lora_rank
   o.decoder.checkpoint_activations = a.checkpoint;
   o.decoder.kernels = plain ? &plain_kernels() : &fused_kernels();
   o.lora_rank = lora_rank;
+  o.profile = a.profile;
   train::TrainBenchResult r = train::run_train_bench(*w, o);
-  return {{"tokens_per_s", r.tokens_per_s},         {"gflops", r.gflops},
+  nlohmann::json profile = nlohmann::json::object();  // scope -> ms per step
+  for (const ScopeSummary& s : r.profile) profile[s.name] = s.total_ms / std::max(1, a.steps);
+  return {{"profile", profile},
+          {"tokens_per_s", r.tokens_per_s},         {"gflops", r.gflops},
           {"seconds_per_step", r.seconds_per_step}, {"flop_per_step", r.flop_per_step},
           {"loss_first", r.first_loss},             {"loss_last", r.last_loss},
           {"activation_bytes", r.activation_bytes}, {"parameters", w->num_parameters()},
           {"threads", num_threads()}};
+}
+
+// The profiler's scopes of the full fine-tuning step, and of the LoRA step beside them when `lora` is an
+// object (ms per step), to stderr.
+void print_profiles(const nlohmann::json& full, const nlohmann::json& lora) {
+  const bool two = lora.is_object();
+  std::fprintf(stderr, "[bench train] profile, ms per step (nested scopes overlap):\n  %-28s %10s %10s\n", "scope",
+               "full", two ? "lora" : "");
+  auto row = [](const std::string& name, double a, const nlohmann::json* b) {
+    if (b)
+      std::fprintf(stderr, "  %-28s %10.1f %10.1f\n", name.c_str(), a, b->get<double>());
+    else
+      std::fprintf(stderr, "  %-28s %10.1f\n", name.c_str(), a);
+  };
+  const nlohmann::json zero = 0.0;
+  for (const auto& [name, ms] : full.items())
+    row(name, ms.get<double>(), two ? (lora.contains(name) ? &lora[name] : &zero) : nullptr);
+  if (two)
+    for (const auto& [name, ms] : lora.items())
+      if (!full.contains(name)) row(name, 0.0, &ms);
 }
 
 void run_bench_train(const BenchTrainArgs& a) {
@@ -127,6 +151,9 @@ void run_bench_train(const BenchTrainArgs& a) {
     out["lora_peak_rss_bytes"] = lora["peak_rss_bytes"];
     // The target: a LoRA step at most 0.75x the full fine-tuning step of the same model.
     out["lora_step_ratio"] = lora["seconds_per_step"].get<double>() / opt["seconds_per_step"].get<double>();
+    if (a.profile) print_profiles(opt["profile"], lora["profile"]);
+  } else if (a.profile) {
+    print_profiles(opt["profile"], nullptr);
   }
   if (!a.skip_baseline) {
     std::fprintf(stderr, "[bench train] plain path (unfused kernels, full logits)...\n");
@@ -161,6 +188,7 @@ void setup_bench_train(CLI::App& app) {
   c->add_option("--lora-rank", a->lora_rank, "Also time LoRA of this rank on all linears against full fine-tuning")
       ->check(CLI::NonNegativeNumber);
   c->add_option("--threads", a->threads, "Threads (default: all cores)");
+  c->add_flag("--profile", a->profile, "Profile the timed steps (with --lora-rank: both steps' scopes side by side)");
   c->callback([a] { run_bench_train(*a); });
 }
 

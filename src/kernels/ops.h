@@ -40,6 +40,10 @@ void bf16_to_f32(float* dst, const bf16_t* src, int64_t n);
 
 // ---------------------------------------------------------------- elementwise / embedding
 void add_inplace(float* y, const float* x, int64_t n);  // y += x
+// y [T, N] (row stride ldy) += alpha u V with u [T, r] (ldu), V [r, N] (ldv), r small (a LoRA rank): each
+// row of y read and written once. A row's result does not depend on T or the thread count.
+void add_low_rank(float* y, int64_t ldy, const float* u, int64_t ldu, const float* V, int64_t ldv, int64_t T,
+                  int64_t N, int64_t r, float alpha);
 // out[t,:] = table[ids[t],:]   table [V,C], out [T,C]
 void embedding_forward(float* out, const int32_t* ids, const float* table, int64_t T, int64_t C);
 // dtable[ids[t],:] += dout[t,:]   (deterministic: no atomics, result independent of thread count)

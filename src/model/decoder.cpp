@@ -94,7 +94,10 @@ size_t Decoder::carve_layout(const ModelConfig& c, const DecoderOptions& opt, co
     a.o_bf = bf ? h(T * Q) : nullptr;
     a.h2_bf = bf ? h(T * C) : nullptr;
     a.act_bf = bf ? h(T * F) : nullptr;
-    for (float*& u : a.lora_u) u = lora_rank > 0 ? f(T * lora_rank) : nullptr;
+    for (size_t gi = 0; gi < a.lora_u.size(); ++gi) {
+      const LoraGroup& g = kLoraGroups[gi];
+      a.lora_u[gi] = lora_rank > 0 ? f(T * (g.last - g.first + 1) * lora_rank) : nullptr;
+    }
   };
   acts.resize(L);
   LayerActs shared{};
@@ -127,8 +130,8 @@ size_t Decoder::carve_layout(const ModelConfig& c, const DecoderOptions& opt, co
   s.lse_head = f(T);
   s.mcos = mrope ? f(T * D / 2) : nullptr;
   s.msin = mrope ? f(T * D / 2) : nullptr;
-  s.lora_du = lora_rank > 0 ? f(T * lora_rank) : nullptr;
-  s.lora_tmp = lora_rank > 0 ? f(T * std::max({Q, C, F})) : nullptr;
+  s.lora_du = lora_rank > 0 ? f(T * 3 * lora_rank) : nullptr;
+  s.lora_bt = lora_rank > 0 ? f(lora_rank * std::max({Q, C, F})) : nullptr;
   s.norm_sink = f(std::max(C, D));
   return carver.size();
 }
@@ -186,32 +189,29 @@ void Decoder::linear_backward(float* din, float* dW, const float* dout, const fl
   grpo::linear_backward(opt_.mode, din, dW, dout, in, in_bf, w32, w16, T, N, K, s_.dy_bf);
 }
 
-void Decoder::lora_forward(int64_t l, LayerActs& a, int first, int last, float* out, const float* in) {
+void Decoder::lora_forward(int64_t l, LayerActs& a, int gi, float* out, const float* in) {
   if (!lora_) return;
-  const int64_t T = T_, r = lora_->rank();
-  const float s = lora_->scale();
-  for (int k = first; k <= last; ++k) {
-    const LoraPair& p = lora_->tensors().layers[l].slot[k];
-    if (!p.A) continue;
-    const LoraSlotShape sh = lora_slot_shape(c_, static_cast<LoraSlot>(k));
-    lora_linear_forward(out + sh.row_offset, sh.packed_rows, in, p.A, p.B, a.lora_u[k], s_.lora_tmp, T, sh.out, sh.in,
-                        r, s);
-  }
+  LoraModule mods[3];
+  const float* A = nullptr;
+  float* dA = nullptr;
+  const int g = lora_->group(l, gi, nullptr, mods, &A, &dA);
+  if (g == 0) return;
+  const LoraSlotShape sh = lora_slot_shape(c_, static_cast<LoraSlot>(kLoraGroups[gi].first));
+  lora_group_forward(out, sh.packed_rows, in, A, mods, g, a.lora_u[gi], s_.lora_bt, T_, sh.in, lora_->rank(),
+                     lora_->scale());
 }
 
-void Decoder::lora_backward(int64_t l, LayerActs& a, int first, int last, const LoraTensors* lg, float* din,
-                            const float* dout, const float* in) {
+void Decoder::lora_backward(int64_t l, LayerActs& a, int gi, const LoraTensors* lg, float* din, const float* dout,
+                            const float* in) {
   if (!lora_) return;
-  const int64_t T = T_, r = lora_->rank();
-  const float s = lora_->scale();
-  for (int k = first; k <= last; ++k) {
-    const LoraPair& p = lora_->tensors().layers[l].slot[k];
-    if (!p.A) continue;
-    const LoraSlotShape sh = lora_slot_shape(c_, static_cast<LoraSlot>(k));
-    const LoraPair* g = lg ? &lg->layers[l].slot[k] : nullptr;
-    lora_linear_backward(din, g ? g->A : nullptr, g ? g->B : nullptr, dout + sh.row_offset, sh.packed_rows, in, p.A,
-                         p.B, a.lora_u[k], s_.lora_du, s_.lora_tmp, T, sh.out, sh.in, r, s);
-  }
+  LoraModule mods[3];
+  const float* A = nullptr;
+  float* dA = nullptr;
+  const int g = lora_->group(l, gi, lg, mods, &A, &dA);
+  if (g == 0) return;
+  const LoraSlotShape sh = lora_slot_shape(c_, static_cast<LoraSlot>(kLoraGroups[gi].first));
+  lora_group_backward(din, dA, dout, sh.packed_rows, in, A, mods, g, a.lora_u[gi], s_.lora_du, T_, sh.in,
+                      lora_->rank(), lora_->scale());
 }
 
 void Decoder::layer_forward(int64_t l, LayerActs& a, float* x_out) {
@@ -226,7 +226,7 @@ void Decoder::layer_forward(int64_t l, LayerActs& a, float* x_out) {
 
   k_->rmsnorm_forward(a.h1, a.rstd1, a.x_in, static_cast<float*>(p.attn_norm), T, C, eps);
   linear(s_.qkv, a.h1, a.h1_bf, p.wqkv, w16(&LayerTensors::wqkv), T, Q + 2 * KV, C);
-  lora_forward(l, a, 0, 2, s_.qkv, a.h1);
+  lora_forward(l, a, 0, s_.qkv, a.h1);
   if (p.bqkv) add_bias(s_.qkv, static_cast<float*>(p.bqkv), T, Q + 2 * KV);
   split_qkv(a.q_pre, a.k_pre, a.v, s_.qkv, T, Q, KV);
   if (c_.qk_norm) {
@@ -238,14 +238,14 @@ void Decoder::layer_forward(int64_t l, LayerActs& a, float* x_out) {
   k_->attention_forward(a.o, a.lse, a.q, a.k, a.v, b.cu_seqlens.data(), b.S(), T, H, K, D,
                          1.0f / std::sqrt(static_cast<float>(D)), s_.attn_ws);
   linear(a.x_mid, a.o, a.o_bf, p.wo, w16(&LayerTensors::wo), T, C, Q);
-  lora_forward(l, a, 3, 3, a.x_mid, a.o);
+  lora_forward(l, a, 1, a.x_mid, a.o);
   k_->add_inplace(a.x_mid, a.x_in, T * C);
   k_->rmsnorm_forward(a.h2, a.rstd2, a.x_mid, static_cast<float*>(p.mlp_norm), T, C, eps);
   linear(a.gu, a.h2, a.h2_bf, p.wgu, w16(&LayerTensors::wgu), T, 2 * F, C);
-  lora_forward(l, a, 4, 5, a.gu, a.h2);
+  lora_forward(l, a, 2, a.gu, a.h2);
   k_->swiglu_forward(a.act, a.gu, T, F);
   linear(x_out, a.act, a.act_bf, p.wdown, w16(&LayerTensors::wdown), T, C, F);
-  lora_forward(l, a, 6, 6, x_out, a.act);
+  lora_forward(l, a, 3, x_out, a.act);
   k_->add_inplace(x_out, a.x_mid, T * C);
 }
 
@@ -266,17 +266,17 @@ void Decoder::layer_backward(int64_t l, LayerActs& a, const ModelTensors* g, con
   // MLP: s_.dx holds dL/dx_out on entry.
   linear_backward(s_.dact, GW(&LayerTensors::wdown), s_.dx, a.act, a.act_bf, p.wdown, w16(&LayerTensors::wdown), T,
                   C, F);
-  lora_backward(l, a, 6, 6, lg, s_.dact, s_.dx, a.act);
+  lora_backward(l, a, 3, lg, s_.dact, s_.dx, a.act);
   k_->swiglu_backward(s_.dgu, s_.dact, a.gu, T, F);
   linear_backward(s_.dtmp, GW(&LayerTensors::wgu), s_.dgu, a.h2, a.h2_bf, p.wgu, w16(&LayerTensors::wgu), T, 2 * F,
                   C);
-  lora_backward(l, a, 4, 5, lg, s_.dtmp, s_.dgu, a.h2);
+  lora_backward(l, a, 2, lg, s_.dtmp, s_.dgu, a.h2);
   k_->rmsnorm_backward(s_.dtmp, GN(&LayerTensors::mlp_norm), s_.dtmp, a.x_mid, G(p.mlp_norm), a.rstd2, T, C,
                        s_.rms_ws);
   k_->add_inplace(s_.dx, s_.dtmp, T * C);  // dL/dx_mid
   // Attention.
   linear_backward(s_.dO, GW(&LayerTensors::wo), s_.dx, a.o, a.o_bf, p.wo, w16(&LayerTensors::wo), T, C, Q);
-  lora_backward(l, a, 3, 3, lg, s_.dO, s_.dx, a.o);
+  lora_backward(l, a, 1, lg, s_.dO, s_.dx, a.o);
   k_->attention_backward(s_.dq, s_.dk, s_.dv, s_.dO, a.q, a.k, a.v, a.o, a.lse, b.cu_seqlens.data(), b.S(), T, H,
                           K, D, 1.0f / std::sqrt(static_cast<float>(D)), s_.attn_ws);
   rope(s_.dq, H, /*backward=*/true);
@@ -291,7 +291,7 @@ void Decoder::layer_backward(int64_t l, LayerActs& a, const ModelTensors* g, con
   if (gl && gl->bqkv) bias_grad(G(gl->bqkv), s_.dqkv, T, Q + 2 * KV);
   linear_backward(s_.dtmp, GW(&LayerTensors::wqkv), s_.dqkv, a.h1, a.h1_bf, p.wqkv, w16(&LayerTensors::wqkv), T,
                   Q + 2 * KV, C);
-  lora_backward(l, a, 0, 2, lg, s_.dtmp, s_.dqkv, a.h1);
+  lora_backward(l, a, 0, lg, s_.dtmp, s_.dqkv, a.h1);
   k_->rmsnorm_backward(s_.dtmp, GN(&LayerTensors::attn_norm), s_.dtmp, a.x_in, G(p.attn_norm), a.rstd1, T, C,
                        s_.rms_ws);
   k_->add_inplace(s_.dx, s_.dtmp, T * C);  // dL/dx_in

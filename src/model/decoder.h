@@ -114,7 +114,7 @@ class Decoder {
     float* gu;         // [T, 2F]  gate | up
     float* act;        // [T, F]   silu(gate) * up
     bf16_t *h1_bf, *o_bf, *h2_bf, *act_bf;  // bf16 copies of GEMM inputs (bf16 mode), else null
-    std::array<float*, kLoraSlots> lora_u;  // [T, r] x A^T of each adapted linear (LoRA), else null
+    std::array<float*, std::size(kLoraGroups)> lora_u;  // [T, g r] x A^T of each kLoraGroups group (LoRA), else null
   };
   struct Scratch {
     float* qkv;      // [T, (H+2K)D]
@@ -136,8 +136,8 @@ class Decoder {
     bf16_t* h_final_bf; // [T, C]
     float* lse_head;    // [T] log-sum-exp of the output layer
     float *mcos, *msin; // [T, D/2] M-RoPE rows of the batch (batches with pictures)
-    float* lora_du;     // [T, r] gradient of x A^T (LoRA)
-    float* lora_tmp;    // [T, max(HD, C, F)] a LoRA product before it is added (LoRA)
+    float* lora_du;     // [T, 3r] gradient of a group's x A^T (LoRA)
+    float* lora_bt;     // [r, max(HD, C, F)] a B matrix transposed (LoRA)
     float* norm_sink;   // [max(C, D)] norm weight gradients that a frozen base discards
   };
 
@@ -152,12 +152,12 @@ class Decoder {
   void rope(float* x, int64_t nh, bool backward);  // plain RoPE or M-RoPE rows, in place on [T, nh, D]
   void layer_forward(int64_t l, LayerActs& a, float* x_out);
   void layer_backward(int64_t l, LayerActs& a, const ModelTensors* g, const LoraTensors* lg);
-  // LoRA of the linears that read `in` [T, K] and write `out` [T, packed] (slots first..last of layer l):
-  // out[:, slot rows] += s (in A^T) B^T, keeping in A^T in a.lora_u.
-  void lora_forward(int64_t l, LayerActs& a, int first, int last, float* out, const float* in);
+  // LoRA of group `gi` of kLoraGroups (the linears of layer l that read `in` [T, K] and write `out`
+  // [T, packed]): out[:, slot rows] += s (in A^T) B^T, keeping in A^T in a.lora_u[gi].
+  void lora_forward(int64_t l, LayerActs& a, int gi, float* out, const float* in);
   // Its backward: din [T, K] += s (dout B) A, dA and dB (+=) into lg (null: only din).
-  void lora_backward(int64_t l, LayerActs& a, int first, int last, const LoraTensors* lg, float* din,
-                     const float* dout, const float* in);
+  void lora_backward(int64_t l, LayerActs& a, int gi, const LoraTensors* lg, float* din, const float* dout,
+                     const float* in);
   // out [T, N] = in [T, K] W^T (W [N, K]); in bf16 mode reads in_bf (converted here from in) and the bf16 W.
   void linear(float* out, const float* in, bf16_t* in_bf, const void* w32, const void* w16, int64_t T, int64_t N,
               int64_t K);

@@ -20,7 +20,7 @@ namespace {
 struct Buffers {
   float *x, *h, *qkv, *q, *k, *v, *rstd, *o, *tmp, *gu, *act, *attn_ws, *hr;  // see workspace_bytes
   float *mcos, *msin;  // [T, D/2] M-RoPE rows (Qwen3-VL)
-  float *lora_u, *lora_y;  // [T, r], [T, max((H+2K)D, F, C)] LoRA scratch (r = 0: none)
+  float *lora_u, *lora_bt;  // [T, 3r], [r, max(HD, F, C)] LoRA scratch (r = 0: none)
   bf16_t* x_bf;
 };
 
@@ -46,8 +46,8 @@ size_t carve(const ModelConfig& c, int64_t T, int64_t R, int64_t block_size, int
   b->hr = f(R * C);        // [R, C] rows whose logits are wanted
   b->mcos = c.has_vision() ? f(T * D / 2) : nullptr;
   b->msin = c.has_vision() ? f(T * D / 2) : nullptr;
-  b->lora_u = lora_rank > 0 ? f(T * lora_rank) : nullptr;
-  b->lora_y = lora_rank > 0 ? f(T * std::max({Q + 2 * KV, F, C})) : nullptr;
+  b->lora_u = lora_rank > 0 ? f(T * 3 * lora_rank) : nullptr;
+  b->lora_bt = lora_rank > 0 ? f(lora_rank * std::max({Q, F, C})) : nullptr;
   b->x_bf = carver.take<bf16_t>(ops::gemv_x_scratch_elems(T, std::max({C, F, Q})));  // [T, max(C, F, Q)], padded
   return carver.size();
 }
@@ -124,23 +124,21 @@ void InferenceModel::matmul(float* y, const float* x, bf16_t* x_bf, const void* 
   ops::decode_matmul(y, x, bf ? x_bf : nullptr, bf ? w16 : w32, bf ? DType::BF16 : DType::F32, T, N, K, matmul_);
 }
 
-void InferenceModel::lora(int64_t l, int first, int last, float* y, const float* x, float* u, float* tmp,
-                          int64_t T) const {
+void InferenceModel::lora(int64_t l, int gi, float* y, const float* x, float* u, float* bt, int64_t T) const {
   if (!lora_) return;
-  const int64_t r = lora_->rank();
-  const float s = lora_->scale();
-  for (int k = first; k <= last; ++k) {
-    const LoraPair& p = lora_->tensors().layers[l].slot[k];
-    if (!p.A) continue;
-    const LoraSlotShape sh = lora_slot_shape(w_.config(), static_cast<LoraSlot>(k));
-    ops::decode_matmul(u, x, nullptr, p.A, DType::F32, T, r, sh.in, matmul_);  // [T, r]
-    for (int64_t i = 0; i < T * r; ++i) u[i] *= s;
-    ops::decode_matmul(tmp, u, nullptr, p.B, DType::F32, T, sh.out, r, matmul_);  // [T, out]
-    for (int64_t t = 0; t < T; ++t) {
-      float* row = y + t * sh.packed_rows + sh.row_offset;
-      const float* add = tmp + t * sh.out;
-      for (int64_t j = 0; j < sh.out; ++j) row[j] += add[j];
-    }
+  LoraModule mods[3];
+  const float* A = nullptr;
+  float* unused = nullptr;
+  const int g = lora_->group(l, gi, nullptr, mods, &A, &unused);
+  if (g == 0) return;
+  const int64_t r = lora_->rank(), gr = g * r;
+  const LoraSlotShape sh = lora_slot_shape(w_.config(), static_cast<LoraSlot>(kLoraGroups[gi].first));
+  ops::decode_matmul(u, x, nullptr, A, DType::F32, T, gr, sh.in, matmul_);  // [T, g r]: the group's A at once
+  for (int j = 0; j < g; ++j) {
+    const LoraModule& m = mods[j];
+    for (int64_t n = 0; n < m.N; ++n)  // bt [r, N] = B^T
+      for (int64_t i = 0; i < r; ++i) bt[i * m.N + n] = m.B[n * r + i];
+    ops::add_low_rank(y + m.col, sh.packed_rows, u + j * r, gr, bt, m.N, T, m.N, r, lora_->scale());
   }
 }
 
@@ -179,7 +177,7 @@ void InferenceModel::forward(const InferStep& st, const ops::PagedKvView& kv, fl
     const LayerTensors* pb = p16 ? &p16->layers[l] : nullptr;
     ops::rmsnorm_forward(b.h, b.rstd, b.x, F32(p.attn_norm), T, C, eps);
     matmul(b.qkv, b.h, b.x_bf, p.wqkv, pb ? pb->wqkv : nullptr, T, Q + 2 * KV, C);
-    lora(l, 0, 2, b.qkv, b.h, b.lora_u, b.lora_y, T);
+    lora(l, 0, b.qkv, b.h, b.lora_u, b.lora_bt, T);
     if (p.bqkv) add_bias(b.qkv, F32(p.bqkv), T, Q + 2 * KV);
     split_qkv(b.q, b.k, b.v, b.qkv, T, Q, KV);
     if (c.qk_norm) {
@@ -197,14 +195,14 @@ void InferenceModel::forward(const InferStep& st, const ops::PagedKvView& kv, fl
     ops::paged_attention(b.o, b.q, kv, l, st.block_table_indptr, st.block_table, st.seq_index, st.positions, T, st.S,
                          H, scale, b.attn_ws);
     matmul(b.tmp, b.o, b.x_bf, p.wo, pb ? pb->wo : nullptr, T, C, Q);
-    lora(l, 3, 3, b.tmp, b.o, b.lora_u, b.lora_y, T);
+    lora(l, 1, b.tmp, b.o, b.lora_u, b.lora_bt, T);
     ops::add_inplace(b.x, b.tmp, T * C);
     ops::rmsnorm_forward(b.h, b.rstd, b.x, F32(p.mlp_norm), T, C, eps);
     matmul(b.gu, b.h, b.x_bf, p.wgu, pb ? pb->wgu : nullptr, T, 2 * F, C);
-    lora(l, 4, 5, b.gu, b.h, b.lora_u, b.lora_y, T);
+    lora(l, 2, b.gu, b.h, b.lora_u, b.lora_bt, T);
     ops::swiglu_forward(b.act, b.gu, T, F);
     matmul(b.tmp, b.act, b.x_bf, p.wdown, pb ? pb->wdown : nullptr, T, C, F);
-    lora(l, 6, 6, b.tmp, b.act, b.lora_u, b.lora_y, T);
+    lora(l, 3, b.tmp, b.act, b.lora_u, b.lora_bt, T);
     ops::add_inplace(b.x, b.tmp, T * C);
     if (l < deepstack)  // DeepStack feature l joins the image-pad rows after text layer l
       for (int64_t t = 0; t < T; ++t)

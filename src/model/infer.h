@@ -7,8 +7,9 @@
 // positions, its rope_delta and the features of its <|image_pad|> tokens; steps then take the M-RoPE
 // positions of their tokens and, for image-pad tokens, those features (embedding, then DeepStack k).
 //
-// LoRA (set_lora): each adapted linear adds s (x A^T) B^T, computed with the same decode matmul as the base
-// weights (two f32 GEMVs, u = x A^T then u B^T), so batch invariance holds and the base stays unmerged.
+// LoRA (set_lora): each adapted linear adds s (x A^T) B^T, unmerged: u = x A^T by the same decode matmul as
+// the base weights, one f32 GEMV for the linears that read the same input (q/k/v, gate/up), then u B^T added
+// into the output rows by ops::add_low_rank; both compute a row independently of the batch (batch invariance).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -81,8 +82,9 @@ class InferenceModel {
  private:
   void matmul(float* y, const float* x, bf16_t* x_bf, const void* w32, const void* w16, int64_t T, int64_t N,
               int64_t K) const;
-  // y [T, packed] += s (x A^T) B^T for the adapted slots first..last of layer l; u [T, r], tmp [T, out] scratch.
-  void lora(int64_t l, int first, int last, float* y, const float* x, float* u, float* tmp, int64_t T) const;
+  // y [T, packed] += s (x A^T) B^T for the adapted slots of group gi (kLoraGroups) of layer l: one decode
+  // matmul for the group's A matrices, then each B through ops::add_low_rank; u [T, 3r], bt [r, out] scratch.
+  void lora(int64_t l, int gi, float* y, const float* x, float* u, float* bt, int64_t T) const;
 
   ModelWeights& w_;
   ComputeMode mode_;

@@ -1,13 +1,14 @@
 // Linear layers as oneDNN GEMMs in f32 or bf16 (see linear.h).
 #include "model/linear.h"
 
-#include "core/threads.h"
+#include "core/profiler.h"
 #include "kernels/ops.h"
 
 namespace grpo {
 
 void linear_forward(ComputeMode mode, float* out, const float* in, bf16_t* in_bf, const void* w32, const void* w16,
                     int64_t T, int64_t N, int64_t K) {
+  GRPO_PROFILE("linear_forward");
   if (mode == ComputeMode::BF16) {
     ops::f32_to_bf16(in_bf, in, T * K);
     ops::gemm(ops::Trans::N, ops::Trans::T, T, N, K, 1.0f, in_bf, K, w16, K, 0.0f, out, N, DType::BF16);
@@ -18,6 +19,7 @@ void linear_forward(ComputeMode mode, float* out, const float* in, bf16_t* in_bf
 
 void linear_backward(ComputeMode mode, float* din, float* dW, const float* dout, const float* in, const bf16_t* in_bf,
                      const void* w32, const void* w16, int64_t T, int64_t N, int64_t K, bf16_t* dy_bf) {
+  GRPO_PROFILE("linear_backward");
   if (mode == ComputeMode::BF16) {
     ops::f32_to_bf16(dy_bf, dout, T * N);
     if (din) ops::gemm(ops::Trans::N, ops::Trans::N, T, K, N, 1.0f, dy_bf, N, w16, K, 0.0f, din, K, DType::BF16);
@@ -28,32 +30,46 @@ void linear_backward(ComputeMode mode, float* din, float* dW, const float* dout,
   }
 }
 
-namespace {
-// y [T, N] (row stride ldy) += t [T, N] (contiguous).
-void add_rows(float* y, int64_t ldy, const float* t, int64_t T, int64_t N) {
-  parallel_for(T, T * N >= (1 << 15), [&](int64_t i) {
-    float* dst = y + i * ldy;
-    const float* src = t + i * N;
-    for (int64_t j = 0; j < N; ++j) dst[j] += src[j];
-  });
+void lora_group_forward(float* y, int64_t ldy, const float* x, const float* A, const LoraModule* mods, int g,
+                        float* u, float* Bt, int64_t T, int64_t K, int64_t r, float s) {
+  GRPO_PROFILE("lora_forward");
+  const int64_t gr = g * r;
+  ops::gemm(ops::Trans::N, ops::Trans::T, T, gr, K, 1.0f, x, K, A, K, 0.0f, u, gr, DType::F32);
+  for (int j = 0; j < g; ++j) {
+    const LoraModule& m = mods[j];
+    for (int64_t n = 0; n < m.N; ++n)  // Bt [r, N] = B^T
+      for (int64_t i = 0; i < r; ++i) Bt[i * m.N + n] = m.B[n * r + i];
+    ops::add_low_rank(y + m.col, ldy, u + j * r, gr, Bt, m.N, T, m.N, r, s);
+  }
 }
-}  // namespace
+
+void lora_group_backward(float* dx, float* dA, const float* dy, int64_t ldy, const float* x, const float* A,
+                         const LoraModule* mods, int g, const float* u, float* du, int64_t T, int64_t K, int64_t r,
+                         float s) {
+  GRPO_PROFILE("lora_backward");
+  const int64_t gr = g * r;
+  for (int j = 0; j < g; ++j) {
+    const LoraModule& m = mods[j];
+    if (m.dB)
+      ops::gemm(ops::Trans::T, ops::Trans::N, m.N, r, T, s, dy + m.col, ldy, u + j * r, gr, 1.0f, m.dB, r,
+                DType::F32);
+    ops::gemm(ops::Trans::N, ops::Trans::N, T, r, m.N, s, dy + m.col, ldy, m.B, r, 0.0f, du + j * r, gr, DType::F32);
+  }
+  if (dA) ops::gemm(ops::Trans::T, ops::Trans::N, gr, K, T, 1.0f, du, gr, x, K, 1.0f, dA, K, DType::F32);
+  ops::add_low_rank(dx, K, du, gr, A, K, T, K, gr, 1.0f);
+}
 
 void lora_linear_forward(float* y, int64_t ldy, const float* x, const float* A, const float* B, float* u, float* tmp,
                          int64_t T, int64_t N, int64_t K, int64_t r, float s) {
-  ops::gemm(ops::Trans::N, ops::Trans::T, T, r, K, 1.0f, x, K, A, K, 0.0f, u, r, DType::F32);
-  ops::gemm(ops::Trans::N, ops::Trans::T, T, N, r, s, u, r, B, r, 0.0f, tmp, N, DType::F32);
-  add_rows(y, ldy, tmp, T, N);
+  const LoraModule m{B, nullptr, 0, N};
+  lora_group_forward(y, ldy, x, A, &m, 1, u, tmp, T, K, r, s);
 }
 
 void lora_linear_backward(float* dx, float* dA, float* dB, const float* dy, int64_t ldy, const float* x,
-                          const float* A, const float* B, const float* u, float* du, float* tmp, int64_t T, int64_t N,
-                          int64_t K, int64_t r, float s) {
-  if (dB) ops::gemm(ops::Trans::T, ops::Trans::N, N, r, T, s, dy, ldy, u, r, 1.0f, dB, r, DType::F32);
-  ops::gemm(ops::Trans::N, ops::Trans::N, T, r, N, s, dy, ldy, B, r, 0.0f, du, r, DType::F32);
-  if (dA) ops::gemm(ops::Trans::T, ops::Trans::N, r, K, T, 1.0f, du, r, x, K, 1.0f, dA, K, DType::F32);
-  ops::gemm(ops::Trans::N, ops::Trans::N, T, K, r, 1.0f, du, r, A, K, 0.0f, tmp, K, DType::F32);
-  add_rows(dx, K, tmp, T, K);
+                          const float* A, const float* B, const float* u, float* du, int64_t T, int64_t N, int64_t K,
+                          int64_t r, float s) {
+  const LoraModule m{B, dB, 0, N};
+  lora_group_backward(dx, dA, dy, ldy, x, A, &m, 1, u, du, T, K, r, s);
 }
 
 }  // namespace grpo

@@ -19,16 +19,32 @@ void linear_forward(ComputeMode mode, float* out, const float* in, bf16_t* in_bf
 void linear_backward(ComputeMode mode, float* din, float* dW, const float* dout, const float* in, const bf16_t* in_bf,
                      const void* w32, const void* w16, int64_t T, int64_t N, int64_t K, bf16_t* dy_bf);
 
-// LoRA on a linear (f32 in both modes: the adapters are small and fp32). Output rows y [T, N] with row stride
-// ldy (the module's columns of a packed output); x [T, K]; A [r, K], B [N, r]; s the scale.
-// Forward: u [T, r] = x A^T (kept for backward); y += s u B^T (through tmp [T, N]: oneDNN's accumulating
-// GEMM (beta = 1) into a large output ran 5x slower than writing a fresh one and adding it).
+// LoRA (f32 in both modes: the adapters are small and fp32) on a group of g linears that read the same input
+// x [T, K] (q/k/v, gate/up, or one linear alone) and write column ranges of one output y [T, ldy] (a packed
+// output). A [g r, K] holds the group's A matrices back to back; module j has B_j [N_j, r] and writes
+// columns col_j .. col_j + N_j; s is the scale.
+struct LoraModule {
+  const float* B;  // [N, r]
+  float* dB;       // [N, r] its gradient (+=); null: none
+  int64_t col, N;  // first output column, out features
+};
+// u [T, g r] = x A^T (one GEMM, kept for backward); y[:, col_j ..] += s u_j B_j^T (u_j: columns j r .. of u),
+// each output row read and written once (ops::add_low_rank, through Bt [r, max N_j] scratch).
+void lora_group_forward(float* y, int64_t ldy, const float* x, const float* A, const LoraModule* mods, int g,
+                        float* u, float* Bt, int64_t T, int64_t K, int64_t r, float s);
+// Backward, dy [T, ldy]: du [T, g r] (scratch) with du_j = s dy_j B_j; dB_j += s dy_j^T u_j; dA [g r, K] += du^T x
+// (skipped when null); dx [T, K] += du A (one GEMM and one add_low_rank for the group).
+void lora_group_backward(float* dx, float* dA, const float* dy, int64_t ldy, const float* x, const float* A,
+                         const LoraModule* mods, int g, const float* u, float* du, int64_t T, int64_t K, int64_t r,
+                         float s);
+
+// One linear alone (g = 1): y [T, N] with row stride ldy; A [r, K], B [N, r]; u [T, r]; tmp [r, N] scratch.
 void lora_linear_forward(float* y, int64_t ldy, const float* x, const float* A, const float* B, float* u, float* tmp,
                          int64_t T, int64_t N, int64_t K, int64_t r, float s);
-// Backward: du [T, r] = s dy B (scratch); dx [T, K] += du A (through tmp [T, K]); dA [r, K] += du^T x and
-// dB [N, r] += s dy^T u (both skipped when null).
+// Backward: du [T, r] scratch; dx [T, K] += du A; dA [r, K] += du^T x and dB [N, r] += s dy^T u (both skipped
+// when null).
 void lora_linear_backward(float* dx, float* dA, float* dB, const float* dy, int64_t ldy, const float* x,
-                          const float* A, const float* B, const float* u, float* du, float* tmp, int64_t T, int64_t N,
-                          int64_t K, int64_t r, float s);
+                          const float* A, const float* B, const float* u, float* du, int64_t T, int64_t N, int64_t K,
+                          int64_t r, float s);
 
 }  // namespace grpo

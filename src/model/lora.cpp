@@ -176,21 +176,54 @@ LoraAdapters::LoraAdapters(const ModelConfig& c, const LoraConfig& cfg, const st
                "gate_proj, up_proj, down_proj, e.g. ", slot_module_name(c, 0, 0), ")");
   GRPO_CHECK(!modules_.empty(), "[lora] ", source, ": target_modules (", cfg_.target.to_json().dump(),
              ") minus exclude_modules selects no linear module of ", c.architecture);
+  // Per layer and input group: the A matrices back to back (one [g r, in] matrix), then the B matrices.
   for (int64_t l = 0; l < c.num_hidden_layers; ++l)
-    for (int s = 0; s < kLoraSlots; ++s)
-      if (adapted_[l][s]) {
-        const LoraSlotShape sh = lora_slot_shape(c, static_cast<LoraSlot>(s));
-        const std::string m = slot_module_name(c, l, s);
-        params_.add(lora_key(m, false), shape2(cfg_.rank, sh.in));
-        params_.add(lora_key(m, true), shape2(sh.out, cfg_.rank));
-      }
+    for (const LoraGroup& g : kLoraGroups) {
+      bool first_a = true;
+      for (int s = g.first; s <= g.last; ++s)
+        if (adapted_[l][s]) {
+          params_.add(lora_key(slot_module_name(c, l, s), false),
+                      shape2(cfg_.rank, lora_slot_shape(c, static_cast<LoraSlot>(s)).in), /*pack=*/!first_a);
+          first_a = false;
+        }
+      for (int s = g.first; s <= g.last; ++s)
+        if (adapted_[l][s])
+          params_.add(lora_key(slot_module_name(c, l, s), true),
+                      shape2(lora_slot_shape(c, static_cast<LoraSlot>(s)).out, cfg_.rank));
+    }
   params_.allocate();
   params_.zero();
   tensors_ = resolve(params_);
 }
 
+int LoraAdapters::group(int64_t l, int gi, const LoraTensors* grads, LoraModule* mods, const float** A,
+                        float** dA) const {
+  const LoraGroup& grp = kLoraGroups[gi];
+  int g = 0;
+  for (int k = grp.first; k <= grp.last; ++k) {
+    const LoraPair& p = tensors_.layers[l].slot[k];
+    if (!p.A) continue;
+    const LoraSlotShape sh = lora_slot_shape(model_, static_cast<LoraSlot>(k));
+    const LoraPair* gp = grads ? &grads->layers[l].slot[k] : nullptr;
+    if (g == 0) {
+      *A = p.A;
+      *dA = gp ? gp->A : nullptr;
+    }
+    // The layout (see the constructor and declare) puts a group's A matrices back to back.
+    GRPO_CHECK(p.A == *A + g * cfg_.rank * sh.in && (!gp || gp->A == *dA + g * cfg_.rank * sh.in),
+               "[lora] the A matrix of ", slot_module_name(model_, l, k), " does not follow its group's previous one");
+    mods[g++] = {p.B, gp ? gp->B : nullptr, sh.row_offset, sh.out};
+  }
+  return g;
+}
+
 void LoraAdapters::declare(Arena& a) const {
-  for (const auto& [name, view] : params_.entries()) a.add(name, view.shape);
+  int64_t end = -1;  // a tensor that directly follows the previous one is packed after it in `a` too
+  for (const auto& [name, view] : params_.entries()) {
+    const int64_t off = params_.offset(name);
+    a.add(name, view.shape, /*pack=*/off == end);
+    end = off + view.numel();
+  }
 }
 
 LoraTensors LoraAdapters::resolve(const Arena& a) const {

@@ -20,6 +20,7 @@
 
 #include "core/arena.h"
 #include "model/config.h"
+#include "model/linear.h"
 
 namespace grpo {
 
@@ -58,6 +59,14 @@ struct LoraSlotShape {
   int64_t packed_rows;  // rows of the packed matrix (the output's row stride)
 };
 LoraSlotShape lora_slot_shape(const ModelConfig& c, LoraSlot s);
+
+// Slots first..last read the same input (q/k/v; o; gate/up; down). The adapters lay out each layer's group
+// with its A matrices back to back, so the group's adapted A matrices form one [g r, in] matrix (g adapted
+// slots) and one GEMM computes x A^T for all of them.
+struct LoraGroup {
+  int first, last;
+};
+constexpr LoraGroup kLoraGroups[] = {{0, 2}, {3, 3}, {4, 5}, {6, 6}};
 
 struct LoraPair {
   float* A = nullptr;  // [r, in]  null: the module has no adapter
@@ -102,6 +111,9 @@ class LoraAdapters {
   Arena& params() { return params_; }
   const Arena& params() const { return params_; }
   const LoraTensors& tensors() const { return tensors_; }
+  // Group `gi` of kLoraGroups in layer l: its adapted modules (B, dB from `grads` when given, output
+  // columns) into mods[0..3), their A matrix [g r, in] into *A (and *dA from grads); returns g (0: none).
+  int group(int64_t l, int gi, const LoraTensors* grads, LoraModule* mods, const float** A, float** dA) const;
   // Declares the adapters' layout into another arena (gradients, moments) and resolves its pointers.
   void declare(Arena& a) const;
   LoraTensors resolve(const Arena& a) const;

@@ -43,6 +43,7 @@ RolloutBenchResult run_rollout_bench(ModelWeights& w, const RolloutBenchOptions&
       2 * c.num_hidden_layers * c.num_key_value_heads * c.head_dim * ops::kv_dtype_size(ec.kv_dtype);
   ec.kv_memory_bytes = ec.max_seqs * seq_blocks * ec.block_size * bytes_per_token;
   DecoderRolloutModel model(w, opt.mode, ec.block_size, optimised ? opt.matmul : ops::DecodeMatmul::OneDnn);
+  if (optimised) model.set_lora(opt.lora);
   Engine engine(model, ec);
   RolloutBenchResult r;
   const KvCache& kv = engine.kv_cache();

@@ -15,6 +15,7 @@ struct RolloutBenchOptions {
   ComputeMode mode = ComputeMode::BF16;
   ops::DecodeMatmul matmul = ops::DecodeMatmul::BatchInvariant;  // of the optimised run
   uint64_t seed = 0;
+  const LoraAdapters* lora = nullptr;  // adapters applied unmerged in the optimised run (null: none)
 };
 
 struct RolloutBenchResult {

@@ -53,9 +53,17 @@ TrainBenchResult run_train_bench(ModelWeights& w, const TrainBenchOptions& opt) 
   TrainBenchResult r;
   r.flop_per_step = training_step_flops(w.config(), lens);
   for (int i = 0; i < opt.warmup_steps; ++i) r.first_loss = actor.update_sft(samples, adam.lr).loss;
+  if (opt.profile) {
+    Profiler::clear();
+    Profiler::enable(true);
+  }
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < opt.steps; ++i) r.last_loss = actor.update_sft(samples, adam.lr).loss;
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (opt.profile) {
+    Profiler::enable(false);
+    r.profile = Profiler::summary();
+  }
   r.seconds_per_step = secs / std::max(1, opt.steps);
   r.tokens_per_s = S * opt.seq_len / r.seconds_per_step;
   r.gflops = r.flop_per_step / r.seconds_per_step / 1e9;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/profiler.h"
 #include "model/decoder.h"
 
 namespace grpo::train {
@@ -15,6 +16,7 @@ struct TrainBenchOptions {
   int warmup_steps = 1, steps = 3;
   uint64_t seed = 0;
   int64_t lora_rank = 0;  // > 0: a frozen base with LoRA adapters (alpha 2r) on all linears, trained alone
+  bool profile = false;   // record the profiler's scopes over the timed steps
 };
 
 struct TrainBenchResult {
@@ -22,6 +24,7 @@ struct TrainBenchResult {
   double flop_per_step = 0, gflops = 0;
   double first_loss = 0, last_loss = 0;
   size_t activation_bytes = 0;  // decoder workspace
+  std::vector<ScopeSummary> profile;  // with TrainBenchOptions::profile: per scope, over all timed steps
 };
 
 // Model FLOPs of one training step (3x the forward: matmuls incl. the output layer, and causal attention).

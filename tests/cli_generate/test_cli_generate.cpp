@@ -282,5 +282,26 @@ TEST(CliBenchRollout, DecodeRoundsPairBandwidthWithDecodeAndReportMedians) {
   EXPECT_TRUE(j.at("speedup").is_null());
 }
 
+// --lora-rank times the same rollout with an unmerged adapter, and bench train --profile prints both steps'
+// scopes, the adapters' among them.
+TEST(CliBenchRollout, LoraRankReportsTheAdaptersRatioAndTrainProfilesBothSteps) {
+  const auto r = grpo::test::run_grpo("bench rollout --preset tiny --prompts 2 --n 2 --prompt-len 4 --max-new-tokens 4 "
+                                      "--skip-baseline --lora-rank 4",
+                                      "2>/dev/null");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const json j = json::parse(r.output);
+  EXPECT_EQ(j.at("lora_rank").get<int>(), 4);
+  const double ratio = j.at("lora_rollout_time_ratio").get<double>();
+  EXPECT_NEAR(ratio, j.at("gen_tokens_per_s").get<double>() / j.at("lora_gen_tokens_per_s").get<double>(),
+              1e-9 * ratio);
+  const auto t = grpo::test::run_grpo("bench train --preset tiny --tokens 64 --seq-len 32 --steps 1 --threads 1 "
+                                      "--skip-baseline --lora-rank 4 --profile",
+                                      "2>&1");
+  ASSERT_EQ(t.status, 0) << t.output;
+  EXPECT_NE(t.output.find("\"lora_step_ratio\""), std::string::npos) << t.output;
+  for (const char* scope : {"linear_backward", "lora_forward", "lora_backward", "add_low_rank"})
+    EXPECT_NE(t.output.find(std::string("  ") + scope + " "), std::string::npos) << scope << "\n" << t.output;
+}
+
 }  // namespace
 }  // namespace grpo

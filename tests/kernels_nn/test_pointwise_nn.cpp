@@ -82,6 +82,39 @@ TEST(NnAdd, MatchesReferenceWithGuards) {
   }
 }
 
+// y += alpha u V into strided rows (a module's columns of a packed output), ranks 1..33, against the double
+// reference; a row's result must not depend on how many rows the call has (batch invariance).
+TEST(NnAddLowRank, MatchesReferenceStridedAndRowInvariant) {
+  for (auto isa : available_isas())
+    for (int64_t r : {int64_t{1}, int64_t{16}, int64_t{33}})
+      for (int64_t N : {int64_t{7}, int64_t{1500}}) {
+        ForceIsa force(isa);
+        SCOPED_TRACE(std::string(isa_name(isa)) + " r=" + std::to_string(r) + " N=" + std::to_string(N));
+        const int64_t T = 37, ldy = N + 5, ldu = r + 3, ldv = N + 2;
+        const auto u = randn(T * ldu, 1), V = randn(r * ldv, 2), y0 = randn(T * ldy, 3);
+        Guarded y(y0);
+        ops::add_low_rank(y.data(), ldy, u.data(), ldu, V.data(), ldv, T, N, r, 0.75f);
+        auto want = to_double(y0);
+        ref::add_low_rank(want.data(), ldy, to_double(u).data(), ldu, to_double(V).data(), ldv, T, N, r, 0.75);
+        double worst = 0;  // error relative to the sum of |terms|, as the sum may cancel
+        for (int64_t t = 0; t < T; ++t)
+          for (int64_t n = 0; n < ldy; ++n) {
+            double mag = std::abs(y0[t * ldy + n]);
+            if (n < N)
+              for (int64_t j = 0; j < r; ++j) mag += 0.75 * std::abs(double{u[t * ldu + j]} * V[j * ldv + n]);
+            worst = std::max(worst, std::abs(y.vec()[t * ldy + n] - want[t * ldy + n]) / mag);
+          }
+        EXPECT_LT(worst, 1e-6 * (r + 1));
+        EXPECT_TRUE(y.guards_intact());
+        // The same rows in a call of 3 rows give the same bits.
+        for (int64_t t0 : {int64_t{0}, int64_t{20}}) {
+          std::vector<float> part(y0.begin() + t0 * ldy, y0.begin() + (t0 + 3) * ldy);
+          ops::add_low_rank(part.data(), ldy, u.data() + t0 * ldu, ldu, V.data(), ldv, 3, N, r, 0.75f);
+          for (int64_t i = 0; i < 3 * ldy; ++i) ASSERT_EQ(part[i], y.vec()[t0 * ldy + i]) << "row " << t0 + i / ldy;
+        }
+      }
+}
+
 TEST(NnEmbedding, ForwardAndDeterministicBackward) {
   const int64_t V = 11, T = 9;
   const std::vector<int32_t> ids{3, 0, 10, 3, 3, 7, 0, 10, 1};  // repeats: the backward must sum them

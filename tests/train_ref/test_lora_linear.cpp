@@ -1,5 +1,6 @@
 // The LoRA linear (model/linear.h) against a plain double-precision loop and central finite differences:
-// forward y += s (x A^T) B^T into a strided slice of a packed output, backward dx (+=), dA and dB.
+// forward y += s (x A^T) B^T into a strided slice of a packed output, backward dx (+=), dA and dB; a group of
+// linears reading one input (A matrices back to back, as q/k/v) against the same linears one by one.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -50,7 +51,7 @@ double loss(const Problem& p, const std::vector<float>& x, const std::vector<flo
 
 TEST(LoraLinear, ForwardAddsIntoItsColumnsOnly) {
   Problem p = make_problem();
-  std::vector<float> y(p.T * p.ld, 0.5f), u(p.T * p.r), tmp(p.T * p.N);
+  std::vector<float> y(p.T * p.ld, 0.5f), u(p.T * p.r), tmp(p.r * p.N);
   lora_linear_forward(y.data() + p.off, p.ld, p.x.data(), p.A.data(), p.B.data(), u.data(), tmp.data(), p.T, p.N, p.K,
                       p.r, p.s);
   for (int64_t t = 0; t < p.T; ++t)
@@ -68,13 +69,13 @@ TEST(LoraLinear, ForwardAddsIntoItsColumnsOnly) {
 
 TEST(LoraLinear, BackwardMatchesFiniteDifferences) {
   Problem p = make_problem();
-  std::vector<float> y(p.T * p.ld, 0.0f), u(p.T * p.r), du(p.T * p.r), tmp(p.T * std::max(p.N, p.K));
+  std::vector<float> y(p.T * p.ld, 0.0f), u(p.T * p.r), du(p.T * p.r), tmp(p.r * p.N);
   lora_linear_forward(y.data() + p.off, p.ld, p.x.data(), p.A.data(), p.B.data(), u.data(), tmp.data(), p.T, p.N, p.K,
                       p.r, p.s);
   std::vector<float> dx(p.T * p.K, 0.25f), dA(p.r * p.K, 0.0f), dB(p.N * p.r, 0.0f);
   // dy = d loss / dy = wy (the whole packed row; the module reads its columns).
   lora_linear_backward(dx.data(), dA.data(), dB.data(), p.wy.data() + p.off, p.ld, p.x.data(), p.A.data(), p.B.data(),
-                       u.data(), du.data(), tmp.data(), p.T, p.N, p.K, p.r, p.s);
+                       u.data(), du.data(), p.T, p.N, p.K, p.r, p.s);
   // The loss is linear in each of x, A, B alone: central differences are exact up to rounding.
   auto check = [&](std::vector<float>& v, const std::vector<float>& grad, float base, const char* what) {
     for (size_t i = 0; i < v.size(); ++i) {
@@ -94,8 +95,49 @@ TEST(LoraLinear, BackwardMatchesFiniteDifferences) {
   // Without gradient buffers only dx is computed.
   std::vector<float> dx2(p.T * p.K, 0.25f);
   lora_linear_backward(dx2.data(), nullptr, nullptr, p.wy.data() + p.off, p.ld, p.x.data(), p.A.data(), p.B.data(),
-                       u.data(), du.data(), tmp.data(), p.T, p.N, p.K, p.r, p.s);
+                       u.data(), du.data(), p.T, p.N, p.K, p.r, p.s);
   EXPECT_EQ(dx, dx2);
+}
+
+// Three linears of different widths reading one input and writing adjacent column ranges of one packed
+// output (as q, k, v): the group's calls give what the linears give one at a time.
+TEST(LoraLinear, GroupMatchesModulesOneByOne) {
+  const int64_t T = 9, K = 11, r = 4, g = 3;
+  const int64_t N[g] = {8, 4, 4}, col[g] = {0, 8, 12}, ld = 16;
+  const float s = 0.6f;
+  Rng rng(5);
+  auto rnd = [&](int64_t n) {
+    std::vector<float> v(n);
+    for (float& f : v) f = static_cast<float>(rng.uniform() * 2 - 1);
+    return v;
+  };
+  const std::vector<float> x = rnd(T * K), A = rnd(g * r * K), dy = rnd(T * ld);
+  std::vector<std::vector<float>> B(g);
+  for (int j = 0; j < g; ++j) B[j] = rnd(N[j] * r);
+  // The group.
+  std::vector<float> y(T * ld, 0.5f), u(T * g * r), du(T * g * r), Bt(r * 8), dx(T * K, 0.25f), dA(g * r * K, 0.0f);
+  std::vector<std::vector<float>> dB(g);
+  std::vector<LoraModule> mods;
+  for (int j = 0; j < g; ++j) {
+    dB[j].assign(N[j] * r, 0.0f);
+    mods.push_back({B[j].data(), dB[j].data(), col[j], N[j]});
+  }
+  lora_group_forward(y.data(), ld, x.data(), A.data(), mods.data(), g, u.data(), Bt.data(), T, K, r, s);
+  lora_group_backward(dx.data(), dA.data(), dy.data(), ld, x.data(), A.data(), mods.data(), g, u.data(), du.data(), T,
+                      K, r, s);
+  // One at a time.
+  std::vector<float> y1(T * ld, 0.5f), u1(T * r), du1(T * r), tmp(r * 8), dx1(T * K, 0.25f), dA1(g * r * K, 0.0f);
+  for (int j = 0; j < g; ++j) {
+    std::vector<float> dB1(N[j] * r, 0.0f);
+    const float* Aj = A.data() + j * r * K;
+    lora_linear_forward(y1.data() + col[j], ld, x.data(), Aj, B[j].data(), u1.data(), tmp.data(), T, N[j], K, r, s);
+    lora_linear_backward(dx1.data(), dA1.data() + j * r * K, dB1.data(), dy.data() + col[j], ld, x.data(), Aj,
+                         B[j].data(), u1.data(), du1.data(), T, N[j], K, r, s);
+    for (int64_t i = 0; i < N[j] * r; ++i) EXPECT_NEAR(dB[j][i], dB1[i], 1e-5) << "dB of module " << j << " at " << i;
+  }
+  for (int64_t i = 0; i < T * ld; ++i) EXPECT_NEAR(y[i], y1[i], 1e-5) << "y " << i;
+  for (int64_t i = 0; i < T * K; ++i) EXPECT_NEAR(dx[i], dx1[i], 1e-5) << "dx " << i;
+  for (int64_t i = 0; i < g * r * K; ++i) EXPECT_NEAR(dA[i], dA1[i], 1e-5) << "dA " << i;
 }
 
 }  // namespace

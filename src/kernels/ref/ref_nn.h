@@ -14,6 +14,18 @@ void add_inplace(T* y, const T* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
+// y [n_tok, N] (ldy) += alpha u V, u [n_tok, r] (ldu), V [r, N] (ldv)
+template <typename T>
+void add_low_rank(T* y, int64_t ldy, const T* u, int64_t ldu, const T* V, int64_t ldv, int64_t n_tok, int64_t N,
+                  int64_t r, T alpha) {
+  for (int64_t t = 0; t < n_tok; ++t)
+    for (int64_t n = 0; n < N; ++n) {
+      T acc = 0;
+      for (int64_t j = 0; j < r; ++j) acc += u[t * ldu + j] * V[j * ldv + n];
+      y[t * ldy + n] += alpha * acc;
+    }
+}
+
 // out [T,C] = table[ids[t]]
 template <typename T>
 void embedding_forward(T* out, const int32_t* ids, const T* table, int64_t n_tok, int64_t C) {

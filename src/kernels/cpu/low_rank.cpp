@@ -1,0 +1,74 @@
+// add_low_rank (y += alpha u V with a small inner dimension r), the LoRA adapters' product added into a
+// linear's output. A GEMM with K = r writes a fresh [T, N] and a second pass adds it (oneDNN's accumulating
+// GEMM is slower still): both move the [T, N] output through memory two to four times. Here each output row
+// is read once, 64 columns at a time get their r scaled rows of V added in registers, and are written once:
+// a plain loop compiled for AVX-512 and AVX2 (chosen at run time), rows split over threads. Each row's sum
+// runs over j in order whatever T and the thread count, so a row's result does not depend on the batch
+// (batch invariance).
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/profiler.h"
+#include "core/threads.h"
+#include "kernels/cpu/nn_simd.h"
+#include "kernels/ops.h"
+
+namespace grpo::ops {
+namespace {
+
+constexpr int64_t kLowRankTile = 64;  // columns of a row summed in registers (4 AVX-512 / 8 AVX2 vectors)
+
+// y[0, n) += sum_j (alpha u[j]) V[j, 0..n) (row stride ldv): a tile of columns is loaded once, gets the r
+// terms added in registers, and is stored once.
+[[gnu::always_inline]] inline void low_rank_row(float* y, const float* u, const float* V, int64_t ldv, int64_t n,
+                                                int64_t r, float alpha) {
+  int64_t c0 = 0;
+  for (; c0 + kLowRankTile <= n; c0 += kLowRankTile) {
+    float acc[kLowRankTile];
+#pragma omp simd
+    for (int64_t i = 0; i < kLowRankTile; ++i) acc[i] = y[c0 + i];
+    for (int64_t j = 0; j < r; ++j) {
+      const float a = alpha * u[j];
+      const float* v = V + j * ldv + c0;
+#pragma omp simd
+      for (int64_t i = 0; i < kLowRankTile; ++i) acc[i] += a * v[i];
+    }
+#pragma omp simd
+    for (int64_t i = 0; i < kLowRankTile; ++i) y[c0 + i] = acc[i];
+  }
+  for (int64_t j = 0; j < r && c0 < n; ++j) {  // the last n % 64 columns, in the same order of terms
+    const float a = alpha * u[j];
+    const float* v = V + j * ldv;
+#pragma omp simd
+    for (int64_t i = c0; i < n; ++i) y[i] += a * v[i];
+  }
+}
+NN_BEGIN_AVX512
+void low_rank_row_avx512(float* y, const float* u, const float* V, int64_t ldv, int64_t n, int64_t r, float alpha) {
+  low_rank_row(y, u, V, ldv, n, r, alpha);
+}
+NN_END_TARGET
+NN_BEGIN_AVX2
+void low_rank_row_avx2(float* y, const float* u, const float* V, int64_t ldv, int64_t n, int64_t r, float alpha) {
+  low_rank_row(y, u, V, ldv, n, r, alpha);
+}
+NN_END_TARGET
+
+}  // namespace
+
+void add_low_rank(float* y, int64_t ldy, const float* u, int64_t ldu, const float* V, int64_t ldv, int64_t T,
+                  int64_t N, int64_t r, float alpha) {
+  GRPO_PROFILE("add_low_rank");
+  GRPO_CHECK(T >= 0 && N >= 0 && r >= 0, "[add_low_rank] sizes must be >= 0, got T=", T, " N=", N, " r=", r);
+  GRPO_CHECK(ldy >= N && ldv >= N && ldu >= r, "[add_low_rank] leading dimensions ldy=", ldy, " ldv=", ldv,
+             " ldu=", ldu, " below N=", N, " / r=", r);
+  const bool avx512 = cpu::nn_use_avx512();
+  parallel_for(T, T * N * std::max<int64_t>(r, 1) >= (1 << 16), [&](int64_t t) {
+    if (avx512)
+      low_rank_row_avx512(y + t * ldy, u + t * ldu, V, ldv, N, r, alpha);
+    else
+      low_rank_row_avx2(y + t * ldy, u + t * ldu, V, ldv, N, r, alpha);
+  });
+}
+
+}  // namespace grpo::ops
