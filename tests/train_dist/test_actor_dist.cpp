@@ -277,13 +277,15 @@ namespace {
 // trained on the wrong rank would lose its picture and fail the comparison); text-only samples go to any
 // rank. Every rank keeps a single-process actor over all pictures as the reference; one update must agree
 // with it as the text cases do (fp32 on the wire: losses to 1e-6, the gradient norm to 1e-5, weights, the
-// tower's included, by at most 2 lr and in the mean by 1e-4 lr), and the tower must have moved.
+// tower's included, by at most 2 lr and in the mean by 1e-4 lr; bf16 compute as the text cases' bf16
+// compute), and the tower must have moved.
 struct VlCase {
   const char* name;
   DataParallel dp;
   bool checkpoint_activations = false;
   bool freeze_vision_tower = false;
   bool lora = false;  // adapters on the language model (the tower frozen): they train, the base stays
+  ComputeMode mode = ComputeMode::F32;  // bf16: bounded as the text cases' bf16 compute (see the header)
 };
 
 class ActorDistVision : public ::testing::TestWithParam<VlCase> {
@@ -334,6 +336,8 @@ TEST_P(ActorDistVision, UpdatesLikeOneProcessWithEachRanksOwnPictures) {
   auto wd = vl_model(), w1 = vl_model();
   DecoderOptions dopt;
   dopt.checkpoint_activations = k.checkpoint_activations;
+  dopt.mode = k.mode;
+  const bool loose = c.size() > 1 && k.mode == ComputeMode::BF16;
   AdamWConfig adam;
   adam.lr = 1e-3f;
   MicroBatching mb;
@@ -372,23 +376,28 @@ TEST_P(ActorDistVision, UpdatesLikeOneProcessWithEachRanksOwnPictures) {
     for (int64_t i : share) {
       ASSERT_EQ(lp_dist[i].size(), lp_one[i].size());
       for (size_t t = 0; t < lp_one[i].size(); ++t)
-        ASSERT_NEAR(lp_dist[i][t], lp_one[i][t], 1e-5 * (1 + std::fabs(lp_one[i][t]))) << "sample " << i << " token " << t;
+        ASSERT_NEAR(lp_dist[i][t], lp_one[i][t], (loose ? 1e-2 : 1e-5) * (1 + std::fabs(lp_one[i][t])))
+            << "sample " << i << " token " << t;
     }
     const UpdateStats a = dist.update_policy(mine, loss, LossAggMode::TokenMean, 1.0f, RolloutCorrection{}, adam.lr);
     const UpdateStats b = one.update_policy(all, loss, LossAggMode::TokenMean, 1.0f, RolloutCorrection{}, adam.lr);
     ASSERT_FALSE(a.skipped);
     EXPECT_EQ(a.response_tokens, b.response_tokens);
-    const double tol = step == 0 ? 1e-6 : 1e-5;
+    const double tol = loose ? 0x1.0p-8 : step == 0 ? 1e-6 : 1e-5;
     EXPECT_NEAR(a.pg_loss, b.pg_loss, tol * (1 + std::fabs(b.pg_loss)));
     EXPECT_NEAR(a.entropy, b.entropy, tol * (1 + std::fabs(b.entropy)));
-    EXPECT_NEAR(a.grad_norm, b.grad_norm, 1e-5 * b.grad_norm);
+    EXPECT_NEAR(a.grad_norm, b.grad_norm, (loose ? 0x1.0p-8 : 1e-5) * b.grad_norm);
     dist.gather_for_rollout();  // ZeRO-3: whole again, comparable
-    const WeightDiff d = weight_diff(*wd, *w1, 0, wd->params().numel());
-    EXPECT_LE(d.max, 2.0 * adam.lr * (step + 1)) << "fraction over 1e-7: " << d.fraction_over_1e7;
-    EXPECT_LE(d.mean, 1e-4 * adam.lr);
+    // bf16 compute: other ranks' GEMM weights reach this rank as bf16 only: the f32 masters of the own shard
+    // (the tower's tensors are not GEMM weights of the text decoder: they travel as f32, all comparable).
     const int64_t tower_lo = wd->params().offset("model.visual.patch_embed.proj.weight");
+    const comm::Partition part = comm::Partition::even(wd->params().numel(), c.size(), 16);
+    const WeightDiff d = loose ? weight_diff(*wd, *w1, part.begin(c.rank()), part.end(c.rank()))
+                               : weight_diff(*wd, *w1, 0, wd->params().numel());
+    EXPECT_LE(d.max, 2.0 * adam.lr * (step + 1)) << "fraction over 1e-7: " << d.fraction_over_1e7;
+    EXPECT_LE(d.mean, (loose ? 1e-2 : 1e-4) * adam.lr);
     const WeightDiff dt = weight_diff(*wd, *w1, tower_lo, wd->params().numel());
-    EXPECT_LE(dt.mean, 1e-4 * adam.lr) << "the tower's part";
+    EXPECT_LE(dt.mean, (loose ? 1e-2 : 1e-4) * adam.lr) << "the tower's part";
     if (k.lora) {  // the adapters trained alike on every rank; the base did not move
       EXPECT_EQ(d.max, 0.0) << "the frozen base changed";
       const float* x = ld->params().flat().f32();
@@ -418,7 +427,7 @@ TEST_P(ActorDistVision, UpdatesLikeOneProcessWithEachRanksOwnPictures) {
     ASSERT_EQ(fm.numel, one.trained_numel());
     double dm = 0;
     for (int64_t i = 0; i < fm.numel; ++i) dm = std::max(dm, std::fabs(double(fm.m[i]) - one.optimizer().m()[i]));
-    EXPECT_LE(dm, 1e-5 * one.optimizer().steps());
+    EXPECT_LE(dm, (loose ? 0x1.0p-8 : 1e-5) * one.optimizer().steps());
   }
 }
 
@@ -430,7 +439,9 @@ INSTANTIATE_TEST_SUITE_P(
                       VlCase{"zero2 frozen tower", dp(comm::Wire::F32, 3001, true, false), false, true},
                       VlCase{"zero3 frozen tower", dp(comm::Wire::F32, 1 << 24, false, false, true), false, true},
                       VlCase{"LoRA, zero3 (the base stays whole)", dp(comm::Wire::F32, 3001, true, false, true), false,
-                             false, true}),
+                             false, true},
+                      VlCase{"zero3 bf16 compute", dp(comm::Wire::F32, 3001, true, false, true), false, false, false,
+                             ComputeMode::BF16}),
     [](const ::testing::TestParamInfo<VlCase>& i) { return std::string("vl") + std::to_string(i.index); });
 
 // ParamSync in bf16 mode (runs on any CPU: no GEMM involved). Each rank writes new values into its own
