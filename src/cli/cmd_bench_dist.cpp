@@ -1,5 +1,6 @@
-// `grpo bench dist --np N`: the communication table (grpo/dist_bench.h). Writes a random preset model and
-// arithmetic prompts into a work folder, runs `grpo train` on them with one rank and, through mpirun (one
+// `grpo bench dist --np N [--vl]`: the communication table (grpo/dist_bench.h). Writes a random preset model
+// and arithmetic prompts (--vl: a Qwen3-VL model and the shapes task's pictures and questions) into a work
+// folder, runs `grpo train` on them with one rank and, through mpirun (one
 // thread per rank, --oversubscribe), with N ranks in the baseline and optimised ways; prints each command,
 // the table and, as the last stdout line, a JSON object.
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "data/arith.h"
+#include "data/shapes.h"
 #include "grpo/byte_model.h"
 #include "grpo/dist_bench.h"
 #include "grpo/example_configs.h"
@@ -26,15 +28,15 @@ struct BenchDistArgs {
 };
 
 // One run of `r` into run_dir (grpo train, through mpirun for several ranks); its summary joins r.results.
-void run_one(const BenchDistArgs& a, const GrpoBenchOptions& o, const std::string& out, const std::string& train_path,
-             DistBenchRun& r, const std::string& run_dir) {
+void run_one(const BenchDistArgs& a, const GrpoBenchOptions& o, const std::string& out, const std::string& yaml,
+             const std::string& train_path, DistBenchRun& r, const std::string& run_dir) {
   std::vector<std::string> argv;
   if (r.ranks > 1) {
     argv = {a.mpirun, "-np", std::to_string(r.ranks), "--oversubscribe", "-x", "OMP_NUM_THREADS=1"};
     if (geteuid() == 0) argv.push_back("--allow-run-as-root");  // Open MPI refuses root otherwise
   }
   // --overwrite: the run folders are this benchmark's own, so a re-run into the same --out starts them over
-  argv.insert(argv.end(), {self_executable(), "train", out + "/arith-grpo.yaml", "--threads", "1", "--overwrite"});
+  argv.insert(argv.end(), {self_executable(), "train", yaml, "--threads", "1", "--overwrite"});
   for (const std::string& s : grpo_bench_overrides(o, out + "/model", train_path, run_dir, {}))
     argv.insert(argv.end(), {"--set", s});
   for (const std::string& s : r.overrides) argv.insert(argv.end(), {"--set", s});
@@ -56,16 +58,21 @@ void run(const BenchDistArgs& a) {
     out = tmpl;
   }
   make_dirs(out);
-  std::fprintf(stderr, "[bench dist] work folder %s: random %s:%s model, arithmetic prompts, %s compute\n",
-               out.c_str(), o.arch.c_str(), o.preset.c_str(), o.dtype.c_str());
+  std::fprintf(stderr, "[bench dist] work folder %s: random %s:%s model, %s, %s compute\n", out.c_str(),
+               o.arch.c_str(), o.preset.c_str(), o.vl ? "shapes pictures and questions" : "arithmetic prompts",
+               o.dtype.c_str());
   write_byte_model(out + "/model", o.arch, o.preset, 1234 + o.seed);
-  const ArithSplit data = write_arith_dataset(out + "/data", std::max<int64_t>(1000, o.prompts * o.steps), 0, o.seed,
-                                              "mixed");
-  write_file_atomic(out + "/arith-grpo.yaml", kArithGrpoYaml);
+  const int64_t problems = std::max<int64_t>(o.vl ? 200 : 1000, o.prompts * o.steps);
+  const std::string train_path =
+      o.vl ? write_shapes_dataset(out + "/data", problems, 1, o.seed, "mixed").train_path
+           : write_arith_dataset(out + "/data", problems, 0, o.seed, "mixed").train_path;
+  const std::string yaml = out + (o.vl ? "/shapes-grpo.yaml" : "/arith-grpo.yaml");
+  write_file_atomic(yaml, o.vl ? kShapesGrpoYaml : kArithGrpoYaml);
   for (int rep = 0; rep < a.repeats; ++rep)
     for (size_t i = 0; i < runs.size(); ++i) {
       DistBenchRun& r = runs[i];
-      run_one(a, o, out, data.train_path, r, out + "/run" + std::to_string(i) + (rep ? "-" + std::to_string(rep) : ""));
+      run_one(a, o, out, yaml, train_path, r,
+              out + "/run" + std::to_string(i) + (rep ? "-" + std::to_string(rep) : ""));
     }
   std::printf("%s", dist_bench_table(runs).c_str());
   std::printf("%s\n", dist_bench_json(o, runs).dump().c_str());
@@ -79,6 +86,8 @@ void setup_bench_dist(CLI::App& app) {
       "dist", "The communication table: GRPO steps on 1 rank and on N ranks (mpirun), comm overlap + bf16 on/off");
   c->add_option("--np", a->ranks, "Ranks of the distributed runs (>= 2)")->capture_default_str();
   c->add_option("--preset", a->o.preset, "Model preset (random init)")->capture_default_str();
+  c->add_flag("--vl", a->o.vl,
+              "Qwen3-VL (--arch qwen3-vl) on the shapes task's pictures: adds the vision tower's share of the step");
   c->add_option("--arch", a->o.arch, "Architecture of the preset")->capture_default_str();
   c->add_option("--steps", a->o.steps, "Training steps per run; the first is a warm-up")->capture_default_str();
   c->add_option("--prompts", a->o.prompts, "Prompts per step (data.train_batch_size)")->capture_default_str();

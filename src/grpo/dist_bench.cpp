@@ -43,13 +43,19 @@ std::string step_times(const DistBenchRun& r) {
   return s;
 }
 
+// Qwen3-VL: the tower's share of the step (rollout forward and training forward + backward, rank 0's).
+double tower_share(const GrpoBenchRun& r) {
+  return r.step_time_s > 0 ? (r.vision_gen_s + r.vision_train_s) / r.step_time_s : 0.0;
+}
+
 }  // namespace
 
 GrpoBenchRun DistBenchRun::median() const {
   GRPO_CHECK(!results.empty(), "[bench dist] ", name, " has no result");
   GrpoBenchRun m = results.front();
   for (double GrpoBenchRun::*f : {&GrpoBenchRun::step_time_s, &GrpoBenchRun::comm_s, &GrpoBenchRun::comm_share,
-                                  &GrpoBenchRun::comm_bytes, &GrpoBenchRun::throughput, &GrpoBenchRun::cpu_time_s})
+                                  &GrpoBenchRun::comm_bytes, &GrpoBenchRun::throughput, &GrpoBenchRun::cpu_time_s,
+                                  &GrpoBenchRun::vision_gen_s, &GrpoBenchRun::vision_train_s})
     m.*f = median_of(*this, f);
   return m;
 }
@@ -83,26 +89,33 @@ std::string dist_bench_table(const std::vector<DistBenchRun>& runs) {
   char buf[640];
   const bool repeated = runs.front().results.size() > 1;
   std::string t;
-  std::snprintf(buf, sizeof buf, "| %-32s | %5s | %*s | %8s | %10s | %9s | %13s | %7s | %9s | %11s |\n", "run", "ranks",
+  const bool vision = runs.front().results.front().vision;
+  std::snprintf(buf, sizeof buf, "| %-32s | %5s | %*s | %8s | %10s | %9s | %13s | %7s | %9s | %11s |%s\n", "run", "ranks",
                 repeated ? 24 : 8, repeated ? "step (s), median (range)" : "step (s)", "comm (s)", "comm share",
-                "MB / step", "tokens/s/rank", "scaling", "CPU s/step", "CPU scaling");
+                "MB / step", "tokens/s/rank", "scaling", "CPU s/step", "CPU scaling",
+                vision ? " tower share |" : "");
   t += buf;
   t += "|----------------------------------|-------|" + std::string(repeated ? 26 : 10, '-') +
-       "|----------|------------|-----------|---------------|---------|-----------|-------------|\n";
+       "|----------|------------|-----------|---------------|---------|-----------|-------------|" +
+       (vision ? "-------------|" : "") + "\n";
   for (const DistBenchRun& r : runs) {
     const GrpoBenchRun x = r.median();
-    std::snprintf(buf, sizeof buf, "| %-32s | %5d | %*s | %8s | %10s | %9s | %13.0f | %7s | %9.2f | %11s |\n",
+    std::snprintf(buf, sizeof buf, "| %-32s | %5d | %*s | %8s | %10s | %9s | %13.0f | %7s | %9.2f | %11s |%s\n",
                   r.name.c_str(), r.ranks, repeated ? 24 : 8, step_times(r).c_str(),
                   x.distributed ? format_number("%.3f", x.comm_s).c_str() : "-",
                   x.distributed ? format_number("%.1f%%", 100 * x.comm_share).c_str() : "-",
                   x.distributed ? format_number("%.1f", x.comm_bytes / 1e6).c_str() : "-", x.throughput,
                   r.ranks > 1 ? format_number("%.2f", efficiency(r, runs[0])).c_str() : "1", x.cpu_time_s,
-                  r.ranks > 1 ? format_number("%.2f", cpu_efficiency(r, runs[0])).c_str() : "1");
+                  r.ranks > 1 ? format_number("%.2f", cpu_efficiency(r, runs[0])).c_str() : "1",
+                  vision ? format_number(" %10.1f%% |", 100 * tower_share(x)).c_str() : "");
     t += buf;
   }
   t += "targets: overlap + bf16 comm share <= half the baseline's (the mission: 18% -> 9%); scaling efficiency "
        ">= 0.9.\nscaling: N-rank tokens/s / (N x 1-rank tokens/s), wall clock; CPU scaling: the 1-rank run's CPU "
        "seconds per step / all N ranks' (what distributing costs, whatever else the machine runs)";
+  if (vision)
+    t += "; tower share: the vision tower's seconds (rollout forward, training forward and backward) over the step, "
+         "rank 0's";
   t += repeated ? cat("; ", runs.front().results.size(),
                       " rounds: medians, ratios paired within each round\n")
                 : std::string("\n");
@@ -111,6 +124,7 @@ std::string dist_bench_table(const std::vector<DistBenchRun>& runs) {
 
 nlohmann::json dist_bench_json(const GrpoBenchOptions& o, const std::vector<DistBenchRun>& runs) {
   nlohmann::json j = {{"model", o.arch + ":" + o.preset},
+                      {"task", o.vl ? "shapes" : "arith"},
                       {"prompts", o.prompts},
                       {"mini_batch_prompts", o.mini_batch_prompts},
                       {"n", o.n},
@@ -134,6 +148,11 @@ nlohmann::json dist_bench_json(const GrpoBenchOptions& o, const std::vector<Dist
                     {"scaling_efficiency", efficiency(r, runs[0])},
                     {"cpu_time_s", x.cpu_time_s},
                     {"cpu_efficiency", cpu_efficiency(r, runs[0])}});
+    if (x.vision) {
+      rows.back()["vision_gen_s"] = x.vision_gen_s;
+      rows.back()["vision_train_s"] = x.vision_train_s;
+      rows.back()["vision_share"] = tower_share(x);
+    }
   }
   j["runs"] = rows;
   const double share_ratio = paired_ratio(runs[2], &GrpoBenchRun::comm_share, runs[1], &GrpoBenchRun::comm_share);

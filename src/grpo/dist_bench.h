@@ -12,6 +12,8 @@
 // With R repeats the four runs go round R times in turn; each value is the median over the repeats, and the
 // ratios (scaling, comm share against the baseline) are medians of the ratios within each round, so that a
 // machine whose speed drifts between rounds (seen: the 1-rank step 30% apart on one VM) moves both sides.
+// With --vl (a Qwen3-VL model on the shapes task's pictures) the table adds the vision tower's share of the
+// step (rank 0's tower seconds, rollout and training, over the step time).
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
@@ -37,7 +39,8 @@ double paired_ratio(const DistBenchRun& a, double GrpoBenchRun::*num, const Dist
                     double GrpoBenchRun::*den);
 
 // The human table and the JSON object (per run: step_time_s, comm_s, comm_share, comm_bytes, throughput,
-// scaling_efficiency, medians, and the step times of every repeat; and the two targets: comm share of
+// scaling_efficiency, medians, and the step times of every repeat, with --vl vision_gen_s, vision_train_s and
+// vision_share; and the two targets: comm share of
 // overlap + bf16 at most half the baseline's, scaling efficiency of overlap + bf16 at least 0.9).
 std::string dist_bench_table(const std::vector<DistBenchRun>& runs);
 nlohmann::json dist_bench_json(const GrpoBenchOptions& o, const std::vector<DistBenchRun>& runs);

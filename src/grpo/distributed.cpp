@@ -61,6 +61,7 @@ void gather_groups(comm::Communicator& comm, const std::vector<std::vector<int64
     w.put(s.prompt_len);
     w.put(s.loss_masked);
     w.put_vector(s.rollout_logprobs);
+    w.put(!s.pictures.empty());
     w.put_string(gen.texts[i]);
     w.put(gen.truncated[i]);
     w.put(sc.scores[i]);
@@ -69,6 +70,11 @@ void gather_groups(comm::Communicator& comm, const std::vector<std::vector<int64
     if (!gen.greedy_lengths.empty()) w.put(sc.reward_baselines[i]);
   }
   const std::vector<std::string> all = comm.all_gather_bytes(w.bytes());
+  // This rank's own samples keep their pictures (decoded for its prompts only); samples with pictures are
+  // trained on by the rank that holds them (TrainSample::home_rank).
+  std::vector<std::vector<PicturePtr>> own_pictures;
+  for (train::TrainSample& t : gen.samples) own_pictures.push_back(std::move(t.pictures));
+  size_t own_next = 0;
 
   // Each prompt's group, then the batch in prompt order.
   struct Group {
@@ -110,6 +116,11 @@ void gather_groups(comm::Communicator& comm, const std::vector<std::vector<int64
         t.prompt_len = in.get<int64_t>();
         t.loss_masked = in.get<bool>();
         t.rollout_logprobs = in.get_vector<float>();
+        if (in.get<bool>()) t.home_rank = r;
+        if (r == comm.rank()) {
+          GRPO_CHECK(own_next < own_pictures.size(), "[train] rank ", r, " lists more samples than it generated");
+          t.pictures = std::move(own_pictures[own_next++]);
+        }
         gr.samples.push_back(std::move(t));
         gr.texts.push_back(in.get_string());
         gr.truncated.push_back(in.get<uint8_t>());

@@ -25,7 +25,8 @@ std::vector<std::vector<int64_t>> prompt_shares(const std::vector<const Example*
 
 // On entry gen and sc hold this rank's groups (with remax's greedy baselines: their lengths and rewards) (the prompts of shares[rank], in that order); on return
 // every rank holds the whole generation batch in the order of `prompts`. Seconds become the slowest
-// rank's; token counts are summed.
+// rank's; token counts are summed. Pictures do not travel: a sample with pictures keeps them on the rank
+// that generated it, and gets that rank as its home_rank (the only one that trains on it).
 void gather_groups(comm::Communicator& comm, const std::vector<std::vector<int64_t>>& shares,
                    const std::vector<const Example*>& prompts, GenerationResult& gen, ScoreResult& sc);
 

@@ -102,10 +102,9 @@ SftSummary run_sft(const Config& cfg, bool quiet, bool overwrite) {
     for (int64_t i = N - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
     for (int64_t b = 0; b < per_epoch; ++b) {
       batch.clear();
-      for (int64_t i = b * bs; i < std::min(N, (b + 1) * bs); ++i) {
-        batch.push_back(data[order[i]]);
-        batch.back().pictures = s->pictures(*data_examples[order[i]], s->train);
-      }
+      for (int64_t i = b * bs; i < std::min(N, (b + 1) * bs); ++i) batch.push_back(data[order[i]]);
+      for (int64_t j : actor.share(batch))  // each rank decodes the pictures of its own share only
+        batch[j].pictures = s->pictures(*data_examples[order[b * bs + j]], s->train);
       const float lr = train::scheduled_lr(static_cast<float>(sc.lr), step, total, warmup, "cosine", 0.1f);
       auto t0 = Clock::now();
       train::UpdateStats u;

@@ -43,6 +43,11 @@ Decoder::Decoder(ModelWeights& weights, DecoderOptions opt)
   }
 }
 
+void Decoder::set_hooks(DecoderHooks* hooks) {
+  hooks_ = hooks;
+  if (vision_) vision_->set_hooks(hooks);
+}
+
 size_t Decoder::carve(int64_t T, bool dry_run) {
   int64_t longest = 0;
   for (int64_t s = 0; s < batch_->S(); ++s) longest = std::max<int64_t>(longest, batch_->seq_len(s));
@@ -313,6 +318,8 @@ void Decoder::forward(const PackedBatch& batch, float* logprob, float* entropy) 
   T_ = T;
   pictures_ = false;
   if (c_.has_vision()) prepare_pictures(batch);
+  if (hooks_ && c_.has_vision() && !pictures_)  // no tower to run: its events still come, in the same order
+    vision_hook_pass(*hooks_, c_.vision.depth, /*backward=*/false, opt_.checkpoint_activations);
   size_t need = carve(T, /*dry_run=*/true);
   if (need > ws_.capacity()) ws_.reserve(need, cat("the decoder's activations for ", T, " tokens"));
   ws_.reset();
@@ -386,7 +393,10 @@ void Decoder::backward(const float* dlogprob, const float* dentropy, const Model
     for (int32_t row : pad_rows_) std::fill_n(s_.dx + int64_t{row} * C, C, 0.0f);
   }
   if (gp) k_->embedding_backward(G(gp->embed), s_.dx, batch_->ids.data(), T, C);
-  if (into_vision) vision_->backward(gp->vision);
+  if (into_vision)
+    vision_->backward(gp->vision);
+  else if (hooks_ && gp && gp->vision.patch_w)  // a trained tower without pictures in this batch
+    vision_hook_pass(*hooks_, c_.vision.depth, /*backward=*/true, opt_.checkpoint_activations);
   if (hooks_) hooks_->embedding_done();
 }
 

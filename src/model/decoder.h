@@ -18,6 +18,7 @@
 #include "core/arena.h"
 #include "kernels/plain_ops.h"
 #include "model/batch.h"
+#include "model/decoder_hooks.h"
 #include "model/linear.h"
 #include "model/lora.h"
 #include "model/rope_tables.h"
@@ -35,20 +36,6 @@ struct DecoderOptions {
   float logit_scale = 1.0f;     // 1 / temperature
   // Kernel set: null = the fused kernels (ops::); plain_kernels() = the unfused baseline of the benchmarks.
   const DecoderKernels* kernels = nullptr;
-};
-
-// Told by the decoder as it goes through the layers, so that a data-parallel trainer can gather a layer's
-// parameters just before they are read (ZeRO-3) and start reducing gradients as soon as they are final,
-// while the rest of the pass goes on. Gradient events come in reverse layout order: the output head
-// (final norm, and lm_head unless tied), layers L-1 .. 0, then the embedding (with a tied lm_head).
-class DecoderHooks {
- public:
-  virtual ~DecoderHooks() = default;
-  virtual void forward_layer(int64_t layer) {}   // its forward (or recompute during backward) is next
-  virtual void backward_layer(int64_t layer) {}  // its backward is next
-  virtual void head_done() {}                    // gradients of the final norm (and untied lm_head) final
-  virtual void layer_done(int64_t layer) {}      // its gradients final
-  virtual void embedding_done() {}               // the embedding's gradient final: the backward is over
 };
 
 class Decoder {
@@ -70,8 +57,9 @@ class Decoder {
   // (computed in f32 in both modes), backward carries the gradient through both paths.
   void set_lora(const LoraAdapters* lora) { lora_ = lora; }
   const LoraAdapters* lora() const { return lora_; }
-  // Hooks told by every later forward() and backward() (null: none).
-  void set_hooks(DecoderHooks* hooks) { hooks_ = hooks; }
+  // Hooks told by every later forward() and backward() (null: none), the tower's events included
+  // (decoder_hooks.h).
+  void set_hooks(DecoderHooks* hooks);
   // Full logits [T, V] of the last forward() (debugging and the unfused baseline only).
   void full_logits(float* out);
 

@@ -289,6 +289,7 @@ void VisionTower::forward(const float* pixels, const std::vector<ImageGrid>& gri
   ops::add_inplace(x, s_.pos, N * D);
   for (int64_t b = 0; b < v_.depth; ++b) {
     float* out = b + 1 < v_.depth ? acts_[b + 1].x_in : s_.x_final;
+    if (hooks_) hooks_->vision_forward_block(b);
     block_forward(b, acts_[b], out);
     if (ds_after_block_[b] >= 0) {
       const int64_t k = ds_after_block_[b];
@@ -323,9 +324,12 @@ void VisionTower::backward(const VisionTensors& g) {
     }
     if (opt_.checkpoint_activations) {
       GRPO_PROFILE("vision_recompute_block");
+      if (hooks_) hooks_->vision_forward_block(b);
       block_forward(b, acts_[b], out);
     }
+    if (hooks_) hooks_->vision_backward_block(b);
     block_backward(b, acts_[b], g.blocks[b]);
+    if (hooks_) hooks_->vision_block_done(b);
   }
   // Patch embedding (no gradient for the pixels) and the position table.
   linear_backward(opt_.mode, nullptr, F(g.patch_w), s_.dx, pixels_, s_.pix_bf, p.patch_w, pb ? pb->patch_w : nullptr,
@@ -333,6 +337,18 @@ void VisionTower::backward(const VisionTensors& g) {
   ops::bias_grad(F(g.patch_b), s_.dx, N, D);
   ops::bilinear_embed_backward(F(g.pos_embed), s_.dx, layout_.pos_index.data(), layout_.pos_weight.data(), N,
                                v_.num_position_embeddings, D);
+}
+
+void vision_hook_pass(DecoderHooks& hooks, int64_t depth, bool backward, bool checkpoint_activations) {
+  if (!backward) {
+    for (int64_t b = 0; b < depth; ++b) hooks.vision_forward_block(b);
+    return;
+  }
+  for (int64_t b = depth - 1; b >= 0; --b) {
+    if (checkpoint_activations) hooks.vision_forward_block(b);
+    hooks.vision_backward_block(b);
+    hooks.vision_block_done(b);
+  }
 }
 
 }  // namespace grpo

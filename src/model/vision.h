@@ -15,6 +15,7 @@
 
 #include "core/arena.h"
 #include "model/batch.h"
+#include "model/decoder_hooks.h"
 #include "model/linear.h"
 #include "model/vision_layout.h"
 #include "model/weights.h"
@@ -70,6 +71,8 @@ class VisionTower {
 
   // Backpropagates the gradient buffers into grads (+=), an arena's vision tensors.
   void backward(const VisionTensors& grads);
+  // Hooks told the blocks' events by every later forward() and backward() (null: none; decoder_hooks.h).
+  void set_hooks(DecoderHooks* hooks) { hooks_ = hooks; }
 
   size_t workspace_bytes() const { return ws_.capacity(); }
   // Bytes of the activation workspace forward() reserves for `patch_rows` patch rows (the memory plan).
@@ -139,6 +142,7 @@ class VisionTower {
   std::vector<MergerActs> ds_;
   std::vector<int64_t> ds_after_block_;  // [depth] DeepStack merger fed by block b, or -1
   Scratch s_{};
+  DecoderHooks* hooks_ = nullptr;
 };
 
 }  // namespace grpo

@@ -35,6 +35,19 @@ PackedBatch build_batch(const std::vector<TrainSample>& samples, const MicroBatc
   return b;
 }
 
+std::vector<int> home_ranks_of(const std::vector<TrainSample>& samples, int ranks) {
+  std::vector<int> home;
+  bool any = false;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const int h = samples[i].home_rank;
+    GRPO_CHECK(h >= -1 && h < ranks, "[actor] sample ", i, " has home rank ", h, ", expected -1 or below ", ranks);
+    any = any || h >= 0;
+    home.push_back(h);
+  }
+  if (!any || ranks == 1) home.clear();
+  return home;
+}
+
 std::vector<int64_t> lengths_of(const std::vector<TrainSample>& samples) {
   std::vector<int64_t> len;
   for (const TrainSample& s : samples) {
@@ -55,12 +68,12 @@ MicroBatchPlan plan_subset(const std::vector<int64_t>& lengths, const std::vecto
   return p;
 }
 
-// The gradient reducer cuts buckets as the text decoder's backward completes the layout (head first), and
-// the vision tower's tensors lie after the head: a model with a tower trains in one process only.
-comm::Communicator* single_rank_if_vision(comm::Communicator* comm, const ModelConfig& c) {
-  GRPO_CHECK(!c.has_vision() || comm->size() == 1, "[actor] a model with a vision tower (Qwen3-VL) trains in one "
-             "process only; distributed training (", comm->size(), " ranks) is not supported for it");
-  return comm;
+// The optimizer's shard of the trained elements [0, trained): this rank's part of the partition, clipped
+// (a frozen vision tower lies after the trained text prefix, inside the partition).
+std::pair<int64_t, int64_t> trained_shard(const comm::Partition& part, int rank, const ModelConfig& c, bool with_vision) {
+  Arena a(DType::F32);
+  declare_parameters(c, a, with_vision);
+  return {std::min(part.begin(rank), a.numel()), std::min(part.end(rank), a.numel())};
 }
 
 }  // namespace
@@ -74,14 +87,38 @@ MicroBatchPlan plan_micro_batches(const std::vector<int64_t>& lengths, const Mic
                     : split_fixed(lengths, mb.micro_batch_size, mb.pad);
 }
 
-RankPlan plan_rank(const std::vector<int64_t>& lengths, const MicroBatching& mb, int rank, int ranks) {
+RankPlan plan_rank(const std::vector<int64_t>& lengths, const MicroBatching& mb, int rank, int ranks,
+                   const std::vector<int>& home_ranks) {
   RankPlan rp;
   if (ranks == 1) {
     rp.plan = plan_micro_batches(lengths, mb);
     for (size_t i = 0; i < lengths.size(); ++i) rp.sequences.push_back(static_cast<int64_t>(i));
     return rp;
   }
-  const std::vector<std::vector<int64_t>> shares = balanced_partitions(lengths, ranks);
+  std::vector<std::vector<int64_t>> shares;
+  if (home_ranks.empty()) {
+    shares = balanced_partitions(lengths, ranks);
+  } else {
+    GRPO_CHECK(home_ranks.size() == lengths.size(), "[actor] ", home_ranks.size(), " home ranks for ",
+               lengths.size(), " sequences");
+    shares.resize(ranks);
+    std::vector<int64_t> load(ranks, 0), free;
+    for (size_t i = 0; i < lengths.size(); ++i) {
+      if (home_ranks[i] < 0) {
+        free.push_back(static_cast<int64_t>(i));
+        continue;
+      }
+      shares[home_ranks[i]].push_back(static_cast<int64_t>(i));
+      load[home_ranks[i]] += lengths[i];
+    }
+    std::stable_sort(free.begin(), free.end(), [&](int64_t a, int64_t b) { return lengths[a] > lengths[b]; });
+    for (int64_t i : free) {
+      const int r = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+      shares[r].push_back(i);
+      load[r] += lengths[i];
+    }
+    for (auto& sh : shares) std::sort(sh.begin(), sh.end());
+  }
   std::vector<MicroBatchPlan> plans;
   size_t count = 0;
   for (const auto& share : shares) {
@@ -102,17 +139,16 @@ Actor::Actor(ModelWeights& weights, const DecoderOptions& dopt, const MicroBatch
       mb_(mb),
       adam_cfg_(adam),
       own_comm_(comm ? nullptr : std::make_unique<comm::LocalCommunicator>()),
-      comm_(single_rank_if_vision(comm ? comm : own_comm_.get(), weights.config())),
+      comm_(comm ? comm : own_comm_.get()),
       dp_(dp),
       part_(parameter_partition(lora ? lora->params().numel() : weights.params().numel(), comm_->size())),
-      // A frozen tower (one process): the moments cover the text part, a prefix of the layout.
+      // A frozen tower: the moments cover the text part, a prefix of the layout.
       adam_(lora ? AdamW(lora->params().numel(), part_.begin(comm_->rank()), part_.end(comm_->rank()))
-                 : AdamW(weights.config(), part_.begin(comm_->rank()),
-                         freeze_vision_tower ? -1 : part_.end(comm_->rank()), /*with_vision=*/!freeze_vision_tower)),
+                 : AdamW(weights.config(), trained_shard(part_, comm_->rank(), weights.config(), !freeze_vision_tower).first,
+                         trained_shard(part_, comm_->rank(), weights.config(), !freeze_vision_tower).second,
+                         /*with_vision=*/!freeze_vision_tower)),
       grads_(DType::F32) {
-  if (lora_) {
-    GRPO_CHECK(!dp.zero3, "[actor] LoRA with fsdp_config.reshard_after_forward (ZeRO-3) is not supported: the frozen "
-               "base is not sharded; set reshard_after_forward: false");
+  if (lora_) {  // ZeRO-3 (dp.zero3) too: the frozen base stays whole on every rank (actor.h says why)
     dec_.set_lora(lora_);
     lora_->declare(grads_);
     grads_.allocate();
@@ -126,10 +162,14 @@ Actor::Actor(ModelWeights& weights, const DecoderOptions& dopt, const MicroBatch
   grad_tensors_ = resolve_tensors(weights.config(), grads_);
   sync_ = std::make_unique<ParamSync>(w_, *comm_, part_);
   if (comm_->size() > 1) {
+    // A frozen tower's part of the shard is never reduced into: zero, out of the gradient norm.
     shard_grads_ = Buffer(static_cast<size_t>(part_.size(comm_->rank())) * sizeof(float));
+    std::memset(shard_grads_.data(), 0, shard_grads_.size());
     reducer_ = std::make_unique<GradReducer>(*comm_, part_, weights.config(), grads_, dp.reduce_wire, dp.bucket_elems,
                                              dp.overlap);
-    if (dp.zero3) windows_ = std::make_unique<ParamWindows>(*sync_, weights.config(), w_.params());
+    if (dp.zero3)
+      windows_ = std::make_unique<ParamWindows>(*sync_, weights.config(), w_.params(),
+                                                /*tower_backward=*/!freeze_vision_tower);
     hooks_.reducer = reducer_.get();
     hooks_.windows = windows_.get();
     dec_.set_hooks(&hooks_);
@@ -148,13 +188,19 @@ void Actor::gather_for_rollout() {
   resharded_ = false;
 }
 
+std::vector<int64_t> Actor::share(const std::vector<TrainSample>& samples) const {
+  return plan_rank(lengths_of(samples), mb_, comm_->rank(), comm_->size(), home_ranks_of(samples, comm_->size()))
+      .sequences;
+}
+
 void Actor::share_logprobs(Decoder& dec, const std::vector<TrainSample>& samples,
                            std::vector<std::vector<float>>* logprobs, const MicroBatching* mb) {
   GRPO_PROFILE("response_logprobs");
   const bool own = &dec == &dec_;
   if (own) enter_training();
   const MicroBatching& batching = mb ? *mb : mb_;
-  const RankPlan rp = plan_rank(lengths_of(samples), batching, comm_->rank(), comm_->size());
+  const RankPlan rp = plan_rank(lengths_of(samples), batching, comm_->rank(), comm_->size(),
+                                home_ranks_of(samples, comm_->size()));
   logprobs->assign(samples.size(), {});
   std::vector<float> lp, ent;
   std::vector<int64_t> row_of;
@@ -176,15 +222,19 @@ void Actor::share_logprobs(Decoder& dec, const std::vector<TrainSample>& samples
 }
 
 void Actor::empty_pass(bool backward) {
-  const int64_t L = w_.config().num_hidden_layers;
+  const ModelConfig& c = w_.config();
+  const int64_t L = c.num_hidden_layers;
+  const bool ckpt = dec_.options().checkpoint_activations;
+  if (c.has_vision()) vision_hook_pass(hooks_, c.vision.depth, /*backward=*/false, ckpt);
   for (int64_t l = 0; l < L; ++l) hooks_.forward_layer(l);
   if (!backward) return;
   hooks_.head_done();
   for (int64_t l = L - 1; l >= 0; --l) {
-    if (dec_.options().checkpoint_activations) hooks_.forward_layer(l);
+    if (ckpt) hooks_.forward_layer(l);
     hooks_.backward_layer(l);
     hooks_.layer_done(l);
   }
+  if (c.has_vision() && grad_tensors_.vision.patch_w) vision_hook_pass(hooks_, c.vision.depth, /*backward=*/true, ckpt);
   hooks_.embedding_done();
 }
 
@@ -198,7 +248,8 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
   st.lr = lr;
   const bool dist = comm_->size() > 1;
   enter_training();
-  const RankPlan rp = plan_rank(lengths_of(samples), mb_, comm_->rank(), comm_->size());
+  const RankPlan rp = plan_rank(lengths_of(samples), mb_, comm_->rank(), comm_->size(),
+                                home_ranks_of(samples, comm_->size()));
   st.micro_batches = rp.plan.micro_batches.size();
   grads_.zero();
   float* shard = dist ? static_cast<float*>(shard_grads_.data()) : grads_.flat().f32();
@@ -306,10 +357,14 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
   } else if (!r.skipped && !lora_ && (dist || w_.has_bf16())) {
     comm::WaitLabel label(comm_, "update_weights");  // its communication is told apart from the update's
     auto t0 = std::chrono::steady_clock::now();
-    if (windows_)  // ZeRO-3: the root stays whole; layers are gathered when next read
+    if (windows_) {  // ZeRO-3: the root stays whole; layers are gathered when next read
       windows_->after_step();
-    else
+    } else if (dist && grads_.numel() < part_.total()) {  // a frozen tower has not changed: the text prefix
+      comm::Request q = sync_->start(0, grads_.numel(), 0);
+      sync_->finish(0, grads_.numel(), 0, q);
+    } else {
       sync_->run();
+    }
     st.update_weights_s = seconds_since(t0);
   }
   return st;
@@ -460,18 +515,19 @@ Actor::FullMoments Actor::gather_for_checkpoint() {
   if (comm_->size() == 1) return {adam_.m(), adam_.v(), adam_.end()};
   gather_weights();
   const bool root = comm_->rank() == 0;
+  const int64_t n = grads_.numel();  // the trained elements (a frozen tower's lie past them)
   if (root && full_m_.size() == 0) {
-    full_m_ = Buffer(static_cast<size_t>(part_.total()) * sizeof(float));
-    full_v_ = Buffer(static_cast<size_t>(part_.total()) * sizeof(float));
+    full_m_ = Buffer(static_cast<size_t>(n) * sizeof(float));
+    full_v_ = Buffer(static_cast<size_t>(n) * sizeof(float));
   }
   std::vector<int64_t> off(part_.offsets.size());
-  for (size_t r = 0; r < off.size(); ++r) off[r] = part_.offsets[r] * 4;
+  for (size_t r = 0; r < off.size(); ++r) off[r] = std::min(part_.offsets[r], n) * 4;
   comm::Request a = comm_->gather(adam_.m(), full_m_.data(), off, 0);
   comm::Request b = comm_->gather(adam_.v(), full_v_.data(), off, 0);
   comm_->wait(a);
   comm_->wait(b);
   if (!root) return {};
-  return {static_cast<const float*>(full_m_.data()), static_cast<const float*>(full_v_.data()), part_.total()};
+  return {static_cast<const float*>(full_m_.data()), static_cast<const float*>(full_v_.data()), n};
 }
 
 void Actor::load_moments(const float* m_full, const float* v_full, int64_t optimizer_steps) {

@@ -17,7 +17,11 @@
 // LoRA (an Actor given LoraAdapters): the base model is frozen (no gradient buffer, no moments, no weight
 // gradients in the backward); the gradients, the AdamW moments and the ranks' shards are those of the
 // adapters' own flat arena. With several ranks the adapters' gradients (small) are reduce-scattered once
-// after the last micro-batch and the updated adapter shards all-gathered in f32.
+// after the last micro-batch and the updated adapter shards all-gathered in f32. With ZeRO-3 as well: the
+// frozen base is held whole on every rank. The rollout reads the whole base at every decode step, so the
+// whole base is resident at the step's rollout peak whatever training does; sharding it while training would
+// add an all-gather of every layer per micro-batch pass and lower only the training phase's memory, which
+// with no base gradients or moments is the base plus activations, below the rollout's base plus KV cache.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -43,6 +47,9 @@ namespace grpo::train {
 struct TrainSample {
   std::vector<int32_t> tokens;  // prompt + response
   std::vector<PicturePtr> pictures;  // Qwen3-VL: the pictures of the prompt's <|image_pad|> runs, in order
+  // Several ranks: the only rank that holds the sample's pictures and trains on it (the rank that generated
+  // it: each rank decodes and encodes the pictures of its own prompts only); -1: any rank.
+  int home_rank = -1;
   int64_t prompt_len = 0;       // >= 1
   float advantage = 0;
   std::vector<float> token_advantages;  // per response token (reinforce_plus_plus, remax); empty: `advantage`
@@ -108,18 +115,20 @@ comm::Partition parameter_partition(int64_t layout_numel, int ranks);
 MicroBatchPlan plan_micro_batches(const std::vector<int64_t>& lengths, const MicroBatching& mb);
 
 // This rank's part of a mini-batch: its micro-batches (indices into the mini-batch), as many as every
-// other rank's.
+// other rank's. Sequences with a home rank (home_ranks[i] >= 0; empty: none) go to it; the others are split
+// balanced by tokens (with homes present: each to the rank with the fewest tokens so far, longest first).
 struct RankPlan {
   MicroBatchPlan plan;
   std::vector<int64_t> sequences;  // this rank's share, ascending
 };
-RankPlan plan_rank(const std::vector<int64_t>& lengths, const MicroBatching& mb, int rank, int ranks);
+RankPlan plan_rank(const std::vector<int64_t>& lengths, const MicroBatching& mb, int rank, int ranks,
+                   const std::vector<int>& home_ranks = {});
 
 class Actor {
  public:
   // `comm`: the ranks sharing the work (null: this process alone). freeze_vision_tower (Qwen3-VL): the
-  // tower gets no gradient and no optimizer state (its weights stay). A model with a vision tower trains
-  // in one process only (refused otherwise).
+  // tower gets no gradient and no optimizer state (its weights stay). With several ranks the tower's
+  // parameters are sharded like the language model's (ZeRO-2/3, train/zero_layout.h).
   Actor(ModelWeights& weights, const DecoderOptions& dopt, const MicroBatching& mb, const AdamWConfig& adam,
         comm::Communicator* comm = nullptr, const DataParallel& dp = {}, bool freeze_vision_tower = false,
         LoraAdapters* lora = nullptr);
@@ -130,6 +139,9 @@ class Actor {
                             float loss_scale_factor, const RolloutCorrection& correction, float lr);
   // One optimizer step of mean cross-entropy over the response tokens of `samples` (SFT).
   UpdateStats update_sft(const std::vector<TrainSample>& samples, float lr);
+  // The samples of `samples` (indices, ascending) this rank trains on and computes log-probs of: the only
+  // ones whose pictures it needs.
+  std::vector<int64_t> share(const std::vector<TrainSample>& samples) const;
   // Response log-probs under `dec` (this actor's decoder or a frozen reference) of the samples of this
   // rank's share of the mini-batch (the share its updates train on); other entries are left empty.
   // Micro-batches of `mb` (null: the actor's own).
@@ -198,6 +210,15 @@ class Actor {
     void embedding_done() override {
       if (windows) windows->embedding_done();
       if (reducer) reducer->embedding_done();
+    }
+    void vision_forward_block(int64_t b) override {
+      if (windows) windows->vision_forward_block(b);
+    }
+    void vision_backward_block(int64_t b) override {
+      if (windows) windows->vision_backward_block(b);
+    }
+    void vision_block_done(int64_t b) override {
+      if (reducer) reducer->vision_block_done(b);
     }
   };
 

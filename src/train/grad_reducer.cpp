@@ -8,13 +8,15 @@ namespace grpo::train {
 
 GradReducer::GradReducer(comm::Communicator& comm, const comm::Partition& part, const ModelConfig& config,
                          const Arena& layout, comm::Wire wire, int64_t bucket_elems, bool overlap)
-    : comm_(comm), part_(part), wire_(wire), overlap_(overlap) {
+    : comm_(comm), part_(part), wire_(wire), overlap_(overlap), zl_(zero_layout(config, layout)) {
   GRPO_CHECK(bucket_elems >= 1, "[zero] bucket size must be at least one element, got ", bucket_elems);
-  GRPO_CHECK(part.total() == layout.numel(), "[zero] partition of ", part.total(), " elements for a layout of ",
+  GRPO_CHECK(part.total() >= layout.numel(), "[zero] partition of ", part.total(), " elements for a layout of ",
              layout.numel());
-  for (int64_t hi = layout.numel(); hi > 0; hi -= bucket_elems) buckets_.emplace_back(std::max<int64_t>(0, hi - bucket_elems), hi);
-  for (int64_t l = 0; l < config.num_hidden_layers; ++l) layer_begin_.push_back(layout.offset(first_layer_tensor(config, l)));
-  head_begin_ = layout.offset(config.text_prefix() + "norm.weight");
+  for (int64_t hi = layout.numel(); hi > 0; hi -= bucket_elems) {
+    const int64_t lo = std::max<int64_t>(0, hi - bucket_elems);
+    buckets_.push_back({lo, hi, zl_.ready_event(lo, hi)});
+  }
+  started_.assign(buckets_.size(), 1);
 }
 
 void GradReducer::arm(const float* grads, float* shard, bool accumulate) {
@@ -22,19 +24,20 @@ void GradReducer::arm(const float* grads, float* shard, bool accumulate) {
   grads_ = grads;
   shard_ = shard;
   accumulate_ = accumulate;
-  next_ = 0;
+  started_.assign(buckets_.size(), 0);
 }
 
-void GradReducer::ready_from(int64_t offset) {
+void GradReducer::ready(int64_t event) {
   if (!grads_) return;
-  while (next_ < buckets_.size() && buckets_[next_].first >= offset) {
-    const auto [lo, hi] = buckets_[next_++];
-    inflight_.push_back(comm_.reduce_scatter(grads_, lo, hi, part_, shard_, wire_, accumulate_));
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    if (started_[i] || buckets_[i].event > event) continue;
+    started_[i] = 1;
+    inflight_.push_back(comm_.reduce_scatter(grads_, buckets_[i].lo, buckets_[i].hi, part_, shard_, wire_, accumulate_));
   }
 }
 
 void GradReducer::launch_rest() {
-  ready_from(0);
+  ready(zl_.end_event);
   grads_ = nullptr;
 }
 
@@ -45,15 +48,19 @@ void GradReducer::wait() {
 }
 
 void GradReducer::head_done() {
-  if (overlap_) ready_from(head_begin_);
+  if (overlap_) ready(zl_.head_event());
 }
 
 void GradReducer::layer_done(int64_t layer) {
-  if (overlap_) ready_from(layer_begin_[layer]);
+  if (overlap_) ready(zl_.layer_event(layer));
+}
+
+void GradReducer::vision_block_done(int64_t block) {
+  if (overlap_ && !zl_.vision_blocks.empty()) ready(zl_.vision_block_event(block));
 }
 
 void GradReducer::embedding_done() {
-  if (overlap_) ready_from(0);
+  if (overlap_) ready(zl_.end_event);
 }
 
 }  // namespace grpo::train

@@ -1,10 +1,12 @@
 // ZeRO gradient reduction: this rank's gradients of the whole flat layout (model/weights.h) are
 // reduce-scattered into its shard (comm/partition.h) in buckets of at most `bucket_elems` elements. With
-// overlap, each bucket starts as soon as the backward has finished every parameter in it (DecoderHooks),
-// so its communication runs on the communication thread while the backward computes the layers below;
-// without, all buckets start after the backward. Buckets are cut from the end of the layout, the order
-// in which the backward completes it: head, layer L-1, ..., layer 0, embedding. A bucket may be smaller
-// than a tensor (a tensor spans several buckets) or hold several small ones.
+// overlap, each bucket starts as soon as the backward has finished every parameter in it (DecoderHooks; which
+// event finishes which range: train/zero_layout.h), so its communication runs on the communication thread
+// while the backward computes the layers below; without, all buckets start after the backward. Buckets are
+// cut from the end of the layout; the text decoder's completes from the head down to the embedding, a
+// Qwen3-VL tower's (after the text layers) from its mergers down to its patch embedding. At each event the
+// buckets it made final start in bucket order (the same on every rank). A bucket may be smaller than a
+// tensor (a tensor spans several) or hold several small ones.
 #pragma once
 #include <cstdint>
 #include <utility>
@@ -12,12 +14,14 @@
 
 #include "comm/communicator.h"
 #include "model/decoder.h"
+#include "train/zero_layout.h"
 
 namespace grpo::train {
 
 class GradReducer final : public DecoderHooks {
  public:
-  // `layout`: the parameter arena (declare_parameters) whose offsets the gradients share.
+  // `layout`: the gradient arena (declare_parameters) whose offsets the partition's elements share; the
+  // partition may cover more (the parameters' layout of which a frozen tower's gradients are left out).
   GradReducer(comm::Communicator& comm, const comm::Partition& part, const ModelConfig& config, const Arena& layout,
               comm::Wire wire, int64_t bucket_elems, bool overlap);
 
@@ -35,22 +39,26 @@ class GradReducer final : public DecoderHooks {
 
   void head_done() override;
   void layer_done(int64_t layer) override;
+  void vision_block_done(int64_t block) override;
   void embedding_done() override;
 
  private:
-  void ready_from(int64_t offset);  // every gradient at offsets >= offset is final
+  void ready(int64_t event);  // every gradient final by `event` is final
 
   comm::Communicator& comm_;
   comm::Partition part_;
   comm::Wire wire_;
   bool overlap_;
-  std::vector<std::pair<int64_t, int64_t>> buckets_;  // [lo, hi), from the end of the layout down
-  std::vector<int64_t> layer_begin_;                   // offset of each layer's first tensor
-  int64_t head_begin_ = 0;                             // offset of the final norm
+  ZeroLayout zl_;
+  struct Bucket {
+    int64_t lo, hi;  // [lo, hi), from the end of the layout down
+    int64_t event;   // the backward event that makes it final
+  };
+  std::vector<Bucket> buckets_;
+  std::vector<uint8_t> started_;
   const float* grads_ = nullptr;
   float* shard_ = nullptr;
   bool accumulate_ = false;
-  size_t next_ = 0;  // next bucket to start
   std::vector<comm::Request> inflight_;
 };
 

@@ -5,14 +5,27 @@
 
 namespace grpo::train {
 
-ParamWindows::ParamWindows(ParamSync& sync, const ModelConfig& config, const Arena& layout) : sync_(sync) {
-  const int64_t L = config.num_hidden_layers, head = layout.offset(config.text_prefix() + "norm.weight");
-  for (int64_t l = 0; l < L; ++l)
-    layer_.emplace_back(layout.offset(first_layer_tensor(config, l)),
-                        l + 1 < L ? layout.offset(first_layer_tensor(config, l + 1)) : head);
-  root_ = {{0, layer_.empty() ? head : layer_[0].first}, {head, layout.numel()}};
-  state_.assign(L, State::Whole);
-  req_.resize(L);
+ParamWindows::ParamWindows(ParamSync& sync, const ModelConfig& config, const Arena& layout, bool tower_backward)
+    : sync_(sync) {
+  const ZeroLayout z = zero_layout(config, layout);
+  layer_ = z.layers;
+  layer_.insert(layer_.end(), z.vision_blocks.begin(), z.vision_blocks.end());
+  root_ = z.root;
+  text_layers_ = z.text_layers;
+  tower_backward_ = tower_backward && !z.vision_blocks.empty();
+  state_.assign(layer_.size(), State::Whole);
+  req_.resize(layer_.size());
+}
+
+int64_t ParamWindows::next_unit(int64_t u) const {
+  const int64_t L = text_layers_, units = static_cast<int64_t>(layer_.size());
+  if (u < L) {  // a text layer
+    if (!backward_) return u + 1 < L ? u + 1 : -1;
+    if (u > 0) return u - 1;
+    return tower_backward_ ? units - 1 : -1;  // the tower's last block follows text layer 0
+  }
+  if (backward_) return u > L ? u - 1 : -1;
+  return u + 1 < units ? u + 1 : (L > 0 ? 0 : -1);  // text layer 0 follows the tower's last block
 }
 
 void ParamWindows::reshard() {
@@ -41,13 +54,19 @@ void ParamWindows::after_step() {
 void ParamWindows::ensure(int64_t l) {
   if (state_[l] == State::Whole) return;
   GRPO_PROFILE("zero3_gather_wait");
-  if (state_[l] == State::Dropped) req_[l] = sync_.start(layer_[l].first, layer_[l].second, static_cast<int>(l % 2));
+  if (state_[l] == State::Dropped) {
+    for (int64_t j = 0; j < static_cast<int64_t>(layer_.size()); ++j)  // its staging slot must be free
+      if (j != l && j % 2 == l % 2 && state_[j] == State::Gathering) ensure(j);
+    req_[l] = sync_.start(layer_[l].first, layer_[l].second, static_cast<int>(l % 2));
+  }
   sync_.finish(layer_[l].first, layer_[l].second, static_cast<int>(l % 2), req_[l]);
   state_[l] = State::Whole;
 }
 
 void ParamWindows::prefetch(int64_t l) {
   if (l < 0 || l >= static_cast<int64_t>(layer_.size()) || state_[l] != State::Dropped) return;
+  for (int64_t j = 0; j < static_cast<int64_t>(layer_.size()); ++j)
+    if (j != l && j % 2 == l % 2 && state_[j] == State::Gathering) ensure(j);
   req_[l] = sync_.start(layer_[l].first, layer_[l].second, static_cast<int>(l % 2));
   state_[l] = State::Gathering;
 }
@@ -59,15 +78,12 @@ void ParamWindows::drop(int64_t l) {
   state_[l] = State::Dropped;
 }
 
-void ParamWindows::window(int64_t l) {
-  const int64_t next = backward_ ? l - 1 : l + 1;
+void ParamWindows::window(int64_t u) {
+  const int64_t next = next_unit(u);
   for (int64_t j = 0; j < static_cast<int64_t>(layer_.size()); ++j)
-    if (j != l && j != next) drop(j);
-  ensure(l);
+    if (j != u && j != next) drop(j);
+  ensure(u);
   prefetch(next);
 }
-
-void ParamWindows::forward_layer(int64_t layer) { window(layer); }
-void ParamWindows::backward_layer(int64_t layer) { window(layer); }
 
 }  // namespace grpo::train

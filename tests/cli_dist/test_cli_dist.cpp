@@ -376,6 +376,45 @@ TEST_F(CliDist, SftOnTwoRanksLowersTheLossLikeOneProcess) {
   EXPECT_LT(two.back().at("train/loss").get<double>(), two.front().at("train/loss").get<double>());
 }
 
+// Qwen3-VL (`tiny`, a 2-block tower) on the shapes task's pictures: GRPO on 2 ranks (ZeRO-2, and ZeRO-3 with
+// recomputed activations: the tower's blocks gathered just in time) gives one process's metrics, as the text
+// runs do; so does SFT. Each rank decodes only its own prompts' pictures (tests/train_dist checks that the
+// update equals one process's with each rank holding only its own).
+TEST_F(CliDist, QwenVlOnTwoRanksGivesTheMetricsOfOneProcess) {
+  const std::string vl = dir_ + "/vl";
+  ASSERT_EQ(test::run_grpo("init --arch qwen3-vl --preset tiny --seed 1 --out " + vl + "/model").status, 0);
+  const test::CommandResult data = test::run_grpo("data shapes --out " + vl + "/data --train 8 --test 2 --seed 3");
+  ASSERT_EQ(data.status, 0) << data.output;
+  auto run = [&](int ranks, const std::string& cmd, const std::string& name, const std::vector<std::string>& more) {
+    const std::string run_dir = vl + "/" + name;
+    std::vector<std::string> a = {cmd, dir_ + "/config.yaml", "--threads", "1", "--set",
+                                  "trainer.default_local_dir=" + run_dir, "--set",
+                                  "actor_rollout_ref.model.path=" + vl + "/model", "--set",
+                                  "data.train_files=" + vl + "/data/train.jsonl", "--set",
+                                  "data.val_files=" + vl + "/data/test.jsonl", "--set", "data.max_prompt_length=160",
+                                  "--set", "data.apply_chat_template=true", "--set", "trainer.total_training_steps=2",
+                                  "--set", "trainer.save_freq=-1", "--set", "trainer.test_freq=2", "--set",
+                                  "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=256", "--set",
+                                  "sft.max_length=256", "--set", "sft.epochs=1", "--set", "sft.batch_size=4"};
+    a.insert(a.end(), more.begin(), more.end());
+    const Outcome o = run_to_end(command(ranks, a), run_dir + ".log");
+    EXPECT_EQ(o.status, 0) << o.output;
+    return read_metrics(run_dir + "/metrics.jsonl");
+  };
+  const std::vector<Json> one = run(1, "train", "one", {}), two = run(2, "train", "two", {});
+  ASSERT_EQ(one.size(), 4u);  // validation at 0, steps 1 and 2, validation at 2
+  expect_same_metrics(one, two, 1e-5);
+  EXPECT_GT(two[1].at("perf/vision_train_patches").get<double>(), 0) << two[1].dump();
+  const std::vector<Json> zero3 =
+      run(2, "train", "two_zero3", {"--set", "actor_rollout_ref.actor.fsdp_config.reshard_after_forward=true",
+                                    "--set", "actor_rollout_ref.model.enable_gradient_checkpointing=true"});
+  expect_same_metrics(one, zero3, 1e-5);
+  const std::vector<Json> sft_one = run(1, "sft", "sft_one", {"--set", "data.val_files="}),
+                          sft_two = run(2, "sft", "sft_two", {"--set", "data.val_files="});
+  ASSERT_EQ(sft_one.size(), 2u);  // 8 examples, batches of 4, one epoch
+  expect_same_metrics(sft_one, sft_two, 1e-5);
+}
+
 TEST_F(CliDist, ResumesAfterARankIsKilledWithTwoRanksExactlyAndWithOne) {
   const std::vector<Json> reference = train(2, "two"), one = train(1, "one");
   const std::string run = dir_ + "/killed", log = dir_ + "/killed.log";

@@ -252,3 +252,30 @@ TEST(GrpoBench, LongTailLengthsInEveryRun) {
   o.lengths = "uniform";
   EXPECT_THROW(grpo_bench_defaults(o), Error);
 }
+
+// --vl: the tower's share of the step (its rollout and training seconds over the step) joins each row.
+TEST(DistBench, VisionRunsShowTheTowersShareOfTheStep) {
+  std::vector<DistBenchRun> runs = dist_bench_runs(2);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    GrpoBenchRun x;
+    x.steps_measured = 1;
+    x.distributed = runs[i].ranks > 1;
+    x.throughput = 100;
+    x.step_time_s = 8;
+    x.vision = true;
+    x.vision_gen_s = 1;
+    x.vision_train_s = i == 0 ? 1 : 0.5;  // 25% of the step on one rank, 18.75% on two
+    runs[i].results.push_back(x);
+  }
+  const std::string t = dist_bench_table(runs);
+  EXPECT_NE(t.find("tower share"), std::string::npos) << t;
+  EXPECT_NE(t.find("25.0%"), std::string::npos) << t;
+  EXPECT_NE(t.find("18.8%"), std::string::npos) << t;
+  GrpoBenchOptions o;
+  o.vl = true;
+  const nlohmann::json j = dist_bench_json(grpo_bench_defaults(o, "bench dist"), runs);
+  EXPECT_EQ(j["task"], "shapes");
+  EXPECT_DOUBLE_EQ(j["runs"][1]["vision_share"].get<double>(), 0.1875);
+  for (DistBenchRun& r : runs) r.results[0].vision = false;
+  EXPECT_EQ(dist_bench_table(runs).find("tower share"), std::string::npos) << "text runs have no tower column";
+}
