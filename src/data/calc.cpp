@@ -10,15 +10,15 @@ namespace grpo {
 
 namespace {
 
-int64_t digits(Rng& rng, int n) {  // a random n-digit number
+int64_t calc_digits(Rng& rng, int n) {  // a random n-digit number
   int64_t lo = 1;
   for (int i = 1; i < n; ++i) lo *= 10;
   return rng.between(lo, lo * 10 - 1);
 }
 
-int64_t three_or_four(Rng& rng) { return digits(rng, 3 + static_cast<int>(rng.below(2))); }
+int64_t calc_operand(Rng& rng) { return calc_digits(rng, 3 + static_cast<int>(rng.below(2))); }
 
-CalcProblem problem(std::string expression, int64_t answer, int level) { return {std::move(expression), answer, level}; }
+CalcProblem make_calc_problem(std::string expression, int64_t answer, int level) { return {std::move(expression), answer, level}; }
 
 }  // namespace
 
@@ -33,30 +33,30 @@ std::vector<int> calc_levels(const std::string& difficulty) {
 CalcProblem generate_calc_problem(Rng& rng, int level) {
   switch (level) {
     case 1: {
-      const int64_t a = digits(rng, 4), b = digits(rng, 2);
-      return problem(cat(a, "*", b), a * b, level);
+      const int64_t a = calc_digits(rng, 4), b = calc_digits(rng, 2);
+      return make_calc_problem(cat(a, "*", b), a * b, level);
     }
     case 2: {
-      const int64_t a = digits(rng, 4), b = digits(rng, 4);
-      return problem(cat(a, "*", b), a * b, level);
+      const int64_t a = calc_digits(rng, 4), b = calc_digits(rng, 4);
+      return make_calc_problem(cat(a, "*", b), a * b, level);
     }
     case 3: {
-      const int64_t a = digits(rng, 5), b = digits(rng, 4);
-      return problem(cat(a, "*", b), a * b, level);
+      const int64_t a = calc_digits(rng, 5), b = calc_digits(rng, 4);
+      return make_calc_problem(cat(a, "*", b), a * b, level);
     }
     case 4: {
-      const int64_t a = three_or_four(rng), b = three_or_four(rng), c = digits(rng, 4 + static_cast<int>(rng.below(2)));
-      if (rng.below(2) == 0) return problem(cat(a, "*", b, "+", c), a * b + c, level);
-      return problem(cat(a, "*", b, "-", c), a * b - c, level);
+      const int64_t a = calc_operand(rng), b = calc_operand(rng), c = calc_digits(rng, 4 + static_cast<int>(rng.below(2)));
+      if (rng.below(2) == 0) return make_calc_problem(cat(a, "*", b, "+", c), a * b + c, level);
+      return make_calc_problem(cat(a, "*", b, "-", c), a * b - c, level);
     }
     case 5: {
-      const int64_t a = three_or_four(rng), b = three_or_four(rng), c = three_or_four(rng);
+      const int64_t a = calc_operand(rng), b = calc_operand(rng), c = calc_operand(rng);
       switch (rng.below(3)) {
-        case 0: return problem(cat("(", a, "+", b, ")*", c), (a + b) * c, level);
-        case 1: return problem(cat("(", a, "-", b, ")*", c), (a - b) * c, level);
+        case 0: return make_calc_problem(cat("(", a, "+", b, ")*", c), (a + b) * c, level);
+        case 1: return make_calc_problem(cat("(", a, "-", b, ")*", c), (a - b) * c, level);
         default: {
-          const int64_t d = three_or_four(rng);
-          return problem(cat(a, "*", b, "-", c, "*", d), a * b - c * d, level);
+          const int64_t d = calc_operand(rng);
+          return make_calc_problem(cat(a, "*", b, "-", c, "*", d), a * b - c * d, level);
         }
       }
     }
