@@ -12,10 +12,12 @@ std::string prompt_text(const Tokenizer& tok, const Example& ex, bool apply_chat
     GRPO_CHECK(ex.messages.is_null(),
                "chat turns (`messages`, or verl's `prompt` list) need data.apply_chat_template: true (the model's "
                "chat template)");
+    GRPO_CHECK(ex.tools.is_null(), "rows with `tools` need data.apply_chat_template: true (the chat template shows "
+               "the model its tools)");
     return ex.has_image_key ? plain_vision_prompt(ex.prompt) : ex.prompt;
   }
-  return tok.apply_chat_template(template_messages(ex), tools ? *tools : nlohmann::ordered_json(),
-                                 /*add_generation_prompt=*/true,
+  // The run's tools (the ones that answer), else the row's own.
+  return tok.apply_chat_template(template_messages(ex), tools ? *tools : ex.tools, /*add_generation_prompt=*/true,
                                  nlohmann::ordered_json::object({{"enable_thinking", false}}));
 }
 

@@ -14,7 +14,7 @@
 namespace grpo {
 
 // The text the model sees as the prompt (one <|image_pad|> per picture). `tools` (multi-turn rollouts): the
-// tools' function schemas, the chat template's `tools` (null: none).
+// tools' function schemas, the chat template's `tools` (null: the row's own `tools`, if any).
 std::string prompt_text(const Tokenizer& tok, const Example& ex, bool apply_chat_template,
                         const nlohmann::ordered_json* tools = nullptr);
 // Its ids; an example with pictures needs `images` (the model's preprocessor) and its image_grids.

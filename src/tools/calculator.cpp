@@ -201,11 +201,11 @@ class Parser {
   size_t at_ = 0;
 };
 
-std::string format(const Fraction& v) {
+std::string format_fraction(const Fraction& v) {
   const std::string sign = v.num < 0 ? "-" : "";
   const i128 n = abs128(v.num);
   i128 whole = n / v.den, rest = n % v.den;
-  if (rest == 0) return v.num < 0 ? "-" + to_text(whole) : to_text(whole);
+  if (rest == 0) return cat(v.num < 0 ? "-" : "", to_text(whole));
   // Exact when the denominator is 2^a 5^b: then at most 30 digits follow the point (den < 10^30).
   i128 d = v.den;
   while (d % 2 == 0) d /= 2;
@@ -217,7 +217,7 @@ std::string format(const Fraction& v) {
       digits += static_cast<char>('0' + static_cast<int>(rest / v.den));
       rest %= v.den;
     }
-    return sign + to_text(whole) + "." + digits;
+    return cat(sign, to_text(whole), ".", digits);
   }
   // Rounded to kDecimals decimals, half up, trailing zeros dropped.
   for (int i = 0; i < kDecimals; ++i) {
@@ -232,7 +232,7 @@ std::string format(const Fraction& v) {
     else ++whole;
   }
   while (!digits.empty() && digits.back() == '0') digits.pop_back();
-  return sign + to_text(whole) + (digits.empty() ? "" : "." + digits);
+  return cat(sign, to_text(whole), digits.empty() ? "" : ".", digits);
 }
 
 class Calculator : public Tool {
@@ -255,7 +255,7 @@ bool calculate(std::string_view expression, std::string* result, std::string* er
     return false;
   }
   try {
-    *result = format(Parser(expression).parse());
+    *result = format_fraction(Parser(expression).parse());
     return true;
   } catch (const CalcError& e) {
     *error = e.message;

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,8 +41,10 @@ class CommandTool : public Tool {
   CommandTool(std::string name, std::string command) : name_(std::move(name)), command_(std::move(command)) {}
 
   ToolResult run(const nlohmann::json& arguments, const ToolLimits& limits) override {
+    // stdin is a socket pair, so that writing to a command that stopped reading fails with EPIPE
+    // (MSG_NOSIGNAL) instead of raising SIGPIPE in this process.
     int in[2], out[2], err[2];
-    if (::pipe2(in, O_CLOEXEC) != 0) return start_failure();
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0) return start_failure();
     if (::pipe2(out, O_CLOEXEC) != 0) {
       ::close(in[0]), ::close(in[1]);
       return start_failure();
@@ -54,16 +57,16 @@ class CommandTool : public Tool {
     const pid_t pid = ::fork();
     if (pid == 0) {  // child: only async-signal-safe calls until exec
       ::setpgid(0, 0);
-      ::dup2(in[0], 0);
+      ::dup2(in[1], 0);
       ::dup2(out[1], 1);
       ::dup2(err[1], 2);
       ::execl("/bin/sh", "sh", "-c", cmd, static_cast<char*>(nullptr));
       ::_exit(127);
     }
-    ::close(in[0]);
+    ::close(in[1]);
     ::close(out[1]);
     ::close(err[1]);
-    int to_child = in[1], from_child = out[0], errors = err[0];
+    int to_child = in[0], from_child = out[0], errors = err[0];
     if (pid < 0) {
       close_fd(to_child), close_fd(from_child), close_fd(errors);
       return start_failure();
@@ -94,7 +97,7 @@ class CommandTool : public Tool {
       for (int i = 0; i < n; ++i) {
         if (fds[i].revents == 0) continue;
         if (fds[i].fd == to_child) {
-          const ssize_t w = ::write(to_child, input.data() + sent, input.size() - sent);
+          const ssize_t w = ::send(to_child, input.data() + sent, input.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
           if (w > 0) sent += static_cast<size_t>(w);
           if (w < 0 && errno != EAGAIN && errno != EINTR) close_fd(to_child);  // it stopped reading: fine
           if (sent == input.size()) close_fd(to_child);

@@ -88,9 +88,9 @@ std::vector<ParsedCall> parse_tool_calls(std::string_view assistant_text) {
 }
 
 std::string format_tool_call(const ToolCall& call) {
-  // Qwen3's template: {"name": <name|tojson>, "arguments": <arguments|tojson>}, tojson as transformers' is.
-  return cat("<tool_call>\n{\"name\": ", jinja::to_json(jinja::from_json(nlohmann::json(call.name))),
-             ", \"arguments\": ", jinja::to_json(jinja::from_json(call.arguments)), "}\n</tool_call>");
+  // Qwen3's template: {"name": "<name>", "arguments": <arguments|tojson>}, tojson as transformers' is.
+  return cat("<tool_call>\n{\"name\": \"", call.name, "\", \"arguments\": ", jinja::to_json(jinja::from_json(call.arguments)),
+             "}\n</tool_call>");
 }
 
 }  // namespace grpo::tools

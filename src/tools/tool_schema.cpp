@@ -44,7 +44,7 @@ std::vector<std::string> types_of(const nlohmann::ordered_json& property) {
   return out;
 }
 
-std::string list(const std::vector<std::string>& v) {
+std::string type_list(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : " or ") + x;
   return s;
@@ -109,7 +109,7 @@ std::string argument_error(const nlohmann::ordered_json& schema, const nlohmann:
     const auto types = types_of(prop);
     bool ok = types.empty();
     for (const auto& t : types) ok = ok || has_type(value, t);
-    if (!ok) return cat("argument '", key, "' must be of type ", list(types), ", got ", value.dump());
+    if (!ok) return cat("argument '", key, "' must be of type ", type_list(types), ", got ", value.dump());
     if (prop.contains("enum") && prop["enum"].is_array()) {
       bool listed = false;
       for (const auto& e : prop["enum"]) listed = listed || nlohmann::json::parse(e.dump()) == value;

@@ -637,7 +637,7 @@ TEST(ToolTurns, ReplyIsTheTemplatesContinuationOfTheConversation) {
 
 TEST_F(GrpoLoop, MultiTurnRunLogsTurnsAndTools) {
   const std::vector<Json> m = train("run", {"trainer.total_training_steps=2", "data.apply_chat_template=true",
-                                            "data.max_response_length=16", "data.max_prompt_length=64",
+                                            "data.max_response_length=16", "data.max_prompt_length=128",
                                             "actor_rollout_ref.rollout.multi_turn.enable=true",
                                             "actor_rollout_ref.rollout.multi_turn.max_assistant_turns=3"});
   ASSERT_EQ(m.size(), 2u);

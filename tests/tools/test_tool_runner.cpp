@@ -170,6 +170,15 @@ TEST(CommandTool, OutputCrashesExitsHangsAndFloods) {
   EXPECT_EQ(zombie_children(), 0);
 }
 
+TEST(CommandTool, ACommandThatStopsReadingItsArgumentsIsNoSignalToUs) {
+  ToolSet set = with_command("deaf", "exec 0<&-; sleep 0.1; echo ok");
+  ToolRunner runner(set, ToolRunnerOptions{});
+  // 1 MB of arguments: more than a socket buffer holds, so the write meets the closed end (EPIPE, no SIGPIPE).
+  const auto r = runner.run_call({"deaf", {{"text", std::string(1 << 20, 'x')}}});
+  EXPECT_EQ(r.failure, ToolFailure::None);
+  EXPECT_EQ(r.text, "ok\n");
+}
+
 TEST(CommandTool, NothingOfAHungToolIsLeftRunning) {
   test::TempDir dir;
   const std::string marker = dir.path() + "/alive";
