@@ -157,11 +157,13 @@ SftSummary run_sft(const Config& cfg, bool quiet, bool overwrite) {
     eo.max_new_tokens = static_cast<int32_t>(cfg.data.max_response_length);
     eo.stop_ids = s->stop_ids;
     eo.pictures = [&s](const Example& ex) { return s->pictures(ex, s->val); };
+    if (s->tools) eo.turns = s->tools->options;
     ErrorContext validating("validation: ", s->val.examples.size(), " prompts");
     EvalResult r = evaluate(comm, *s->engine, s->val.examples, eo, nullptr);
     sum.val_accuracy = r.accuracy;
-    const nlohmann::json v = {{"val/accuracy", r.accuracy}, {"val/response_length/mean", r.response_length},
-                              {"timing_s/testing", r.seconds}};
+    nlohmann::json v = {{"val/accuracy", r.accuracy}, {"val/response_length/mean", r.response_length},
+                        {"timing_s/testing", r.seconds}};
+    if (s->tools) v["val/tools/call_share"] = r.tool_call_share;
     if (metrics)
       metrics->log(step, v,
                    cat("[sft] held-out ", console_fields(v, {{"accuracy", "val/accuracy", "%.3f"}}), " on ",

@@ -639,9 +639,14 @@ TEST_F(GrpoLoop, MultiTurnRunLogsTurnsAndTools) {
   const std::vector<Json> m = train("run", {"trainer.total_training_steps=2", "data.apply_chat_template=true",
                                             "data.max_response_length=16", "data.max_prompt_length=128",
                                             "actor_rollout_ref.rollout.multi_turn.enable=true",
-                                            "actor_rollout_ref.rollout.multi_turn.max_assistant_turns=3"});
-  ASSERT_EQ(m.size(), 2u);
-  for (const Json& j : m) {
+                                            "actor_rollout_ref.rollout.multi_turn.max_assistant_turns=3",
+                                            "data.val_files=" + dir_.path() + "/prompts.jsonl"});
+  std::vector<Json> steps, validations;
+  for (const Json& j : m) (j.contains("val/accuracy") ? validations : steps).push_back(j);
+  ASSERT_EQ(steps.size(), 2u);
+  ASSERT_FALSE(validations.empty());
+  for (const Json& v : validations) EXPECT_TRUE(v.contains("val/tools/call_share")) << v.dump();  // tools in validation
+  for (const Json& j : steps) {
     EXPECT_GE(j.at("num_turns/min").get<double>(), 2.0);  // the prompt's user turn + the model's
     EXPECT_LE(j.at("num_turns/max").get<double>(), 6.0);  // 3 assistant + 2 tool turns + 1
     EXPECT_TRUE(j.contains("tools/call_share"));
