@@ -306,4 +306,3 @@ TEST_F(CliGenerate, ToolsAddTheResponseMaskAndTurns) {
 
 }  // namespace
 }  // namespace grpo
-
