@@ -14,6 +14,10 @@
 // item in "messages", in order, as in datasets; each <|image_pad|> becomes its picture's tokens. With
 // "input_ids", the ids hold one <|image_pad|> per picture or the pads already expanded (`grpo tokenize`).
 // A line's pictures are decoded when the file is read and held until the run ends.
+// Tools (--tools for the built-in calculator, or --tool-config with verl's tool config; needs --chat):
+// multi-turn generation as in training (docs/tools.md): the tools' schemas go into each prompt's chat
+// template, a turn with a <tool_call> is answered by the tools and the model goes on; a completion then also
+// has "response_mask" (0 for the tool turns' tokens), "num_turns", "tool_calls" and "tool_failures".
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -29,6 +33,8 @@
 #include "core/files.h"
 #include "core/threads.h"
 #include "data/vision_data.h"
+#include "data/prompting.h"
+#include "grpo/tool_turns.h"
 #include "image/preprocess.h"
 #include "rollout/decoder_model.h"
 #include "rollout/engine.h"
@@ -51,6 +57,9 @@ struct GenerateArgs {
   int64_t kv_bytes = 0, seed = 0;
   bool chat = false;
   std::vector<std::string> stop;
+  bool tools = false;        // the built-in calculator
+  std::string tool_config;   // verl's tool config YAML
+  int max_assistant_turns = 0;
 };
 
 ops::KvDType kv_dtype_of(const std::string& s) {
@@ -176,6 +185,7 @@ struct LineContext {
   const ImageProcessorConfig* images;  // the model's preprocessor_config.json; null for a text model
   const std::string& prompts_path;     // picture paths are relative to it
   int32_t image_pad;                   // config.json's image_token_id (-1: none)
+  const Json* tools = nullptr;         // --tools / --tool-config: the tools' schemas for the chat template
 };
 
 std::vector<int32_t> input_ids_of(const Json& j, int64_t V) {
@@ -204,7 +214,8 @@ std::vector<int32_t> prompt_of(const Json& j, const LineContext& c, bool has_pic
     GRPO_CHECK(c.chat, "field \"messages\" needs --chat (the model's chat template)");
     GRPO_CHECK(j["messages"].is_array(), "field \"messages\" must be an array");
     const Json& messages = j["messages"];
-    return chat_prompt(*c.tok, has_pictures ? template_messages(messages, true) : messages, j.value("tools", Json()));
+    return chat_prompt(*c.tok, has_pictures ? template_messages(messages, true) : messages,
+                       j.value("tools", c.tools ? *c.tools : Json()));
   }
   GRPO_CHECK(j.contains("prompt"), "expected a field \"prompt\", \"messages\" or \"input_ids\"");
   source = "prompt";
@@ -213,7 +224,8 @@ std::vector<int32_t> prompt_of(const Json& j, const LineContext& c, bool has_pic
   const std::string p = j["prompt"].get<std::string>();
   if (!c.chat) return c.tok->encode(has_pictures ? plain_vision_prompt(p) : p);
   const Json messages = Json::array({{{"role", "user"}, {"content", p}}});
-  return chat_prompt(*c.tok, has_pictures ? template_messages(messages, true) : messages, nullptr);
+  return chat_prompt(*c.tok, has_pictures ? template_messages(messages, true) : messages,
+                     c.tools ? *c.tools : Json());
 }
 
 // The line's picture paths ("images"), resolved against the prompts file; none without the field.
@@ -356,16 +368,24 @@ rollout::ProgressFn progress_printer() {
   };
 }
 
-std::string output_lines(const Lines& lines, const std::vector<rollout::RequestResult>& res) {
+std::string output_lines(const Lines& lines, const std::vector<rollout::RequestResult>& res, bool with_tools) {
   std::string out;
   for (size_t i = 0; i < res.size(); ++i) {
     Json j = lines.inputs[i];
     Json comps = Json::array();
-    for (const rollout::SampleResult& s : res[i].samples)
-      comps.push_back({{"text", s.text},
-                       {"token_ids", s.tokens},
-                       {"logprobs", s.logprobs},
-                       {"finish_reason", std::string(rollout::finish_reason_name(s.finish_reason))}});
+    for (const rollout::SampleResult& s : res[i].samples) {
+      Json c = {{"text", s.text},
+                {"token_ids", s.tokens},
+                {"logprobs", s.logprobs},
+                {"finish_reason", std::string(rollout::finish_reason_name(s.finish_reason))}};
+      if (with_tools) {
+        c["response_mask"] = s.response_mask;
+        c["num_turns"] = s.turns.assistant_turns + s.turns.user_turns + 1;
+        c["tool_calls"] = s.turns.tool_calls;
+        c["tool_failures"] = s.turns.failures;
+      }
+      comps.push_back(std::move(c));
+    }
     j["completions"] = comps;
     out += j.dump() + "\n";
   }
@@ -407,6 +427,16 @@ void run_generate(const GenerateArgs& a) {
   model.set_lora(lora.get());
   std::optional<ImageProcessorConfig> images;
   if (has_image_processor_config(a.model)) images = load_image_processor_config(a.model);
+  std::unique_ptr<RunTools> tools;
+  if (a.tools || !a.tool_config.empty()) {
+    GRPO_CHECK(a.chat && tok, "[generate] --tools / --tool-config need --chat (tool turns are rendered by the "
+               "model's chat template)");
+    MultiTurnConfig mt;
+    mt.enable = true;
+    mt.tool_config_path = a.tool_config;
+    mt.max_assistant_turns = a.max_assistant_turns;
+    tools = std::make_unique<RunTools>(mt, *tok, response_end_id(*tok, true));
+  }
   const LineContext context{.defaults = defaults,
                             .tok = tok ? &*tok : nullptr,
                             .no_tokenizer = no_tokenizer,
@@ -415,7 +445,8 @@ void run_generate(const GenerateArgs& a) {
                             .context = model.max_positions(),
                             .images = images ? &*images : nullptr,
                             .prompts_path = a.prompts,
-                            .image_pad = static_cast<int32_t>(weights->config().image_token_id)};
+                            .image_pad = static_cast<int32_t>(weights->config().image_token_id),
+                            .tools = tools ? &tools->schemas : nullptr};
   Lines lines = read_lines(a.prompts, context);
   // The KV budget never exceeds what these requests can hold at once.
   ec.kv_max_blocks = std::max<int64_t>(
@@ -423,9 +454,10 @@ void run_generate(const GenerateArgs& a) {
   rollout::Engine engine(model, ec, tok ? rollout::tokenizer_decode_fn(*tok) : rollout::DecodeFn{});
   std::fprintf(stderr, "[generate] %s\n", engine.kv_budget().describe().c_str());
   drop_lines_over_the_cache(lines, engine, a.prompts);
-  std::vector<rollout::RequestResult> res = engine.generate(lines.requests, progress_printer());
+  std::vector<rollout::RequestResult> res =
+      engine.generate(lines.requests, progress_printer(), tools ? tools->options : rollout::MultiTurn{});
   std::fprintf(stderr, "\n");
-  const std::string out = output_lines(lines, res);
+  const std::string out = output_lines(lines, res, tools != nullptr);
   if (a.out == "-")
     std::fwrite(out.data(), 1, out.size(), stdout);
   else
@@ -464,6 +496,11 @@ void setup_generate(CLI::App& app) {
   c->add_flag("--chat", a->chat, "Apply the model's chat template with the generation prompt");
   c->add_option("--stop", a->stop, "Stop string (repeatable, not empty); excluded from the text");
   c->add_option("--threads", a->threads, "Threads (default 0: all cores)");
+  c->add_flag("--tools", a->tools, "Multi-turn with the built-in calculator tool (needs --chat; docs/tools.md)");
+  c->add_option("--tool-config", a->tool_config,
+                "Multi-turn with the tools of verl's tool config YAML (needs --chat; docs/tools.md)");
+  c->add_option("--max-assistant-turns", a->max_assistant_turns, "With tools: assistant turns at most (0: no limit)")
+      ->check(CLI::NonNegativeNumber);
   c->callback([a] { run_generate(*a); });
 }
 

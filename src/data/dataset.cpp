@@ -40,6 +40,24 @@ void check_content_items(const nlohmann::json& items, const char* key, size_t m,
   }
 }
 
+// Moves the turns after the last user turn of a `messages` row, when there are assistant turns among
+// them, into response_messages (see Example).
+void split_response_turns(Example& ex, const std::string& where) {
+  size_t last_user = ex.messages.size();
+  for (size_t i = 0; i < ex.messages.size(); ++i)
+    if (ex.messages[i]["role"] == "user") last_user = i;
+  if (last_user == ex.messages.size() || last_user + 1 == ex.messages.size()) return;
+  bool assistant = false;
+  for (size_t i = last_user + 1; i < ex.messages.size(); ++i) assistant = assistant || ex.messages[i]["role"] == "assistant";
+  if (!assistant) return;
+  GRPO_CHECK(ex.messages[last_user + 1]["role"] == "assistant", where, ": messages[", last_user + 1,
+             "]: the turns after the last user turn (the target) must start with an assistant turn");
+  ex.response_messages = nlohmann::ordered_json::array();
+  for (size_t i = last_user + 1; i < ex.messages.size(); ++i)
+    ex.response_messages.push_back(nlohmann::ordered_json::parse(ex.messages[i].dump()));
+  ex.messages.erase(ex.messages.begin() + static_cast<std::ptrdiff_t>(last_user + 1), ex.messages.end());
+}
+
 // `key`: "messages", or "prompt" for verl's rows.
 void check_messages(const nlohmann::json& messages, const char* key, const std::string& where) {
   GRPO_CHECK(messages.is_array() && !messages.empty(), where, ": \"", key,
@@ -48,6 +66,18 @@ void check_messages(const nlohmann::json& messages, const char* key, const std::
     const auto& m = messages[i];
     GRPO_CHECK(m.is_object(), where, ": ", key, "[", i, "] must be an object {role, content}");
     GRPO_CHECK(m.contains("role") && m["role"].is_string(), where, ": ", key, "[", i, "] needs a string \"role\"");
+    if (m.contains("tool_calls")) {  // an assistant's calls (OpenAI's form): its content may be null
+      GRPO_CHECK(m["role"] == "assistant" && m["tool_calls"].is_array(), where, ": ", key, "[", i,
+                 "].tool_calls must be a list of calls, in an assistant turn");
+      for (const auto& c : m["tool_calls"]) {
+        const auto& f = c.is_object() && c.contains("function") ? c["function"] : c;
+        GRPO_CHECK(f.is_object() && f.contains("name") && f["name"].is_string() && f.contains("arguments") &&
+                       (f["arguments"].is_object() || f["arguments"].is_string()),
+                   where, ": ", key, "[", i, "].tool_calls: each call needs {\"function\": {\"name\": text, ",
+                   "\"arguments\": object}}");
+      }
+      if (!m.contains("content") || m["content"].is_null()) continue;
+    }
     GRPO_CHECK(m.contains("content") && (m["content"].is_string() || m["content"].is_array()), where, ": ", key, "[", i,
                "] needs a string \"content\" (or a list of content items)");
     if (m["content"].is_array()) check_content_items(m["content"], key, i, where);
@@ -129,7 +159,9 @@ Example parse_example(const std::string& line, const std::string& where, bool re
   } catch (const nlohmann::json::parse_error& e) {
     fail(where, ": invalid JSON (", e.what(), ")");
   }
-  return example_from_row(j, where, require_response, image_key);
+  Example ex = example_from_row(j, where, require_response, image_key);
+  if (!ex.tools.is_null()) ex.tools = nlohmann::ordered_json::parse(line)["tools"];  // the row's key order
+  return ex;
 }
 
 Example example_from_row(const nlohmann::json& j, const std::string& where, bool require_response,
@@ -148,13 +180,21 @@ Example example_from_row(const nlohmann::json& j, const std::string& where, bool
   } else {
     check_messages(j["messages"], "messages", where);
     ex.messages = j["messages"];
+    split_response_turns(ex, where);
   }
   ex.answer = answer_of(j, where);
   ex.id = id_of(j, where);
   if (j.contains("data_source")) ex.data_source = text_field(j, "data_source", where);
   if (j.contains("response")) ex.response = text_field(j, "response", where);
-  GRPO_CHECK(!require_response || !ex.response.empty(), where,
-             ": needs a non-empty \"response\" (the target text for supervised fine-tuning)");
+  GRPO_CHECK(ex.response.empty() || ex.response_messages.is_null(), where,
+             ": has both \"response\" and turns after the last user turn of \"messages\"; expected one target");
+  GRPO_CHECK(!require_response || !ex.response.empty() || !ex.response_messages.is_null(), where,
+             ": needs a non-empty \"response\" (the target text for supervised fine-tuning), or assistant turns "
+             "after the last user turn of \"messages\"");
+  if (j.contains("tools") && !j["tools"].is_null()) {
+    GRPO_CHECK(j["tools"].is_array(), where, ": \"tools\" must be a list of function schemas, got ", j["tools"].type_name());
+    ex.tools = nlohmann::ordered_json::parse(j["tools"].dump());
+  }
   if (j.contains(image_key) && !j[image_key].is_null()) {
     ex.has_image_key = true;
     ex.images = image_paths(j[image_key], image_key, where);
@@ -163,7 +203,7 @@ Example example_from_row(const nlohmann::json& j, const std::string& where, bool
   ex.extra = nlohmann::json::object();
   for (const auto& [k, v] : j.items())
     if (k != "prompt" && k != "messages" && k != "answer" && k != "reward_model" && k != "id" &&
-        k != "data_source" && k != "response" && k != image_key)
+        k != "data_source" && k != "response" && k != "tools" && k != image_key)
       ex.extra[k] = v;
   return ex;
 }

@@ -34,6 +34,13 @@ struct Example {
   std::string answer;             // numbers (and non-text ground truths) are stored as JSON text ("42")
   std::string data_source;        // verl's `data_source` ("" when absent)
   std::string response;           // "" when absent
+  // A `messages` row whose turns go on after its last user turn (assistant turns, with `tool_calls`, and
+  // `tool` turns: a multi-turn SFT target) keeps its turns up to that user turn in `messages` (the prompt)
+  // and the rest here; null otherwise. Supervised fine-tuning trains on its assistant turns only.
+  nlohmann::ordered_json response_messages;
+  // `tools`: the tools' OpenAI function schemas (verl's multi-turn SFT column), passed to the chat template
+  // with the prompt; null when absent. Key order as in the row.
+  nlohmann::ordered_json tools;
   nlohmann::json extra;           // other fields of the line (an object)
   std::vector<int32_t> prompt_ids;  // filled when DatasetOptions::encode_prompt is given
   int64_t line = 0;               // 1-based line in the file (Parquet: row)

@@ -6,20 +6,24 @@
 
 namespace grpo {
 
-std::string prompt_text(const Tokenizer& tok, const Example& ex, bool apply_chat_template) {
+std::string prompt_text(const Tokenizer& tok, const Example& ex, bool apply_chat_template,
+                        const nlohmann::ordered_json* tools) {
   if (!apply_chat_template) {
     GRPO_CHECK(ex.messages.is_null(),
                "chat turns (`messages`, or verl's `prompt` list) need data.apply_chat_template: true (the model's "
                "chat template)");
+    GRPO_CHECK(ex.tools.is_null(), "rows with `tools` need data.apply_chat_template: true (the chat template shows "
+               "the model its tools)");
     return ex.has_image_key ? plain_vision_prompt(ex.prompt) : ex.prompt;
   }
-  return tok.apply_chat_template(template_messages(ex), nullptr, /*add_generation_prompt=*/true,
+  // The run's tools (the ones that answer), else the row's own.
+  return tok.apply_chat_template(template_messages(ex), tools ? *tools : ex.tools, /*add_generation_prompt=*/true,
                                  nlohmann::ordered_json::object({{"enable_thinking", false}}));
 }
 
 std::vector<int32_t> encode_prompt(const Tokenizer& tok, const Example& ex, bool apply_chat_template,
-                                   const ImageProcessorConfig* images) {
-  std::vector<int32_t> ids = tok.encode(prompt_text(tok, ex, apply_chat_template));
+                                   const ImageProcessorConfig* images, const nlohmann::ordered_json* tools) {
+  std::vector<int32_t> ids = tok.encode(prompt_text(tok, ex, apply_chat_template, tools));
   if (ex.images.empty()) return ids;
   GRPO_CHECK(images, "[data] the row has pictures but the model has no preprocessor_config.json");
   return expand_picture_pads(tok, ids, ex.image_grids, images->merge_size, "[data] prompt");

@@ -13,11 +13,14 @@
 
 namespace grpo {
 
-// The text the model sees as the prompt (one <|image_pad|> per picture).
-std::string prompt_text(const Tokenizer& tok, const Example& ex, bool apply_chat_template);
+// The text the model sees as the prompt (one <|image_pad|> per picture). `tools` (multi-turn rollouts): the
+// tools' function schemas, the chat template's `tools` (null: the row's own `tools`, if any).
+std::string prompt_text(const Tokenizer& tok, const Example& ex, bool apply_chat_template,
+                        const nlohmann::ordered_json* tools = nullptr);
 // Its ids; an example with pictures needs `images` (the model's preprocessor) and its image_grids.
 std::vector<int32_t> encode_prompt(const Tokenizer& tok, const Example& ex, bool apply_chat_template,
-                                   const ImageProcessorConfig* images = nullptr);
+                                   const ImageProcessorConfig* images = nullptr,
+                                   const nlohmann::ordered_json* tools = nullptr);
 // Response ids + the end-of-sequence id (the chat end token <|im_end|> when the template is used).
 std::vector<int32_t> encode_response(const Tokenizer& tok, const std::string& response, bool apply_chat_template);
 // The id that ends a response: <|im_end|> with a chat template, else the tokenizer's eos.

@@ -459,6 +459,12 @@ std::vector<std::string> cross_checks(const Config& c) {
     e.push_back(cat("[config] actor_rollout_ref.rollout.val_kwargs.temperature = 0 (greedy) with val_kwargs.n = ",
                     rollout.val_kwargs.n, ": the responses would be identical; sample (val_kwargs.do_sample=true, "
                     "val_kwargs.temperature > 0, e.g. 1.0) or set val_kwargs.n = 1"));
+  if (rollout.multi_turn.enable && !c.data.apply_chat_template)
+    e.push_back("[config] actor_rollout_ref.rollout.multi_turn.enable needs data.apply_chat_template: true (tool "
+                "turns are rendered by the model's chat template)");
+  if (rollout.multi_turn.enable && !rollout.continuous_batching)
+    e.push_back("[config] actor_rollout_ref.rollout.multi_turn.enable needs rollout.continuous_batching: true (a "
+                "static batch cannot park a response while its tools run)");
   if (!c.mixed_precision.op_blacklist.empty())
     e.push_back("[config] mixed_precision.op_blacklist: not supported (every GEMM reads bf16 inputs when "
                 "mixed_precision.enabled is true); leave it empty, or set mixed_precision.enabled: false for f32 "

@@ -131,6 +131,18 @@ struct ValKwargs {
   int64_t n = 1;
 };
 
+// verl's rollout.multi_turn: multi-turn rollouts where the model calls tools (docs/tools.md). Turn limits
+// of 0 (verl's null) are off; the response budget (data.max_response_length) counts the tool turns' tokens.
+struct MultiTurnConfig {
+  bool enable = false;
+  int64_t max_assistant_turns = 0;  // assistant turns per response at most (0: no limit)
+  int64_t max_user_turns = 0;       // tool turns per response at most (0: no limit)
+  int64_t max_tool_response_length = 256;  // characters of one tool result kept (verl's default)
+  std::string tool_response_truncate_side = "middle";  // left | middle | right
+  std::string tool_config_path;     // verl's tool config YAML (empty: the built-in calculator)
+  std::string format = "hermes";    // tool-call format: <tool_call>{json}</tool_call> (Qwen's template)
+};
+
 struct RolloutConfig {
   bool do_sample = true;  // false: greedy
   int64_t n = 1;  // responses per prompt (the group size)
@@ -151,6 +163,7 @@ struct RolloutConfig {
   // drawn for it (grpo/response_lengths.h), the same in every configuration.
   std::string response_lengths = "off";
   ValKwargs val_kwargs;
+  MultiTurnConfig multi_turn;
 };
 
 struct RefConfig {  // the two token settings default to the actor's (as in verl)

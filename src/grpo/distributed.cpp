@@ -44,6 +44,36 @@ std::vector<std::vector<int64_t>> prompt_shares(const std::vector<const Example*
   return train::balanced_partitions(weight, ranks);
 }
 
+namespace {
+// A sample's multi-turn counts on the wire.
+void put_turns(comm::ByteWriter& w, const rollout::TurnStats& t) {
+  w.put(t.assistant_turns);
+  w.put(t.user_turns);
+  w.put(t.tool_calls);
+  w.put(t.tool_seconds);
+  w.put(t.inserted_tokens);
+  w.put(static_cast<int64_t>(t.failures.size()));
+  for (const auto& [kind, count] : t.failures) {
+    w.put_string(kind);
+    w.put(count);
+  }
+}
+rollout::TurnStats get_turns(comm::ByteReader& in) {
+  rollout::TurnStats t;
+  t.assistant_turns = in.get<int32_t>();
+  t.user_turns = in.get<int32_t>();
+  t.tool_calls = in.get<int32_t>();
+  t.tool_seconds = in.get<double>();
+  t.inserted_tokens = in.get<int64_t>();
+  const int64_t kinds = in.get<int64_t>();
+  for (int64_t k = 0; k < kinds; ++k) {
+    std::string kind = in.get_string();
+    t.failures[kind] = in.get<int32_t>();
+  }
+  return t;
+}
+}  // namespace
+
 void gather_groups(comm::Communicator& comm, const std::vector<std::vector<int64_t>>& shares,
                    const std::vector<const Example*>& prompts, GenerationResult& gen, ScoreResult& sc) {
   const size_t functions = sc.function_names.size();
@@ -55,6 +85,7 @@ void gather_groups(comm::Communicator& comm, const std::vector<std::vector<int64
   w.put_vector(gen.group_sizes);
   w.put_vector(sc.failures);
   w.put_vector(gen.greedy_lengths);  // remax: per group, its greedy baseline's tokens (else empty)
+  w.put<uint8_t>(!gen.turns.empty());
   for (size_t i = 0; i < gen.samples.size(); ++i) {
     const train::TrainSample& s = gen.samples[i];
     w.put_vector(s.tokens);
@@ -62,6 +93,8 @@ void gather_groups(comm::Communicator& comm, const std::vector<std::vector<int64
     w.put(s.loss_masked);
     w.put_vector(s.rollout_logprobs);
     w.put(!s.pictures.empty());
+    w.put_vector(s.response_mask);
+    if (!gen.turns.empty()) put_turns(w, gen.turns[i]);
     w.put_string(gen.texts[i]);
     w.put(gen.truncated[i]);
     w.put(sc.scores[i]);
@@ -84,6 +117,7 @@ void gather_groups(comm::Communicator& comm, const std::vector<std::vector<int64
     std::vector<float> scores, rewards, reward_baselines;
     std::vector<std::vector<float>> per_function;
     int64_t greedy_length = -1;  // remax: its greedy baseline's tokens
+    std::vector<rollout::TurnStats> turns;
   };
   std::vector<Group> groups(prompts.size());
   GenerationResult g;
@@ -101,6 +135,7 @@ void gather_groups(comm::Communicator& comm, const std::vector<std::vector<int64
     const std::vector<int64_t> greedy_lengths = in.get_vector<int64_t>();
     GRPO_CHECK(greedy_lengths.empty() || greedy_lengths.size() == sizes.size(), "[train] rank ", r, " sent ",
                greedy_lengths.size(), " greedy baselines for ", sizes.size(), " groups");
+    const bool with_turns = in.get<uint8_t>() != 0;
     GRPO_CHECK(failures.size() == functions, "[train] rank ", r, " counted failures of ", failures.size(),
                " reward functions, expected ", functions);
     for (size_t f = 0; f < functions; ++f) s.failures[f] += failures[f];
@@ -121,6 +156,8 @@ void gather_groups(comm::Communicator& comm, const std::vector<std::vector<int64
           GRPO_CHECK(own_next < own_pictures.size(), "[train] rank ", r, " lists more samples than it generated");
           t.pictures = std::move(own_pictures[own_next++]);
         }
+        t.response_mask = in.get_vector<uint8_t>();
+        if (with_turns) gr.turns.push_back(get_turns(in));
         gr.samples.push_back(std::move(t));
         gr.texts.push_back(in.get_string());
         gr.truncated.push_back(in.get<uint8_t>());
@@ -142,6 +179,7 @@ void gather_groups(comm::Communicator& comm, const std::vector<std::vector<int64
       g.samples.push_back(std::move(gr.samples[k]));
       g.texts.push_back(std::move(gr.texts[k]));
       g.truncated.push_back(gr.truncated[k]);
+      if (!gr.turns.empty()) g.turns.push_back(std::move(gr.turns[k]));
       s.scores.push_back(gr.scores[k]);
       s.rewards.push_back(gr.rewards[k]);
       for (size_t f = 0; f < functions; ++f) s.per_function[f].push_back(gr.per_function[f][k]);

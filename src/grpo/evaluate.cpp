@@ -21,6 +21,7 @@ struct Outcomes {
   std::vector<double> best;       // 1 when any response is right
   std::vector<double> majority;   // 1 when the most frequent answer is right
   std::vector<double> length;     // generated tokens
+  std::vector<double> calls;      // responses that called a tool
   std::vector<double> reward;     // total reward (with reward functions)
   std::vector<double> reward_top; // the best response's total reward (with reward functions)
 };
@@ -40,16 +41,17 @@ Outcomes run_examples(rollout::Engine& engine, const std::vector<Example>& examp
     q.id = static_cast<uint64_t>(i);
     reqs.push_back(std::move(q));
   }
-  std::vector<rollout::RequestResult> out = engine.generate(reqs);
+  std::vector<rollout::RequestResult> out = engine.generate(reqs, {}, opt.turns);
   Outcomes o;
   std::vector<RewardInput> inputs;
   for (size_t j = 0; j < which.size(); ++j) {
     const Example& ex = examples[which[j]];
     std::vector<std::optional<std::string>> answers;
-    double right = 0, length = 0;
+    double right = 0, length = 0, calls = 0;
     for (const rollout::SampleResult& s : out[j].samples) {
       right += math_reward(s.text, ex.answer);
-      length += static_cast<double>(s.tokens.size());
+      length += static_cast<double>(s.tokens.size() - static_cast<size_t>(s.turns.inserted_tokens));
+      calls += s.turns.tool_calls > 0;
       answers.push_back(extract_answer(s.text));
       inputs.push_back({ex.id, ex.prompt, s.text, ex.answer, ex.data_source,
                         ex.extra.value("extra_info", nlohmann::json())});
@@ -59,6 +61,7 @@ Outcomes run_examples(rollout::Engine& engine, const std::vector<Example>& examp
     o.best.push_back(right > 0 ? 1.0 : 0.0);
     o.majority.push_back(m >= 0 && answers_match(*answers[m], ex.answer) ? 1.0 : 0.0);
     o.length.push_back(length);
+    o.calls.push_back(calls);
   }
   if (rewards && !rewards->empty()) {
     const RewardScores sc = score_batch(*rewards, inputs);
@@ -82,12 +85,13 @@ EvalResult summarise(const Outcomes& o, int32_t n, bool with_rewards) {
   r.n = n;
   r.examples = static_cast<int64_t>(o.correct.size());
   if (r.examples == 0) return r;
-  double correct = 0, best = 0, majority = 0, length = 0, reward = 0, reward_top = 0;
+  double correct = 0, best = 0, majority = 0, length = 0, calls = 0, reward = 0, reward_top = 0;
   for (int64_t i = 0; i < r.examples; ++i) {
     correct += o.correct[i];
     best += o.best[i];
     majority += o.majority[i];
     length += o.length[i];
+    calls += o.calls[i];
     if (with_rewards) reward += o.reward[i], reward_top += o.reward_top[i];
   }
   const double responses = static_cast<double>(r.examples) * n;
@@ -95,6 +99,7 @@ EvalResult summarise(const Outcomes& o, int32_t n, bool with_rewards) {
   r.best_accuracy = best / r.examples;
   r.majority_accuracy = majority / r.examples;
   r.response_length = length / responses;
+  r.tool_call_share = calls / responses;
   if (with_rewards) {
     r.reward_mean = reward / responses;
     r.reward_best = reward_top / r.examples;
@@ -143,7 +148,7 @@ EvalResult evaluate(comm::Communicator& comm, rollout::Engine& engine, const std
   const bool with_rewards = rewards && !rewards->empty();
   // The fields of Outcomes in one order, to send and to receive.
   auto fields = [with_rewards](Outcomes& o) {
-    std::vector<std::vector<double>*> f = {&o.correct, &o.best, &o.majority, &o.length};
+    std::vector<std::vector<double>*> f = {&o.correct, &o.best, &o.majority, &o.length, &o.calls};
     if (with_rewards) f.insert(f.end(), {&o.reward, &o.reward_top});
     return f;
   };

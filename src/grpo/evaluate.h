@@ -27,7 +27,8 @@ struct EvalResult {
   double majority_accuracy = 0;  // maj@n: fraction of prompts whose most frequent answer is right
   double reward_mean = 0;      // mean total reward over responses (when reward functions are given)
   double reward_best = 0;      // mean over prompts of the best total reward of their responses
-  double response_length = 0;  // mean generated tokens
+  double response_length = 0;  // mean generated tokens (the model's: tool turns not counted)
+  double tool_call_share = 0;  // multi-turn: fraction of responses that called a tool
   int64_t examples = 0;
   double seconds = 0;
 };
@@ -40,6 +41,7 @@ struct EvalOptions {
   uint64_t seed = 0;
   // Vision-language models: an example's pictures (Session::pictures); unset for text.
   std::function<std::vector<PicturePtr>(const Example&)> pictures;
+  rollout::MultiTurn turns;  // multi-turn rollouts with tools (handler null: single-turn)
 };
 
 // Examples need prompt_ids (DatasetOptions::encode_prompt). rewards may be empty.

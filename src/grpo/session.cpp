@@ -96,7 +96,14 @@ std::unique_ptr<Session> Session::open_data(const Config& config, bool require_r
   DatasetOptions dopt;
   const Tokenizer& tok = *s->tokenizer;
   const ImageProcessorConfig* images = s->image_processor ? &*s->image_processor : nullptr;
-  dopt.encode_prompt = [&tok, chat, images](const Example& ex) { return encode_prompt(tok, ex, chat, images); };
+  if (config.actor_rollout_ref.rollout.multi_turn.enable) {
+    ErrorContext what("loading the tools (actor_rollout_ref.rollout.multi_turn)");
+    s->tools = std::make_unique<RunTools>(config.actor_rollout_ref.rollout.multi_turn, tok, end);
+  }
+  const nlohmann::ordered_json* tools = s->tools ? &s->tools->schemas : nullptr;
+  dopt.encode_prompt = [&tok, chat, images, tools](const Example& ex) {
+    return encode_prompt(tok, ex, chat, images, tools);
+  };
   dopt.image_key = config.data.image_key;
   dopt.image_processor = images;
   dopt.max_prompt_length = config.data.max_prompt_length;

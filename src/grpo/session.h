@@ -7,6 +7,7 @@
 #include <string>
 
 #include "grpo/config.h"
+#include "grpo/tool_turns.h"
 #include "data/dataset.h"
 #include "image/preprocess.h"
 #include "model/decoder.h"
@@ -41,6 +42,9 @@ struct Session {
   std::unique_ptr<rollout::DecoderRolloutModel> rollout_model;
   std::unique_ptr<rollout::Engine> engine;  // null for SFT without validation data
   std::vector<int32_t> stop_ids;  // ends of responses
+  // rollout.multi_turn.enable: the tools (their schemas are in every prompt), their runner and the engine's
+  // turn handler; null otherwise.
+  std::unique_ptr<RunTools> tools;
   // The model's preprocessor_config.json (vision-language models): how the datasets' pictures are sized
   // and preprocessed (data/vision_data.h loads an example's pixels when it is used).
   std::optional<ImageProcessorConfig> image_processor;

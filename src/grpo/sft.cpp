@@ -16,6 +16,7 @@
 #include "report/report.h"
 #include "grpo/run_folder.h"
 #include "grpo/session.h"
+#include "grpo/sft_conversation.h"
 #include "report/step_logger.h"
 #include "model/checkpoint.h"
 #include "train/actor.h"
@@ -48,17 +49,25 @@ SftSummary run_sft(const Config& cfg, bool quiet, bool overwrite) {
   std::vector<const Example*> data_examples;
   int64_t too_long = 0;
   for (const Example& ex : s->train.examples) {
-    train::TrainSample t;
-    t.tokens = ex.prompt_ids;
-    t.prompt_len = t.tokens.size();
-    std::vector<int32_t> r = encode_response(*s->tokenizer, ex.response, chat);
-    t.tokens.insert(t.tokens.end(), r.begin(), r.end());
-    if (static_cast<int64_t>(t.tokens.size()) > sc.max_length) {
-      ++too_long;
-      continue;
+    std::vector<train::TrainSample> samples;
+    if (!ex.response_messages.is_null()) {  // a conversation with tool calls: one sample per assistant turn
+      samples = conversation_samples(*s->tokenizer, ex, chat);
+    } else {
+      train::TrainSample t;
+      t.tokens = ex.prompt_ids;
+      t.prompt_len = t.tokens.size();
+      std::vector<int32_t> r = encode_response(*s->tokenizer, ex.response, chat);
+      t.tokens.insert(t.tokens.end(), r.begin(), r.end());
+      samples.push_back(std::move(t));
     }
-    data.push_back(std::move(t));
-    data_examples.push_back(&ex);
+    for (auto& t : samples) {
+      if (static_cast<int64_t>(t.tokens.size()) > sc.max_length) {
+        ++too_long;
+        continue;
+      }
+      data.push_back(std::move(t));
+      data_examples.push_back(&ex);
+    }
   }
   if (too_long && console) std::fprintf(stderr, "[sft] %lld examples longer than sft.max_length %lld filtered out\n",
                              static_cast<long long>(too_long), static_cast<long long>(sc.max_length));
@@ -147,11 +156,13 @@ SftSummary run_sft(const Config& cfg, bool quiet, bool overwrite) {
     eo.max_new_tokens = static_cast<int32_t>(cfg.data.max_response_length);
     eo.stop_ids = s->stop_ids;
     eo.pictures = [&s](const Example& ex) { return s->pictures(ex, s->val); };
+    if (s->tools) eo.turns = s->tools->options;
     ErrorContext validating("validation: ", s->val.examples.size(), " prompts");
     EvalResult r = evaluate(comm, *s->engine, s->val.examples, eo, nullptr);
     sum.val_accuracy = r.accuracy;
-    const nlohmann::json v = {{"val/accuracy", r.accuracy}, {"val/response_length/mean", r.response_length},
-                              {"timing_s/testing", r.seconds}};
+    nlohmann::json v = {{"val/accuracy", r.accuracy}, {"val/response_length/mean", r.response_length},
+                        {"timing_s/testing", r.seconds}};
+    if (s->tools) v["val/tools/call_share"] = r.tool_call_share;
     if (metrics)
       metrics->log(step, v,
                    cat("[sft] held-out ", console_fields(v, {{"accuracy", "val/accuracy", "%.3f"}}), " on ",

@@ -13,6 +13,7 @@
 
 #include "data/dataset.h"
 #include "reward/rewards.h"
+#include "rollout/turns.h"
 #include "train/actor.h"
 
 namespace grpo {
@@ -24,6 +25,7 @@ struct GenerationResult {
   std::vector<std::string> texts;           // response text of each sample
   std::vector<int64_t> group_sizes;         // samples per prompt
   std::vector<uint8_t> truncated;           // per sample: 1 when cut at max_response_length
+  std::vector<rollout::TurnStats> turns;    // per sample, multi-turn rollouts only (else empty)
   // remax: each prompt's greedy response (generated in the same engine call), its baseline
   std::vector<std::string> greedy_texts;    // per prompt
   std::vector<int64_t> greedy_lengths;      // per prompt, tokens
@@ -53,6 +55,7 @@ struct StepBatch {
   std::vector<std::vector<float>> per_function;  // [function][sample]
   std::vector<std::string> function_names;
   std::vector<uint8_t> truncated;                // per sample, as in GenerationResult
+  std::vector<rollout::TurnStats> turns;         // per sample, as in GenerationResult
   // gen_tokens, prompt_tokens: every generation batch's (dropped groups included: the work done)
   int64_t prompts = 0, gen_tokens = 0, prompt_tokens = 0, gen_batches = 0, groups_dropped = 0;
   int64_t greedy_tokens = 0;  // remax: the greedy baseline responses' tokens (inside gen_tokens)

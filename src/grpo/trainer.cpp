@@ -225,11 +225,13 @@ nlohmann::json GrpoTrainer::validate() {
   eo.seed = static_cast<uint64_t>(cfg_.trainer.seed);
   eo.pictures = [this](const Example& ex) { return s_->pictures(ex, s_->val); };
   eo.n = static_cast<int32_t>(vk.n);
+  if (s_->tools) eo.turns = s_->tools->options;
   ErrorContext what("validation: ", s_->val.examples.size(), " prompts x ", vk.n, " responses of at most ",
                     eo.max_new_tokens, " tokens");
   const EvalResult r = evaluate(comm_, *s_->engine, s_->val.examples, eo, &rewards_);
   nlohmann::json m = {{"val/accuracy", r.accuracy}, {"val/reward/mean", r.reward_mean},
                       {"val/response_length/mean", r.response_length}, {"timing_s/testing", r.seconds}};
+  if (s_->tools) m["val/tools/call_share"] = r.tool_call_share;
   if (r.n > 1) {  // verl's names for n responses per prompt
     const std::string at = cat("@", r.n);
     m["val/accuracy/mean" + at] = r.accuracy;

@@ -65,6 +65,7 @@ void append_sample(StepBatch& b, GenerationResult& gen, const ScoreResult& sc, s
   b.scores.push_back(sc.scores[i]);
   b.rewards.push_back(sc.rewards[i]);
   b.truncated.push_back(gen.truncated[i]);
+  if (!gen.turns.empty()) b.turns.push_back(gen.turns[i]);
   if (!sc.reward_baselines.empty()) b.reward_baselines.push_back(sc.reward_baselines[i]);
   for (size_t f = 0; f < sc.function_names.size(); ++f) b.per_function[f].push_back(sc.per_function[f][i]);
 }
@@ -125,7 +126,9 @@ GenerationResult GrpoTrainer::generate(const std::vector<const Example*>& prompt
     q.id = rollout_request_id(step, batch_index, in_batch, max_gen_batches_, requests_per_batch);
     reqs.push_back(std::move(q));
   }
-  const std::vector<rollout::RequestResult> out = s_->engine->generate(reqs, generation_progress(step, opt_.quiet));
+  const rollout::MultiTurn turns = s_->tools ? s_->tools->options : rollout::MultiTurn{};
+  const std::vector<rollout::RequestResult> out =
+      s_->engine->generate(reqs, generation_progress(step, opt_.quiet), turns);
 
   GenerationResult g;
   g.prompts = prompts;
@@ -145,6 +148,8 @@ GenerationResult GrpoTrainer::generate(const std::vector<const Example*>& prompt
         ts.pictures = pictures[i];
         ts.tokens.insert(ts.tokens.end(), r.tokens.begin(), r.tokens.end());
         ts.rollout_logprobs = r.logprobs;
+        ts.response_mask = r.response_mask;
+        if (turns.handler) g.turns.push_back(r.turns);
         const bool truncated = r.finish_reason == rollout::FinishReason::Length;
         ts.loss_masked = truncated && cfg_.algorithm.mask_truncated_completions;
         g.truncated.push_back(truncated);
@@ -310,11 +315,12 @@ AdvantageResult GrpoTrainer::compute_advantages(const StepBatch& batch,
                  "[train] the KL penalty in the reward needs old and reference log-probs of sample ", i);
       double kl_sum = 0;
       for (int64_t t = 0; t < n; ++t) {
+        if (!smp.response_mask.empty() && !smp.response_mask[t]) continue;  // tool tokens: no penalty (verl)
         const double kl = train::kl_penalty(smp.old_logprobs[t], smp.ref_logprobs[t], kl_type).value;
         rewards[i * T + t] -= state_.reward_kl_coef * kl;
         kl_sum += kl;
       }
-      seq_kl_sum += kl_sum / (static_cast<double>(n) + 1e-8);
+      seq_kl_sum += kl_sum / (static_cast<double>(smp.model_tokens()) + 1e-8);
     }
     a.kl_in_reward = true;
     a.reward_kl_penalty = seq_kl_sum / static_cast<double>(std::max<int64_t>(B, 1));
@@ -326,7 +332,8 @@ AdvantageResult GrpoTrainer::compute_advantages(const StepBatch& batch,
   }
   for (int64_t i = 0; i < B; ++i) {
     const int64_t n = samples[i]->response_len();
-    for (int64_t t = 0; t < n; ++t) mask[i * T + t] = 1.0;
+    const std::vector<uint8_t>& rm = samples[i]->response_mask;
+    for (int64_t t = 0; t < n; ++t) mask[i * T + t] = rm.empty() || rm[t] ? 1.0 : 0.0;
     if (n > 0) rewards[i * T + n - 1] += batch.rewards[i];
   }
   std::vector<double> baselines(batch.reward_baselines.begin(), batch.reward_baselines.end());
@@ -564,11 +571,12 @@ nlohmann::json GrpoTrainer::step_metrics(const StepBatch& batch, const Advantage
   const std::vector<double>& advs = adv.token_advantages;
   std::vector<double> lens;
   for (const auto& mb : minibatches)
-    for (const auto& s : mb) lens.push_back(static_cast<double>(s.response_len()));
+    for (const auto& s : mb) lens.push_back(static_cast<double>(s.model_tokens()));  // verl: response_mask's sum
   add_summary(m, "critic/rewards", rew);
   add_summary(m, "critic/score", sc);
   add_summary(m, "critic/advantages", advs);
   add_summary(m, "response_length", lens);
+  if (!batch.turns.empty()) add_turn_metrics(m, batch.turns);
   // Over the samples trained on (groups dropped by dynamic sampling are not counted).
   m["response_length/clip_ratio"] = static_cast<double>(std::accumulate(batch.truncated.begin(), batch.truncated.end(), 0)) /
                                     std::max<double>(1.0, static_cast<double>(batch.truncated.size()));

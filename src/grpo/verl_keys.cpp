@@ -76,12 +76,13 @@ std::vector<VerlKeyRule> build_rules() {
             "moe_load_balance_metrics_interval", "profiler.*", "prometheus.*", "mtp", "mtp.*", "qat", "qat.*",
             "disaggregation.*", "enable_sleep_mode", "update_weights_bucket_megabytes", "limit_images",
             "swap_space", "layer_name_map.*", "val_kwargs._target_", "_target_"});
+  // multi_turn: enable, the turn limits, the tool config and the tool result's length are ours (key table).
   add_none(r, rollout + ".multi_turn",
-           {"max_assistant_turns", "tool_config_path", "function_tool_path", "max_user_turns", "max_parallel_calls",
-            "max_tool_response_length", "tool_response_truncate_side", "use_inference_chat_template",
-            "tokenization_sanity_check_mode", "format", "num_repeat_rollouts", "interaction_config_path",
-            "_target_"});
-  r.push_back(only(rollout + ".multi_turn.enable", {"false"}, "multi-turn rollouts with tools are not supported"));
+           {"max_parallel_calls", "use_inference_chat_template", "tokenization_sanity_check_mode",
+            "num_repeat_rollouts", "_target_"});
+  r.push_back(only(rollout + ".multi_turn.function_tool_path", {}, "Python function tools are given in tool_config_path"));
+  r.push_back(only(rollout + ".multi_turn.interaction_config_path", {},
+                   "interactions (a simulated user turn) are not supported: the turns after the model's are tools'"));
   r.push_back(only(rollout + ".over_sample_rate", {"0"},
                    "over-sampling a batch and aborting the rest is not supported"));
   r.push_back(only(rollout + ".use_fire_sampling", {"false"}, "FIRE sampling is not supported"));

@@ -103,19 +103,23 @@ int ExternalReward::stop(Worker& w) {
 }
 
 void ExternalReward::report(const char* what, const RewardInput& in, const std::string& detail) {
+  const bool tool = protocol_ == Protocol::PythonTool;
   {
     std::lock_guard<std::mutex> lock(last_failure_mutex_);
     last_failure_ = cat(name_ == "external" ? "command \"" : "\"", label_, "\": ", what, " on request \"", in.id, "\"", detail);
   }
   const int64_t n = reports_++;
   if (n < kMaxReports)
-    std::fprintf(stderr, "[reward] %s \"%s\": %s on request \"%s\"%s; scored 0\n", name_.c_str(), label_.c_str(),
-                 what, in.id.c_str(), detail.c_str());
+    std::fprintf(stderr, "[%s] %s \"%s\": %s on request \"%s\"%s; %s\n", tool ? "tools" : "reward", name_.c_str(),
+                 label_.c_str(), what, in.id.c_str(), detail.c_str(), tool ? "the call failed" : "scored 0");
   if (n == kMaxReports)
-    std::fprintf(stderr, "[reward] %s \"%s\": further problems are only counted\n", name_.c_str(), label_.c_str());
+    std::fprintf(stderr, "[%s] %s \"%s\": further problems are only counted\n", tool ? "tools" : "reward",
+                 name_.c_str(), label_.c_str());
 }
 
-std::optional<std::string> ExternalReward::exchange(Worker& w, const std::string& line, const RewardInput& in) {
+std::optional<std::string> ExternalReward::exchange(Worker& w, const std::string& line, const RewardInput& in,
+                                                    Io* io_out) {
+  if (io_out) *io_out = Io::Ok;
   const auto timeout = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
   auto deadline = Clock::now() + timeout;
   const bool fresh = w.pid < 0;
@@ -123,10 +127,12 @@ std::optional<std::string> ExternalReward::exchange(Worker& w, const std::string
     if (fresh) start(w);
   } catch (const Error& e) {
     ++crashes_;
+    if (io_out) *io_out = Io::Closed;
     report("cannot start a worker", in, cat(" (", e.what(), ")"));
     return std::nullopt;
   }
   auto broken = [&](Io io, const char* when) -> std::optional<std::string> {
+    if (io_out) *io_out = io;
     if (io == Io::Timeout) {
       ++timeouts_;
       report("timed out", in, cat(" after ", timeout_s_, " s ", when));
@@ -312,6 +318,15 @@ int64_t ExternalReward::score(std::span<const RewardInput> batch, std::span<floa
   if (n > 0) run(0);
   for (auto& t : threads) t.join();
   return failures.load();
+}
+
+std::optional<std::string> ExternalReward::request(size_t index, const std::string& line, const std::string& what,
+                                                   Io* io) {
+  GRPO_CHECK(index < workers_.size(), "[reward] external: worker ", index, " of ", workers_.size());
+  ++calls_;
+  RewardInput in;
+  in.id = what;
+  return exchange(workers_[index], line, in, io);
 }
 
 std::string ExternalReward::last_failure() const {

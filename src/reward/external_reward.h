@@ -32,7 +32,8 @@ namespace grpo {
 
 class ExternalReward : public RewardFunction {
  public:
-  enum class Protocol { Command, Python, PythonBatch };
+  // PythonTool: the Python tools' requests (tools/python_tool.h), sent through request(), never score().
+  enum class Protocol { Command, Python, PythonBatch, PythonTool };
   ExternalReward(std::string command, int64_t workers, double timeout_s, Protocol protocol = Protocol::Command,
                  std::string name = "external", std::string label = "");
   ~ExternalReward() override;
@@ -52,6 +53,12 @@ class ExternalReward : public RewardFunction {
   };
   Stats stats() const;
 
+  // For other users of the pool (the Python tools): sends one request line to worker `index` (each worker
+  // used by one caller at a time) and returns its reply line; nullopt when the worker timed out (*io is
+  // Timeout) or died or could not start (*io is Closed), counted and logged as for rewards, naming `what`.
+  std::optional<std::string> request(size_t index, const std::string& line, const std::string& what, Io* io);
+  size_t workers() const { return workers_.size(); }
+
  private:
   struct Worker {
     pid_t pid = -1;
@@ -60,7 +67,7 @@ class ExternalReward : public RewardFunction {
   };
   // Sends one request line and returns the reply line; nullopt (the failure counted and reported) when
   // the worker died or timed out.
-  std::optional<std::string> exchange(Worker& w, const std::string& line, const RewardInput& in);
+  std::optional<std::string> exchange(Worker& w, const std::string& line, const RewardInput& in, Io* io = nullptr);
   // Reads one line from the worker (bytes past it stay in its buffer).
   Io read_line(Worker& w, Clock::time_point deadline, std::string* line);
   float call(Worker& w, const RewardInput& in, size_t index, size_t batch_size, bool* failed);

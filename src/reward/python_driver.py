@@ -2,6 +2,8 @@
 # loads FUNCTION from the file PATH as verl does, then answers one JSON line per request line:
 #   {"data_source", "solution_str", "ground_truth", "extra_info"} -> {"reward": x, "extra": {key: number}}
 #   {"batch": [request, ...]} -> {"rewards": [x, ...], "extras": [{...}, ...]}  (the function takes lists)
+#   a tool call {"tool_arguments": {...}, "max_chars": n} -> {"text": FUNCTION(**arguments) as text}, or
+#   {"too_long": length} when the text has more than n characters (tools/python_tool.h)
 #   any exception -> {"error": the last lines of its traceback}
 # Usage: python3 -c DRIVER PATH FUNCTION KWARGS_JSON. What the function prints goes to stderr.
 import importlib.util
@@ -60,10 +62,23 @@ def convert(result):
     return float(result), {}
 
 
+def tool_text(result):
+    if isinstance(result, str):
+        return result
+    if isinstance(result, (dict, list)):
+        return json.dumps(result, ensure_ascii=False)
+    return str(result)
+
+
 def answer(request):
     if load_error is not None:
         return {"error": load_error}
     try:
+        if "tool_arguments" in request:
+            text = tool_text(function(**request["tool_arguments"]))
+            if len(text) > request["max_chars"]:
+                return {"too_long": len(text)}
+            return {"text": text}
         if "batch" in request:
             items = request["batch"]
             results = function(

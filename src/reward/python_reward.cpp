@@ -62,4 +62,19 @@ std::unique_ptr<RewardFunction> make_python_reward(const PythonRewardOptions& o)
       cat(o.path, ":", o.function));
 }
 
+std::unique_ptr<ExternalReward> make_python_tool_pool(const std::string& path, const std::string& function,
+                                                      int64_t workers, double timeout_s, const std::string& what) {
+  std::error_code ec;
+  GRPO_CHECK(std::filesystem::is_regular_file(path, ec), what, ": config.path: ", path,
+             " is not a file (expected a Python file defining ", function, ")");
+  GRPO_CHECK(!function.empty(), what, ": config.function is empty");
+  GRPO_CHECK(on_path("python3"), what, ": python3 is not on PATH; install Python 3 (Debian: apt-get install python3) ",
+             "to run Python tools");
+  const std::string absolute = std::filesystem::absolute(path).string();
+  const std::string command = cat("exec python3 -u -c ", shell_quote(kDriver), " ", shell_quote(absolute), " ",
+                                  shell_quote(function), " '{}'");
+  return std::make_unique<ExternalReward>(command, workers, timeout_s, ExternalReward::Protocol::PythonTool, "python",
+                                          cat(path, ":", function));
+}
+
 }  // namespace grpo

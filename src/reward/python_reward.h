@@ -16,6 +16,8 @@
 
 namespace grpo {
 
+class ExternalReward;
+
 struct PythonRewardOptions {
   std::string path;                      // the .py file
   std::string function = "compute_score";
@@ -26,6 +28,12 @@ struct PythonRewardOptions {
 };
 
 std::unique_ptr<RewardFunction> make_python_reward(const PythonRewardOptions& options);
+
+// The same pool for Python tools (tools/python_tool.h): `workers` python3 processes running FUNCTION of the
+// file PATH on {"tool_arguments": ...} requests (ExternalReward::request, Protocol::PythonTool). Errors as
+// make_python_reward's, naming `what` (the tool config and tool).
+std::unique_ptr<ExternalReward> make_python_tool_pool(const std::string& path, const std::string& function,
+                                                      int64_t workers, double timeout_s, const std::string& what);
 
 // The driver's source (for tests and `grpo reward --help`).
 const char* python_reward_driver();

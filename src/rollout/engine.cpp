@@ -1,5 +1,5 @@
 // The rollout engine's generate loop (see engine.h): schedule, pack the step, run the model, sample, check
-// stops, fork prompts into their samples, finish sequences.
+// stops, fork prompts into their samples, park multi-turn samples and insert their replies, finish sequences.
 #include "rollout/engine.h"
 
 #include <omp.h>
@@ -81,9 +81,11 @@ struct Engine::Run {
     SampledToken out;
   };
 
-  Run(const std::vector<Request>& requests, KvCache& kv, const EngineConfig& cfg, size_t total_seqs)
-      : requests(requests), scheduler(kv, cfg.token_budget, cfg.max_seqs, total_seqs) {}
+  Run(const std::vector<Request>& requests, KvCache& kv, const EngineConfig& cfg, size_t total_seqs,
+      const MultiTurn& turns)
+      : requests(requests), turns(turns), scheduler(kv, cfg.token_budget, cfg.max_seqs, total_seqs) {}
   const std::vector<Request>& requests;
+  MultiTurn turns;
   std::vector<Sequence> seqs;         // per request: its prompt sequence, then its n samples
   std::vector<size_t> first;          // [requests] index of the prompt sequence in seqs
   std::vector<int32_t> group_size;    // [requests] n
@@ -93,6 +95,7 @@ struct Engine::Run {
   int64_t live_samples = 0;           // samples whose result is not complete yet
   std::vector<SampleJob> jobs;
   std::vector<Sequence*> fork_buf;
+  std::vector<Sequence*> ready_buf;  // parked samples whose reply is ready
   Scheduler scheduler;
   int64_t requests_done = 0;
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
@@ -193,8 +196,14 @@ void Engine::encode_pictures(Run& run) {
   }
 }
 
-std::vector<RequestResult> Engine::generate(const std::vector<Request>& requests, const ProgressFn& progress) {
+std::vector<RequestResult> Engine::generate(const std::vector<Request>& requests, const ProgressFn& progress,
+                                           const MultiTurn& turns) {
   const int64_t V = model_.vocab_size(), max_pos = model_.max_positions(), bs = config_.block_size;
+  if (turns.handler) {
+    GRPO_CHECK(config_.continuous_batching, "[rollout] multi-turn generation needs continuous batching");
+    GRPO_CHECK(static_cast<bool>(decode_), "[rollout] multi-turn generation needs a detokenizer (the handler reads "
+               "each turn's text)");
+  }
   size_t total = 0;
   for (size_t i = 0; i < requests.size(); ++i) {
     const Request& r = requests[i];
@@ -209,7 +218,7 @@ std::vector<RequestResult> Engine::generate(const std::vector<Request>& requests
   }
   stats_ = {};
   const KvCache::Stats kv_before = kv_->stats();
-  Run run(requests, *kv_, config_, total);
+  Run run(requests, *kv_, config_, total, turns);
   encode_pictures(run);
   run.seqs.reserve(total);
   const int64_t max_blocks = (max_pos + bs - 1) / bs;
@@ -223,6 +232,7 @@ std::vector<RequestResult> Engine::generate(const std::vector<Request>& requests
     max_n = std::max(max_n, r.n);
     for (int32_t k = -1; k < r.n; ++k) {
       run.seqs.emplace_back(static_cast<int32_t>(i), k, r, &decode_, max_blocks);
+      if (turns.handler && k >= 0) run.seqs.back().mask.reserve(r.max_new_tokens);
       if (!run.keys[i].empty()) run.seqs.back().prompt_keys = run.keys[i].data();
     }
     Sequence& prompt = run.seqs[run.first.back()];
@@ -232,6 +242,7 @@ std::vector<RequestResult> Engine::generate(const std::vector<Request>& requests
   run.scheduler.set_group_size(run.group_size);
   run.jobs.reserve(total);
   run.fork_buf.reserve(max_n);
+  run.ready_buf.reserve(total);
 
   try {
     loop(run, progress);
@@ -261,6 +272,11 @@ std::vector<RequestResult> Engine::generate(const std::vector<Request>& requests
       out.logprobs = std::move(s.logprobs);
       out.text = s.text.take_text();
       out.finish_reason = complete ? s.finish_reason : FinishReason::Abort;
+      if (turns.handler) {
+        out.response_mask = std::move(s.mask);
+        out.response_mask.resize(out.tokens.size(), 1);  // (a sample aborted before its first token: empty)
+        out.turns = std::move(s.turns);
+      }
     }
   }
   return results;
@@ -268,10 +284,18 @@ std::vector<RequestResult> Engine::generate(const std::vector<Request>& requests
 
 void Engine::loop(Run& run, const ProgressFn& progress) {
   while (!run.scheduler.idle() && !run.aborted) {
+    if (!run.scheduler.parked().empty()) {
+      take_replies(run, false);
+      if (run.scheduler.idle()) break;  // the replies ended the last samples
+    }
     const uint64_t allocs = Buffer::alloc_count();
     const int64_t prefill_before = stats_.prefill_tokens, decode_before = stats_.decode_tokens;
     const auto step_start = std::chrono::steady_clock::now();
-    step(run);
+    if (!step(run)) {  // every sample left waits for a reply (or for blocks a parked one holds)
+      take_replies(run, true);
+      stats_.reply_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
+      continue;
+    }
     const double step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
     const int64_t prefilled = stats_.prefill_tokens - prefill_before, decoded = stats_.decode_tokens - decode_before;
     if (prefilled > 0) stats_.prefill_s += step_s * static_cast<double>(prefilled) / static_cast<double>(prefilled + decoded);
@@ -287,9 +311,82 @@ void Engine::loop(Run& run, const ProgressFn& progress) {
   }
 }
 
-void Engine::step(Run& run) {
+void Engine::end_sample(Run& run, Sequence& s) {
+  --run.live_samples;
+  if (--run.samples_left[s.request] == 0) ++run.requests_done;
+}
+
+bool Engine::start_turn_work(Run& run, Sequence& s) {
+  ++s.turns.assistant_turns;
+  const MultiTurn& mt = run.turns;
+  const Request& req = run.requests[s.request];
+  const bool budget_left = s.generated() < req.max_new_tokens &&
+                           static_cast<int64_t>(s.tokens.size()) < model_.max_positions();
+  if (s.finish_reason != FinishReason::Stop || !budget_left || (mt.max_assistant_turns > 0 && s.turns.assistant_turns >= mt.max_assistant_turns) ||
+      (mt.max_user_turns > 0 && s.turns.user_turns >= mt.max_user_turns))
+    return false;
+  const std::span<const int32_t> gen = std::span<const int32_t>(s.tokens).subspan(s.prompt_len);
+  const TurnEnd turn{s.request, s.sample, s.turns.assistant_turns, gen.subspan(s.turn_begin),
+                     std::string_view(s.text.text()).substr(s.turn_text_begin)};
+  std::future<TurnReply> work = mt.handler->on_turn_end(turn);
+  if (!work.valid()) return false;
+  s.pending = std::move(work);
+  run.scheduler.park(&s);
+  stats_.parked_peak = std::max<int64_t>(stats_.parked_peak, static_cast<int64_t>(run.scheduler.parked().size()));
+  return true;
+}
+
+void Engine::take_replies(Run& run, bool wait) {
+  const std::span<Sequence* const> parked = run.scheduler.parked();
+  if (wait) {  // the oldest parked sample first: its reply was asked for earliest
+    GRPO_CHECK(!parked.empty(), "[rollout] the scheduler could not place any sequence (", kv_->available_blocks(),
+               " of ", kv_->num_blocks(), " blocks available)");
+    GRPO_PROFILE("rollout_reply_wait");
+    parked.front()->pending.wait();
+  }
+  run.ready_buf.clear();
+  for (Sequence* s : parked)
+    if (s->pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready) run.ready_buf.push_back(s);
+  const int64_t V = model_.vocab_size(), max_pos = model_.max_positions();
+  for (Sequence* sp : run.ready_buf) {
+    Sequence& s = *sp;
+    const Request& req = run.requests[s.request];
+    TurnReply reply = s.pending.get();
+    s.turns.tool_calls += reply.tool_calls;
+    for (const std::string& kind : reply.failures) ++s.turns.failures[kind];
+    s.turns.tool_seconds += reply.tool_seconds;
+    for (const int32_t t : reply.tokens)
+      GRPO_CHECK(t >= 0 && t < V, "[rollout] request ", s.request, " sample ", s.sample, ": the turn handler's reply "
+                 "has token id ", t, ", outside the vocabulary [0, ", V, ")");
+    const int64_t n = static_cast<int64_t>(reply.tokens.size());
+    // verl's budget: a reply that would fill the response is not inserted; the response ends, cut by the length.
+    const bool fits = n > 0 && s.generated() + n < req.max_new_tokens &&
+                      static_cast<int64_t>(s.tokens.size()) + n < max_pos;
+    if (!fits) {
+      if (n > 0) s.finish_reason = FinishReason::Length;
+      end_sample(run, s);
+      s.finished = true;
+      run.scheduler.finish(&s);
+      continue;
+    }
+    s.tokens.insert(s.tokens.end(), reply.tokens.begin(), reply.tokens.end());
+    s.logprobs.insert(s.logprobs.end(), n, 0.0f);
+    s.mask.insert(s.mask.end(), n, uint8_t{0});
+    s.text.insert(decode_(reply.tokens), static_cast<size_t>(s.generated()));
+    s.turn_begin = s.generated();
+    s.turn_text_begin = s.text.text().size();
+    ++s.turns.user_turns;
+    s.turns.inserted_tokens += n;
+    ++stats_.replies;
+    stats_.inserted_tokens += n;
+    run.scheduler.resume(&s);
+  }
+}
+
+bool Engine::step(Run& run) {
   GRPO_PROFILE("rollout_step");
   const std::span<const ScheduledSeq> plan = run.scheduler.schedule();
+  if (plan.empty() && !run.scheduler.parked().empty()) return false;
   GRPO_CHECK(!plan.empty(), "[rollout] the scheduler could not place any sequence (", kv_->available_blocks(),
              " of ", kv_->num_blocks(), " blocks available)");
   const int64_t bs = config_.block_size, V = model_.vocab_size();
@@ -405,6 +502,7 @@ void Engine::step(Run& run) {
       continue;
     }
     s.logprobs.push_back(job.out.logprob);
+    if (run.turns.handler) s.mask.push_back(1);
     ++stats_.generated_tokens;
     const std::span<const int32_t> gen = std::span<const int32_t>(s.tokens).subspan(s.prompt_len);
     const bool stop_id = std::find(req.stop_token_ids.begin(), req.stop_token_ids.end(), job.out.token) !=
@@ -422,8 +520,8 @@ void Engine::step(Run& run) {
     } else {
       continue;
     }
-    --run.live_samples;
-    if (--run.samples_left[s.request] == 0) ++run.requests_done;
+    if (run.turns.handler && start_turn_work(run, s)) continue;
+    end_sample(run, s);
     const bool length = s.generated() >= req.max_new_tokens || static_cast<int64_t>(s.tokens.size()) >= model_.max_positions();
     if (config_.continuous_batching || length) {
       s.finished = true;
@@ -438,6 +536,7 @@ void Engine::step(Run& run) {
         s.finished = true;
         run.scheduler.finish(&s);
       }
+  return true;
 }
 
 }  // namespace grpo::rollout

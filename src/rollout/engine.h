@@ -11,6 +11,11 @@
 // memory) capped at what the work can hold at once (kv_max_blocks, from kv_blocks_for()). Its memory is
 // reserved, not touched: pages are committed as blocks are first used (see core/arena.h, Buffer).
 //   std::vector<RequestResult> out = engine.generate(requests);
+//
+// Multi-turn (rollout/turns.h): given a TurnHandler, a sample whose turn ends with a stop is shown to the
+// handler; when it answers with work (a tool call), the sample is parked with its KV blocks while the others
+// decode, and once the reply is ready its tokens are prefilled onto the sample, which decodes its next turn.
+//   engine.generate(requests, {}, MultiTurn{&handler, max_assistant_turns});
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -25,8 +30,11 @@
 #include "rollout/model_interface.h"
 #include "rollout/request.h"
 #include "rollout/sampler.h"
+#include "rollout/turns.h"
 
 namespace grpo::rollout {
+
+struct Sequence;
 
 struct EngineConfig {
   int64_t block_size = 16;
@@ -95,6 +103,10 @@ struct EngineStats {
   // Of elapsed_s, the share spent on prefill tokens: each step's time divided between its prefill and
   // decode tokens in proportion to their counts (the matmuls, most of a step, cost the same per token).
   double prefill_s = 0;
+  // Multi-turn: replies inserted, their tokens (prefilled), the most samples parked at once, and the time the
+  // engine had nothing to step and waited for a reply (the tools' time not hidden by other samples' decoding).
+  int64_t replies = 0, inserted_tokens = 0, parked_peak = 0;
+  double reply_wait_s = 0;
 };
 
 class Engine {
@@ -103,7 +115,8 @@ class Engine {
   Engine(RolloutModel& model, const EngineConfig& config, DecodeFn decode = {});
   ~Engine();
 
-  std::vector<RequestResult> generate(const std::vector<Request>& requests, const ProgressFn& progress = {});
+  std::vector<RequestResult> generate(const std::vector<Request>& requests, const ProgressFn& progress = {},
+                                      const MultiTurn& turns = {});
 
   // Drops every prefix-cache entry (the model's weights changed: cached k/v are stale).
   void clear_prefix_cache();
@@ -116,7 +129,12 @@ class Engine {
   void ensure_workspaces(int64_t tokens);
   void encode_pictures(Run& run);  // vision models: each request's PromptVision and prefix-cache keys
   void loop(Run& run, const ProgressFn& progress);  // steps until every sequence finished or aborted
-  void step(Run& run);
+  bool step(Run& run);  // false: nothing could be scheduled (every runnable sample waits on a parked one)
+  // Inserts the replies that are ready (wait: at least one, blocking) and resumes their samples.
+  void take_replies(Run& run, bool wait);
+  // A sample's turn ended with a stop: true when the handler took it (the sample is parked).
+  bool start_turn_work(Run& run, Sequence& s);
+  void end_sample(Run& run, Sequence& s);  // the sample's result is complete
 
   RolloutModel& model_;
   EngineConfig config_;

@@ -19,12 +19,18 @@ bool IncrementalText::append_and_match(std::string_view delta) {
   text_ += delta;
   if (stops_->empty()) return false;
   // a stop string that ends in the new text starts at most longest-1 bytes before it
-  const size_t from = old_size >= longest_stop_ ? old_size - longest_stop_ + 1 : 0;
+  const size_t from = std::max(match_from_, old_size >= longest_stop_ ? old_size - longest_stop_ + 1 : 0);
   size_t first = std::string::npos;
   for (const std::string& s : *stops_) first = std::min(first, text_.find(s, from));
   if (first == std::string::npos) return false;
   text_.resize(first);
   return true;
+}
+
+void IncrementalText::insert(std::string_view inserted, size_t tokens_end) {
+  text_ += inserted;
+  match_from_ = text_.size();
+  prefix_offset_ = read_offset_ = tokens_end;
 }
 
 bool IncrementalText::push(std::span<const int32_t> tokens) {

@@ -21,6 +21,9 @@ class IncrementalText {
   bool push(std::span<const int32_t> tokens);
   // Emits what was held back (the sample ended). Returns true when that completed a stop string.
   bool flush(std::span<const int32_t> tokens);
+  // Appends `inserted`, the text of tokens inserted up to `tokens_end` (a multi-turn reply): it is never
+  // matched against the stop strings, and the next push() decodes from tokens_end.
+  void insert(std::string_view inserted, size_t tokens_end);
   const std::string& text() const { return text_; }
   std::string take_text() { return std::move(text_); }
 
@@ -31,6 +34,7 @@ class IncrementalText {
   size_t longest_stop_ = 0;
   size_t prefix_offset_ = 0, read_offset_ = 0;  // token window: [prefix, read) decoded already, [read, ..) new
   std::string text_;
+  size_t match_from_ = 0;  // stop strings are looked for from here (after inserted text)
 };
 
 }  // namespace grpo::rollout

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/picture.h"
+#include "rollout/turns.h"
 
 namespace grpo::rollout {
 
@@ -47,6 +48,11 @@ struct SampleResult {
   std::vector<float> logprobs;
   std::string text;  // decoded generated text, stop string / stop token text excluded
   FinishReason finish_reason = FinishReason::Abort;
+  // Multi-turn (generate() given a TurnHandler): tokens and logprobs hold every turn and the inserted replies
+  // (logprob 0); response_mask [tokens] is 1 for sampled tokens, 0 for inserted ones (verl's response_mask);
+  // text is the turns' text with the replies' decoded text between them. Empty / zero otherwise.
+  std::vector<uint8_t> response_mask;
+  TurnStats turns;
 };
 
 struct RequestResult {

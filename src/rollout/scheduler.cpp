@@ -19,6 +19,7 @@ Scheduler::Scheduler(KvCache& kv, int64_t token_budget, int64_t max_seqs, size_t
     : kv_(kv), token_budget_(token_budget), max_seqs_(max_seqs) {
   running_.reserve(capacity);
   waiting_.reserve(capacity);
+  parked_.reserve(capacity);
   plan_.reserve(max_seqs);
   key_buf_.resize(kv.block_size());
 }
@@ -104,6 +105,38 @@ void Scheduler::preempt(Sequence* seq) {
   add(seq);
 }
 
+bool Scheduler::preempt_parked() {
+  for (auto it = parked_.rbegin(); it != parked_.rend(); ++it) {
+    Sequence* seq = *it;
+    if (seq->blocks.empty()) continue;
+    release_blocks(seq);
+    ++seq->preemptions;
+    ++preemptions_;
+    return true;
+  }
+  return false;
+}
+
+void Scheduler::park(Sequence* seq) {
+  auto it = std::find(running_.begin(), running_.end(), seq);
+  GRPO_CHECK(it != running_.end(), "[scheduler] park of a sequence that is not running");
+  running_.erase(it);
+  seq->running = false;
+  parked_.insert(std::upper_bound(parked_.begin(), parked_.end(), seq, older), seq);
+}
+
+void Scheduler::resume(Sequence* seq) {
+  auto it = std::find(parked_.begin(), parked_.end(), seq);
+  GRPO_CHECK(it != parked_.end(), "[scheduler] resume of a sequence that is not parked");
+  parked_.erase(it);
+  if (seq->blocks.empty()) {  // preempted while parked: recomputed from its tokens
+    add(seq);
+    return;
+  }
+  running_.insert(std::upper_bound(running_.begin(), running_.end(), seq, older), seq);
+  seq->running = true;
+}
+
 std::span<const ScheduledSeq> Scheduler::schedule() {
   plan_.clear();
   auto budget_left = [&] {
@@ -121,10 +154,11 @@ std::span<const ScheduledSeq> Scheduler::schedule() {
       const int64_t n = std::min(s->remaining(), budget);
       bool self = false;
       while (!self && !reserve_blocks(s, n)) {
+        preempted = true;
+        if (preempt_parked()) continue;  // idle blocks go first
         Sequence* victim = running_.back();  // the most recently started
         self = victim == s;
         preempt(victim);
-        preempted = true;
       }
       if (self) break;  // s was the newest running sequence
       plan_.push_back({s, n, s->num_computed + n == static_cast<int64_t>(s->tokens.size())});
@@ -184,6 +218,8 @@ void Scheduler::finish(Sequence* seq) {
   if (it != running_.end()) running_.erase(it);
   auto w = std::find(waiting_.begin(), waiting_.end(), seq);
   if (w != waiting_.end()) waiting_.erase(w);
+  auto p = std::find(parked_.begin(), parked_.end(), seq);
+  if (p != parked_.end()) parked_.erase(p);
   seq->running = false;
 }
 

@@ -4,6 +4,9 @@
 // allocates their blocks (copy-on-write of a shared partly filled block, prefix-cache reuse on admission).
 // When blocks run out it preempts the most recently started sequences: their blocks are released and
 // they wait to be recomputed from their tokens (their RNG state is kept, so their results do not change).
+// Multi-turn samples whose turn ended with a tool call are parked: out of the steps, their blocks kept (and
+// counted, as they are taken from the cache). When blocks run out parked samples are preempted first (the
+// most recently started first): they keep waiting for their reply, and are recomputed after it.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -34,8 +37,14 @@ class Scheduler {
   void fork(Sequence* prompt, std::span<Sequence*> samples);
   // Removes a finished (or aborted) sequence and releases its blocks.
   void finish(Sequence* seq);
+  // Takes a running sample out of the steps while its turn's reply is prepared; its blocks stay.
+  void park(Sequence* seq);
+  // A parked sample whose new tokens (the reply) are appended: it prefills them next (recomputes from its
+  // tokens when it was preempted while parked).
+  void resume(Sequence* seq);
 
-  bool idle() const { return running_.empty() && waiting_.empty(); }
+  bool idle() const { return running_.empty() && waiting_.empty() && parked_.empty(); }
+  std::span<Sequence* const> parked() const { return parked_; }
   int64_t preemptions() const { return preemptions_; }
   // The group weight of a sequence for max_seqs: a prompt stands for its n samples.
   void set_group_size(std::span<const int32_t> n_per_request) { group_size_ = n_per_request; }
@@ -45,6 +54,7 @@ class Scheduler {
   void match_prefix(Sequence* seq);
   void register_full_blocks(Sequence* seq);
   void preempt(Sequence* seq);
+  bool preempt_parked();  // releases the newest parked sample's blocks; false when none holds any
   void release_blocks(Sequence* seq);
   // The prefix-cache key tokens of block i of seq (its tokens, or its prompt's picture keys).
   std::span<const int32_t> block_keys(const Sequence* seq, int64_t i);
@@ -56,6 +66,7 @@ class Scheduler {
   std::span<const int32_t> group_size_;
   std::vector<Sequence*> running_;  // sorted by (start_order, sample)
   std::vector<Sequence*> waiting_;  // next to admit first
+  std::vector<Sequence*> parked_;   // sorted by (start_order, sample)
   std::vector<ScheduledSeq> plan_;
   std::vector<int32_t> key_buf_;  // [block_size] block_keys of a block mixing picture keys and tokens
   int64_t next_start_ = 0, preemptions_ = 0;

@@ -1,13 +1,16 @@
 // The state of one sequence in the rollout engine: a group's prompt (which forks into the n samples once
 // its prefill yields the first logits) or one sample. Tokens are the prompt followed by the generated
-// tokens; num_computed of them have k/v in the cache, in the blocks of the block table.
+// tokens; num_computed of them have k/v in the cache, in the blocks of the block table. A multi-turn sample's
+// generated tokens mix its turns with inserted replies (mask 0); between turns it is parked with a pending reply.
 #pragma once
 #include <cstdint>
+#include <future>
 #include <vector>
 
 #include "core/rng.h"
 #include "rollout/incremental_text.h"
 #include "rollout/request.h"
+#include "rollout/turns.h"
 
 namespace grpo::rollout {
 
@@ -44,6 +47,12 @@ struct Sequence {
   int64_t preemptions = 0;
   IncrementalText text;
   FinishReason finish_reason = FinishReason::Abort;
+  // Multi-turn (generate() given a TurnHandler):
+  std::vector<uint8_t> mask;           // [generated] 1: sampled, 0: inserted reply
+  int64_t turn_begin = 0;              // generated tokens before the current turn
+  size_t turn_text_begin = 0;          // bytes of text before the current turn
+  std::future<TurnReply> pending;      // valid while parked
+  TurnStats turns;
 };
 
 }  // namespace grpo::rollout

@@ -19,17 +19,49 @@ using nlohmann::ordered_json;
 bool is_special_token(const std::string& t) { return t.rfind("<|", 0) == 0; }
 
 // ChatML: <|im_start|>{role}\n{content}<|im_end|>\n per message; the generation prompt opens an assistant
-// turn, with an empty think block when enable_thinking is false (as Qwen3's template does).
-constexpr const char* kChatTemplate =
-    "{%- for message in messages %}"
-    "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
-    "{%- endfor %}"
-    "{%- if add_generation_prompt %}"
-    "{{- '<|im_start|>assistant\\n' }}"
-    "{%- if enable_thinking is defined and enable_thinking is false %}"
-    "{{- '<think>\\n\\n</think>\\n\\n' }}"
-    "{%- endif %}"
-    "{%- endif %}";
+// turn, with an empty think block when enable_thinking is false (as Qwen3's template does). Tool use as
+// Qwen3's template writes it (assistant `tool_calls` as hermes <tool_call> blocks, consecutive `tool` turns
+// in one user turn of <tool_response> blocks), but the tools are listed in a short system turn
+// ("Tools: calculator(expression)"), as byte-level prompts are one token a character.
+constexpr const char* kChatTemplate = R"tmpl(
+{%- if tools %}
+  {{- '<|im_start|>system\n' }}
+  {%- if messages[0].role == 'system' %}{{- messages[0].content + '\n' }}{%- endif %}
+  {{- 'Tools:' }}
+  {%- for tool in tools %}
+    {%- set f = tool.function if tool.function is defined else tool %}
+    {%- set args = f.parameters.properties | list if f.parameters is defined and f.parameters.properties is defined else [] %}
+    {{- ' ' + f.name + '(' + args | join(', ') + ')' }}
+  {%- endfor %}
+  {{- '<|im_end|>\n' }}
+{%- endif %}
+{%- for message in messages %}
+  {%- if message.role == 'system' and loop.first and tools %}
+  {%- elif message.role == 'tool' %}
+    {%- if loop.first or messages[loop.index0 - 1].role != 'tool' %}{{- '<|im_start|>user' }}{%- endif %}
+    {{- '\n<tool_response>\n' + message.content + '\n</tool_response>' }}
+    {%- if loop.last or messages[loop.index0 + 1].role != 'tool' %}{{- '<|im_end|>\n' }}{%- endif %}
+  {%- elif message.tool_calls %}
+    {%- set content = message.content if message.content is string else '' %}
+    {{- '<|im_start|>' + message.role + '\n' + content }}
+    {%- for tool_call in message.tool_calls %}
+      {%- if (loop.first and content) or (not loop.first) %}{{- '\n' }}{%- endif %}
+      {%- set call = tool_call.function if tool_call.function is defined else tool_call %}
+      {{- '<tool_call>\n{"name": "' + call.name + '", "arguments": ' }}
+      {%- if call.arguments is string %}{{- call.arguments }}{%- else %}{{- call.arguments | tojson }}{%- endif %}
+      {{- '}\n</tool_call>' }}
+    {%- endfor %}
+    {{- '<|im_end|>\n' }}
+  {%- else %}
+    {{- '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}
+  {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+  {{- '<|im_start|>assistant\n' }}
+  {%- if enable_thinking is defined and enable_thinking is false %}
+    {{- '<think>\n\n</think>\n\n' }}
+  {%- endif %}
+{%- endif %})tmpl";
 
 ordered_json byte_level_component() {
   return {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};

@@ -383,6 +383,11 @@ UpdateStats Actor::update_policy(const std::vector<TrainSample>& samples, const 
     const TrainSample& s = samples[i];
     const int64_t n = s.response_len();
     keep[i].assign(n, s.loss_masked ? 0.0f : 1.0f);
+    if (!s.response_mask.empty()) {
+      GRPO_CHECK(static_cast<int64_t>(s.response_mask.size()) == n, "[actor] sample ", i, ": response_mask has ",
+                 s.response_mask.size(), " entries, expected ", n);
+      for (int64_t t = 0; t < n; ++t) keep[i][t] *= s.response_mask[t] ? 1.0f : 0.0f;
+    }
     if (!correction.rejection.empty() && !s.loss_masked) {
       GRPO_CHECK(static_cast<int64_t>(s.old_logprobs.size()) == n && static_cast<int64_t>(s.rollout_logprobs.size()) == n,
                  "[actor] sample ", i, ": rollout_rs needs its old and rollout log-probs");
@@ -487,20 +492,29 @@ UpdateStats Actor::update_policy(const std::vector<TrainSample>& samples, const 
   return st;
 }
 
+int64_t TrainSample::model_tokens() const {
+  if (response_mask.empty()) return response_len();
+  int64_t n = 0;
+  for (const uint8_t m : response_mask) n += m != 0;
+  return n;
+}
+
 UpdateStats Actor::update_sft(const std::vector<TrainSample>& samples, float lr) {
   int64_t total = 0;
-  for (const TrainSample& s : samples) total += s.loss_masked ? 0 : s.response_len();
+  for (const TrainSample& s : samples) total += s.loss_masked ? 0 : s.model_tokens();
   const float wt = total > 0 ? 1.0f / total : 0.0f;
   auto fn = [&](const std::vector<ResponseSpan>& spans, const float* lp, const float* ent, float* dlp, float*,
                 PolicyStats& ls) {
     for (const ResponseSpan& r : spans) {
-      const float wi = samples[r.sample].loss_masked ? 0.0f : wt;
+      const TrainSample& s = samples[r.sample];
       for (int64_t t = r.first; t < r.first + r.n; ++t) {
+        const bool in = !s.loss_masked && (s.response_mask.empty() || s.response_mask[t - r.first]);
+        const float wi = in ? wt : 0.0f;
         dlp[t] = -wi;
         ls.loss -= wi * lp[t];
         ls.entropy += wi * ent[t];
       }
-      ls.tokens += samples[r.sample].loss_masked ? 0 : r.n;
+      ls.tokens += s.loss_masked ? 0 : s.model_tokens();
     }
   };
   return run_update(samples, fn, lr);

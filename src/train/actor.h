@@ -54,10 +54,15 @@ struct TrainSample {
   float advantage = 0;
   std::vector<float> token_advantages;  // per response token (reinforce_plus_plus, remax); empty: `advantage`
   bool loss_masked = false;            // excluded from the loss (e.g. truncated responses when masked)
+  // verl's response_mask [response_len]: 1 for tokens the model wrote, 0 for inserted ones (the tool turns of
+  // a multi-turn response), which stay out of the loss and the response-length counts; empty: all 1.
+  std::vector<uint8_t> response_mask;
   std::vector<float> old_logprobs;     // behaviour policy (empty: the current policy, detached)
   std::vector<float> ref_logprobs;     // reference policy (empty when no KL term)
   std::vector<float> rollout_logprobs; // from the rollout engine (for truncated importance sampling)
   int64_t response_len() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }
+  // Response tokens in the loss by response_mask (response_len() when it is empty).
+  int64_t model_tokens() const;
 };
 
 struct MicroBatching {

@@ -303,5 +303,27 @@ TEST(CliBenchRollout, LoraRankReportsTheAdaptersRatioAndTrainProfilesBothSteps) 
     EXPECT_NE(t.output.find(std::string("  ") + scope + " "), std::string::npos) << scope << "\n" << t.output;
 }
 
+// --tools / --tool-config: multi-turn generation; completions add the response mask and the turn counts.
+TEST_F(CliGenerate, ToolsAddTheResponseMaskAndTurns) {
+  const std::string line = R"({"prompt": "What is 1234*5678?"})" "\n";
+  CommandResult r = generate(line, "--tools --n 3 --max-new-tokens 24");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("--tools / --tool-config need --chat"), std::string::npos) << r.output;
+  r = generate(line, "--chat --tool-config " + dir_.path() + "/missing.yaml");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("missing.yaml"), std::string::npos) << r.output;
+  r = generate(line, "--chat --tools --max-assistant-turns 2 --n 3 --max-new-tokens 24 --temperature 1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const json comps = completions_of(out(), 0);
+  ASSERT_EQ(comps.size(), 3u) << comps.dump();
+  for (const json& c : comps) {
+    ASSERT_EQ(c["response_mask"].size(), c["token_ids"].size()) << c.dump();
+    EXPECT_GE(c["num_turns"].get<int>(), 2);  // the prompt's user turn and at least one assistant turn
+    EXPECT_LE(c["num_turns"].get<int>(), 4);  // at most 2 assistant turns and the tool turn between them
+    EXPECT_GE(c["tool_calls"].get<int>(), 0);
+    EXPECT_TRUE(c["tool_failures"].is_object());
+  }
+}
+
 }  // namespace
 }  // namespace grpo

@@ -463,7 +463,7 @@ TEST(Config, VerlGpuKeysAreAcceptedOnceAndFeaturesWeLackAreRefused) {
                                      "    override_config:\n      attention_dropout: 0.0\n"
                                      "  rollout:\n    name: vllm\n"
                                      "    engine_kwargs:\n      vllm: {}\n"
-                                     "    multi_turn:\n      enable: false\n      format: hermes\n"
+                                     "    multi_turn:\n      enable: false\n      format: hermes\n      max_parallel_calls: 1\n"
                                      "reward_model:\n  reward_manager: dapo\n  overlong_buffer:\n    enable: true\n"
                                      "    len: 16\n    log: false\n");
   ConfigNotes notes;
@@ -478,7 +478,8 @@ TEST(Config, VerlGpuKeysAreAcceptedOnceAndFeaturesWeLackAreRefused) {
   EXPECT_EQ(c.reward.overlong_buffer.len, 16);
   for (const char* k : {"critic", "actor_rollout_ref.rollout.name", "actor_rollout_ref.rollout.engine_kwargs",
                         "data.dataloader_num_workers",
-                        "actor_rollout_ref.rollout.multi_turn.format", "actor_rollout_ref.rollout.tensor_model_parallel_size",
+                        "actor_rollout_ref.rollout.multi_turn.max_parallel_calls",
+                        "actor_rollout_ref.rollout.tensor_model_parallel_size",
                         "actor_rollout_ref.actor.fsdp_config.param_offload", "trainer.critic_warmup"})
     EXPECT_NE(std::find(notes.no_effect.begin(), notes.no_effect.end(), k), notes.no_effect.end()) << k;
   // Keys at a value that leaves their feature off agree with what this engine does: not listed.
@@ -492,7 +493,7 @@ TEST(Config, VerlGpuKeysAreAcceptedOnceAndFeaturesWeLackAreRefused) {
 
   for (const auto& [set, expect] : std::vector<std::pair<std::string, std::string>>{
            {"actor_rollout_ref.model.lora.rank=64", "not by the model.lora section"},
-           {"actor_rollout_ref.rollout.multi_turn.enable=true", "multi-turn rollouts"},
+           {"actor_rollout_ref.rollout.multi_turn.interaction_config_path=i.yaml", "interactions"},
            {"+actor_rollout_ref.model.override_config.max_position_embeddings=32768", "overriding config.json"},
            {"reward_model.enable=True", "a reward model is not supported"},
            {"data.apply_chat_template_kwargs.enable_thinking=false", "chat template arguments"},
@@ -508,6 +509,36 @@ TEST(Config, VerlGpuKeysAreAcceptedOnceAndFeaturesWeLackAreRefused) {
   EXPECT_TRUE(contains(e, "did you mean actor_rollout_ref.rollout.gpu_memory_utilization?")) << e;
   e = error_of([&] { load_config(path, {"actor_rollout_ref.actor.fsdp_config.param_ofload=True"}); });
   EXPECT_TRUE(contains(e, "did you mean actor_rollout_ref.actor.fsdp_config.param_offload?")) << e;
+}
+
+TEST(Config, MultiTurnKeysAreVerls) {
+  test::TempDir dir;
+  const std::string path = dir.write("c.yaml", kMinimal);
+  const Config c = load_config(path, {"actor_rollout_ref.rollout.multi_turn.enable=true",
+                                      "actor_rollout_ref.rollout.multi_turn.max_assistant_turns=3",
+                                      "actor_rollout_ref.rollout.multi_turn.max_user_turns=null",
+                                      "actor_rollout_ref.rollout.multi_turn.max_tool_response_length=100",
+                                      "actor_rollout_ref.rollout.multi_turn.tool_response_truncate_side=left",
+                                      "actor_rollout_ref.rollout.multi_turn.tool_config_path=tools.yaml"});
+  const MultiTurnConfig& mt = c.actor_rollout_ref.rollout.multi_turn;
+  EXPECT_TRUE(mt.enable);
+  EXPECT_EQ(mt.max_assistant_turns, 3);
+  EXPECT_EQ(mt.max_user_turns, 0);  // null keeps the default: no limit
+  EXPECT_EQ(mt.max_tool_response_length, 100);
+  EXPECT_EQ(mt.tool_response_truncate_side, "left");
+  EXPECT_EQ(mt.tool_config_path, "tools.yaml");
+  EXPECT_EQ(mt.format, "hermes");
+  std::string e = error_of([&] { load_config(path, {"actor_rollout_ref.rollout.multi_turn.format=json"}); });
+  EXPECT_TRUE(contains(e, "multi_turn.format") && contains(e, "hermes")) << e;
+  e = error_of([&] {
+    load_config(path, {"actor_rollout_ref.rollout.multi_turn.enable=true", "data.apply_chat_template=false"});
+  });
+  EXPECT_TRUE(contains(e, "needs data.apply_chat_template")) << e;
+  e = error_of([&] {
+    load_config(path, {"actor_rollout_ref.rollout.multi_turn.enable=true",
+                       "actor_rollout_ref.rollout.continuous_batching=false"});
+  });
+  EXPECT_TRUE(contains(e, "needs rollout.continuous_batching")) << e;
 }
 
 TEST(Config, VerlDerivedDefaults) {

@@ -26,7 +26,9 @@
 #include "run_metrics.h"
 #include "grpo/sft.h"
 #include "temp_dir.h"
+#include "grpo/tool_turns.h"
 #include "grpo/trainer.h"
+#include "tokenizer/tokenizer.h"
 #include "model/checkpoint.h"
 #include "error_of.h"
 
@@ -594,3 +596,60 @@ TEST_F(GrpoLoop, EveryEstimatorAndLossModeTrains) {
 }
 
 }  // namespace
+
+// Multi-turn rollouts with the built-in calculator: the tool turn the engine prefills is what the chat
+// template writes after the assistant's turn in the whole conversation, and a GRPO run with tools on logs
+// verl's num_turns and the tool metrics.
+TEST(ToolTurns, ReplyIsTheTemplatesContinuationOfTheConversation) {
+  test::TempDir dir;
+  const std::string model = dir.path() + "/model";
+  write_byte_model(model, "qwen3", "tiny", 0);
+  const Tokenizer tok = Tokenizer::load(model);
+  MultiTurnConfig mt;
+  mt.enable = true;
+  const int32_t end = tok.token_to_id("<|im_end|>");
+  RunTools tools(mt, tok, end);
+  const std::string turn = "<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"12*34\"}}\n</tool_call>";
+  const Json user = {{"role", "user"}, {"content", "What is 12*34?"}};
+  nlohmann::ordered_json convo = nlohmann::ordered_json::array({user});
+  std::vector<int32_t> turn_ids = tok.encode(turn);
+  turn_ids.push_back(end);
+  std::future<rollout::TurnReply> work = tools.turns->on_turn_end({0, 0, 1, turn_ids, turn});
+  ASSERT_TRUE(work.valid());
+  const rollout::TurnReply reply = work.get();
+  EXPECT_EQ(reply.tool_calls, 1);
+  EXPECT_TRUE(reply.failures.empty());
+  // the model's turn (its end token included) + the reply end the template's whole conversation (whose
+  // history drops the prompt's empty think block, as Qwen3's does)
+  convo.push_back({{"role", "assistant"}, {"content", turn}});
+  convo.push_back({{"role", "tool"}, {"content", "408"}});
+  const std::string whole = tok.apply_chat_template(convo, tools.schemas, true, {{"enable_thinking", false}});
+  const std::string continuation = turn + "<|im_end|>" + tok.decode(reply.tokens);
+  EXPECT_TRUE(whole.ends_with(continuation)) << whole << "\n---\n" << continuation;
+  EXPECT_NE(continuation.find("408"), std::string::npos);
+  // a turn without a call ends the sample
+  EXPECT_FALSE(tools.turns->on_turn_end({0, 0, 1, turn_ids, "The answer is 408."}).valid());
+  // a malformed call is answered with an error and counted
+  const rollout::TurnReply bad = tools.turns->on_turn_end({0, 0, 1, turn_ids, "<tool_call>{oops</tool_call>"}).get();
+  ASSERT_EQ(bad.failures.size(), 1u);
+  EXPECT_EQ(bad.failures[0], "bad_json");
+}
+
+TEST_F(GrpoLoop, MultiTurnRunLogsTurnsAndTools) {
+  const std::vector<Json> m = train("run", {"trainer.total_training_steps=2", "data.apply_chat_template=true",
+                                            "data.max_response_length=16", "data.max_prompt_length=128",
+                                            "actor_rollout_ref.rollout.multi_turn.enable=true",
+                                            "actor_rollout_ref.rollout.multi_turn.max_assistant_turns=3",
+                                            "data.val_files=" + dir_.path() + "/prompts.jsonl"});
+  std::vector<Json> steps, validations;
+  for (const Json& j : m) (j.contains("val/accuracy") ? validations : steps).push_back(j);
+  ASSERT_EQ(steps.size(), 2u);
+  ASSERT_FALSE(validations.empty());
+  for (const Json& v : validations) EXPECT_TRUE(v.contains("val/tools/call_share")) << v.dump();  // tools in validation
+  for (const Json& j : steps) {
+    EXPECT_GE(j.at("num_turns/min").get<double>(), 2.0);  // the prompt's user turn + the model's
+    EXPECT_LE(j.at("num_turns/max").get<double>(), 6.0);  // 3 assistant + 2 tool turns + 1
+    EXPECT_TRUE(j.contains("tools/call_share"));
+    EXPECT_TRUE(j.contains("timing_s/agent_loop/tool_calls/mean"));
+  }
+}
