@@ -171,11 +171,11 @@ TEST_F(CliVerl, OverridesWithoutAConfigFileAndHydraForms) {
   EXPECT_NE(typo.output.find("did you mean actor_rollout_ref.rollout.tensor_model_parallel_size?"), std::string::npos)
       << typo.output;
 
-  const CommandResult tools = run_grpo(base + "actor_rollout_ref.rollout.multi_turn.enable=true");
-  EXPECT_NE(tools.status, 0);
-  EXPECT_NE(tools.output.find("actor_rollout_ref.rollout.multi_turn.enable = \"true\" is not supported here"),
+  const CommandResult oversample = run_grpo(base + "actor_rollout_ref.rollout.over_sample_rate=0.5");
+  EXPECT_NE(oversample.status, 0);
+  EXPECT_NE(oversample.output.find("actor_rollout_ref.rollout.over_sample_rate = \"0.5\" is not supported here"),
             std::string::npos)
-      << tools.output;
+      << oversample.output;
 }
 
 }  // namespace
