@@ -3,20 +3,16 @@
 // folder, runs `grpo train` on them with one rank and, through mpirun (one
 // thread per rank, --oversubscribe), with N ranks in the baseline and optimised ways; prints each command,
 // the table and, as the last stdout line, a JSON object.
-#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 
+#include "cli/bench_folder.h"
 #include "cli/child_process.h"
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/files.h"
-#include "data/arith.h"
-#include "data/shapes.h"
-#include "grpo/byte_model.h"
 #include "grpo/dist_bench.h"
-#include "grpo/example_configs.h"
 
 namespace grpo::cli {
 namespace {
@@ -51,23 +47,10 @@ void run(const BenchDistArgs& a) {
   namespace fs = std::filesystem;
   const GrpoBenchOptions o = grpo_bench_defaults(a.o, "bench dist");
   std::vector<DistBenchRun> runs = dist_bench_runs(a.ranks);
-  std::string out = a.out;
-  if (out.empty()) {
-    std::string tmpl = (fs::temp_directory_path() / "grpo-bench-dist-XXXXXX").string();
-    GRPO_CHECK(mkdtemp(tmpl.data()) != nullptr, "[bench dist] cannot create a folder in ", fs::temp_directory_path());
-    out = tmpl;
-  }
-  make_dirs(out);
-  std::fprintf(stderr, "[bench dist] work folder %s: random %s:%s model, %s, %s compute\n", out.c_str(),
-               o.arch.c_str(), o.preset.c_str(), o.vl ? "shapes pictures and questions" : "arithmetic prompts",
-               o.dtype.c_str());
-  write_byte_model(out + "/model", o.arch, o.preset, 1234 + o.seed);
-  const int64_t problems = std::max<int64_t>(o.vl ? 200 : 1000, o.prompts * o.steps);
-  const std::string train_path =
-      o.vl ? write_shapes_dataset(out + "/data", problems, 1, o.seed, "mixed").train_path
-           : write_arith_dataset(out + "/data", problems, 0, o.seed, "mixed").train_path;
-  const std::string yaml = out + (o.vl ? "/shapes-grpo.yaml" : "/arith-grpo.yaml");
-  write_file_atomic(yaml, o.vl ? kShapesGrpoYaml : kArithGrpoYaml);
+  const BenchFolder folder = prepare_bench_folder(o, a.out, "bench dist");
+  const std::string& out = folder.out;
+  const std::string& train_path = folder.train_path;
+  const std::string& yaml = folder.yaml;
   for (int rep = 0; rep < a.repeats; ++rep)
     for (size_t i = 0; i < runs.size(); ++i) {
       DistBenchRun& r = runs[i];

@@ -4,21 +4,17 @@
 // prints the tables (--vl: also the vision tower's time in rollout and training, its patches/s and the
 // fraction of the GEMM peak, measured afterwards in this process on a 2048^3 GEMM with the runs' threads)
 // and, as the last stdout line, a JSON object.
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
+#include "cli/bench_folder.h"
 #include "cli/child_process.h"
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/files.h"
-#include "data/arith.h"
-#include "grpo/byte_model.h"
-#include "grpo/example_configs.h"
 #include "grpo/grpo_bench.h"
-#include "data/shapes.h"
 #include "kernels/measure.h"
 #include "core/threads.h"
 
@@ -41,22 +37,10 @@ void run(const BenchGrpoArgs& a) {
   // before any run: the baseline's fixed micro-batches split the step's sequences
   GRPO_CHECK((o.prompts * o.n) % o.micro_batch == 0, "[bench grpo] --micro-batch ", o.micro_batch,
              " must divide --prompts x --n = ", o.prompts * o.n, " (the baseline's ppo_micro_batch_size_per_gpu)");
-  std::string out = a.out;
-  if (out.empty()) {
-    std::string tmpl = (fs::temp_directory_path() / "grpo-bench-XXXXXX").string();
-    GRPO_CHECK(mkdtemp(tmpl.data()) != nullptr, "[bench grpo] cannot create a folder in ", fs::temp_directory_path());
-    out = tmpl;
-  }
-  make_dirs(out);
-  std::fprintf(stderr, "[bench grpo] work folder %s: random %s:%s model, %s, %s\n", out.c_str(), o.arch.c_str(),
-               o.preset.c_str(), o.vl ? "shapes pictures and questions" : "arithmetic prompts", o.dtype.c_str());
-  write_byte_model(out + "/model", o.arch, o.preset, 1234 + o.seed);
-  const int64_t problems = std::max<int64_t>(o.vl ? 200 : 1000, o.prompts * o.steps);
-  const std::string train_path =
-      o.vl ? write_shapes_dataset(out + "/data", problems, 1, o.seed, "mixed").train_path
-           : write_arith_dataset(out + "/data", problems, 0, o.seed, "mixed").train_path;
-  const std::string yaml = out + (o.vl ? "/shapes-grpo.yaml" : "/arith-grpo.yaml");
-  write_file_atomic(yaml, o.vl ? kShapesGrpoYaml : kArithGrpoYaml);
+  const BenchFolder folder = prepare_bench_folder(o, a.out, "bench grpo");
+  const std::string& out = folder.out;
+  const std::string& train_path = folder.train_path;
+  const std::string& yaml = folder.yaml;
   // (label, switches off): all on first, each switch off alone, all off last.
   std::vector<std::pair<std::string, std::vector<std::string>>> plan = {{"all on", {}}};
   std::vector<std::string> all;
