@@ -595,8 +595,6 @@ TEST_F(GrpoLoop, EveryEstimatorAndLossModeTrains) {
   EXPECT_NE(error_of([&] { train("gae", {"algorithm.adv_estimator=gae"}); }).find("critic"), std::string::npos);
 }
 
-}  // namespace
-
 // Multi-turn rollouts with the built-in calculator: the tool turn the engine prefills is what the chat
 // template writes after the assistant's turn in the whole conversation, and a GRPO run with tools on logs
 // verl's num_turns and the tool metrics.
@@ -653,3 +651,5 @@ TEST_F(GrpoLoop, MultiTurnRunLogsTurnsAndTools) {
     EXPECT_TRUE(j.contains("timing_s/agent_loop/tool_calls/mean"));
   }
 }
+
+}  // namespace

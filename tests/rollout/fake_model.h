@@ -12,6 +12,7 @@
 
 #include "core/rng.h"
 #include "kernels/paged_ops.h"
+#include "rollout/engine.h"
 #include "rollout/model_interface.h"
 
 namespace grpo::rollout::fake {
@@ -108,6 +109,22 @@ inline std::string fake_decode(std::span<const int32_t> ids) {
     }
   }
   return out;
+}
+
+// The engine tests' configuration: 4-token blocks, a KV budget of kv_bytes, 64 tokens and 16 sequences a step.
+inline EngineConfig engine_config(int64_t kv_bytes = 4 << 20, bool prefix_cache = true) {
+  EngineConfig c;
+  c.block_size = 4;
+  c.kv_memory_bytes = kv_bytes;
+  c.prefix_cache = prefix_cache;
+  c.token_budget = 64;
+  c.max_seqs = 16;
+  return c;
+}
+
+// Bytes of `blocks` KV blocks of FakeModel with 4-token f32 blocks.
+inline int64_t bytes_of_blocks(int64_t blocks) {
+  return blocks * 2 * FakeModel::L * FakeModel::K * 4 * FakeModel::D * 4;
 }
 
 }  // namespace grpo::rollout::fake

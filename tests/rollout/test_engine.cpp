@@ -17,23 +17,12 @@
 using namespace grpo;
 using namespace grpo::rollout;
 using fake::FakeModel;
+using fake::bytes_of_blocks;
+using fake::engine_config;
 
 namespace {
 
 constexpr int64_t kBigCache = 4 << 20;  // 4096 blocks
-
-EngineConfig config(int64_t kv_bytes = kBigCache, bool prefix_cache = true) {
-  EngineConfig c;
-  c.block_size = 4;
-  c.kv_memory_bytes = kv_bytes;
-  c.prefix_cache = prefix_cache;
-  c.token_budget = 64;
-  c.max_seqs = 16;
-  return c;
-}
-
-// Bytes of `blocks` KV blocks of the fake model with 4-token f32 blocks.
-int64_t cache_bytes(int64_t blocks) { return blocks * 2 * FakeModel::L * FakeModel::K * 4 * FakeModel::D * 4; }
 
 std::vector<Request> workload(int n_requests = 5, int n = 4, int max_new = 12) {
   std::vector<Request> reqs;
@@ -92,7 +81,7 @@ std::vector<float> fresh_logits(FakeModel& model, const std::vector<int32_t>& to
 
 TEST(Engine, GeneratesNSamplesWithLogprobsMatchingARecompute) {
   FakeModel model(4);
-  Engine engine(model, config(), fake::fake_decode);
+  Engine engine(model, engine_config(), fake::fake_decode);
   auto reqs = workload(3, 3, 8);
   auto out = engine.generate(reqs);
   ASSERT_EQ(out.size(), 3u);
@@ -125,10 +114,10 @@ TEST(Engine, SharingAndPrefixCacheGiveIdenticalResults) {
   auto reqs = workload();
   reqs.push_back(reqs[2]);  // an identical prompt later in the batch
   reqs.back().id = 99;
-  Engine plain(model, config(kBigCache, false));
+  Engine plain(model, engine_config(kBigCache, false));
   auto a = plain.generate(reqs);
   EXPECT_EQ(plain.stats().prefix_hits, 0);
-  Engine cached(model, config(kBigCache, true));
+  Engine cached(model, engine_config(kBigCache, true));
   auto b = cached.generate(reqs);
   expect_identical(a, b);
   auto c = cached.generate(reqs);  // second call: every prompt's full blocks come from the cache
@@ -150,14 +139,14 @@ TEST(Engine, SharingAndPrefixCacheGiveIdenticalResults) {
 TEST(Engine, PreemptionAndRecomputeGiveIdenticalResults) {
   FakeModel model(4);
   auto reqs = workload(6, 4, 16);
-  Engine big(model, config());
+  Engine big(model, engine_config());
   auto a = big.generate(reqs);
   EXPECT_EQ(big.stats().preemptions, 0);
   for (bool prefix : {false, true}) {
     // just enough blocks for the longest single sequence (+ spare): samples must take turns
     int64_t longest = 0;
     for (const Request& r : reqs) longest = std::max<int64_t>(longest, r.prompt.size() + r.max_new_tokens);
-    Engine small(model, config(cache_bytes((longest + 3) / 4 + 2), prefix));
+    Engine small(model, engine_config(bytes_of_blocks((longest + 3) / 4 + 2), prefix));
     auto b = small.generate(reqs);
     EXPECT_GT(small.stats().preemptions, 0);
     expect_identical(a, b);
@@ -167,7 +156,7 @@ TEST(Engine, PreemptionAndRecomputeGiveIdenticalResults) {
 TEST(Engine, IdenticalAcrossBatchCompositionChunkingAndThreads) {
   FakeModel model(4);
   auto reqs = workload();
-  Engine base(model, config());
+  Engine base(model, engine_config());
   auto a = base.generate(reqs);
   // one request per call
   for (size_t i = 0; i < reqs.size(); ++i) {
@@ -176,7 +165,7 @@ TEST(Engine, IdenticalAcrossBatchCompositionChunkingAndThreads) {
   }
   // reversed order, tiny token budget (chunked prefill), few sequences per step
   std::vector<Request> rev(reqs.rbegin(), reqs.rend());
-  EngineConfig tight = config();
+  EngineConfig tight = engine_config();
   tight.token_budget = 5;
   tight.max_seqs = 3;
   Engine chunked(model, tight);
@@ -185,7 +174,7 @@ TEST(Engine, IdenticalAcrossBatchCompositionChunkingAndThreads) {
   expect_identical(a, b);
   // thread counts: 128 sequences, enough keys per step for the threaded attention path
   const auto many = workload(16, 8, 30);
-  EngineConfig wide = config();
+  EngineConfig wide = engine_config();
   wide.max_seqs = 128;
   wide.token_budget = 256;
   const int threads = num_threads();
@@ -201,7 +190,7 @@ TEST(Engine, IdenticalAcrossBatchCompositionChunkingAndThreads) {
 
 TEST(Engine, WarmStepsAllocateNothing) {
   FakeModel model(4);
-  Engine engine(model, config());
+  Engine engine(model, engine_config());
   auto reqs = workload();
   engine.generate(reqs);
   EXPECT_GT(engine.stats().steps, engine.stats().steps_with_allocs);
@@ -212,7 +201,7 @@ TEST(Engine, WarmStepsAllocateNothing) {
 
 TEST(Engine, StopTokenAndStopStrings) {
   FakeModel model(4);
-  Engine engine(model, config(), fake::fake_decode);
+  Engine engine(model, engine_config(), fake::fake_decode);
   Request r = workload(1, 8, 40)[0];
   auto free_run = engine.generate({r})[0];
   // stop on the token that sample 0 generates at step 5 (first occurrence)
@@ -258,7 +247,7 @@ TEST(Engine, StaticBatchPadsButGivesTheSameResults) {
   reqs[0].stop_token_ids = {7, 11};
   reqs[1].stop_strings = {"ab"};
   reqs[2].stop_token_ids = {5};
-  EngineConfig cont = config(), stat = config();
+  EngineConfig cont = engine_config(), stat = engine_config();
   stat.continuous_batching = false;
   Engine a(model, cont, fake::fake_decode), b(model, stat, fake::fake_decode);
   const auto x = a.generate(reqs), y = b.generate(reqs);
@@ -281,7 +270,7 @@ TEST(Engine, StopLengthsEndEachSampleAtItsLength) {
   for (size_t i = 0; i < reqs.size(); ++i)
     for (int32_t k = 0; k < reqs[i].n; ++k)
       reqs[i].stop_lengths.push_back(k == 0 ? reqs[i].max_new_tokens : 1 + static_cast<int32_t>((i * 5 + k * 7) % 20));
-  EngineConfig cont = config(), stat = config();
+  EngineConfig cont = engine_config(), stat = engine_config();
   stat.continuous_batching = false;
   Engine a(model, cont, fake::fake_decode), b(model, stat, fake::fake_decode);
   const auto x = a.generate(reqs), y = b.generate(reqs);
@@ -305,7 +294,7 @@ TEST(Engine, StopLengthsEndEachSampleAtItsLength) {
 
 TEST(Engine, MaxPositionsEndsWithLength) {
   FakeModel model(4, /*max_positions=*/20);
-  Engine engine(model, config());
+  Engine engine(model, engine_config());
   Request r = workload(1, 2, 100)[0];
   auto out = engine.generate({r})[0];
   for (const SampleResult& s : out.samples) {
@@ -316,7 +305,7 @@ TEST(Engine, MaxPositionsEndsWithLength) {
 
 TEST(Engine, ProgressCallbackCanAbort) {
   FakeModel model(4);
-  Engine engine(model, config());
+  Engine engine(model, engine_config());
   int calls = 0;
   auto out = engine.generate(workload(3, 2, 30), [&](const Progress& p) {
     EXPECT_EQ(p.requests_total, 3);
@@ -354,7 +343,7 @@ TEST(Engine, QuantisedKvErrorVsF32) {
   }
   // the engine runs with either dtype
   for (ops::KvDType dt : {ops::KvDType::BF16, ops::KvDType::I8}) {
-    EngineConfig c = config();
+    EngineConfig c = engine_config();
     c.kv_dtype = dt;
     Engine engine(model, c);
     auto out = engine.generate(workload(2, 2, 6));
@@ -364,7 +353,7 @@ TEST(Engine, QuantisedKvErrorVsF32) {
 
 TEST(Engine, BadRequestsAndConfigsNameTheField) {
   FakeModel model(4);
-  Engine engine(model, config());
+  Engine engine(model, engine_config());
   auto error_of = [&](const Request& r) -> std::string {
     try {
       engine.generate({workload(1)[0], r});
@@ -396,7 +385,7 @@ TEST(Engine, BadRequestsAndConfigsNameTheField) {
   r.stop_strings = {"x"};  // engine without detokenizer
   EXPECT_NE(error_of(r).find("detokenizer"), std::string::npos);
   // a request that can never fit in the cache
-  Engine tiny(model, config(cache_bytes(3)));
+  Engine tiny(model, engine_config(bytes_of_blocks(3)));
   r = good;
   r.max_new_tokens = 50;
   try {
@@ -405,14 +394,14 @@ TEST(Engine, BadRequestsAndConfigsNameTheField) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("KV blocks"), std::string::npos) << e.what();
   }
-  EngineConfig c = config();
+  EngineConfig c = engine_config();
   c.max_seqs = 0;
   EXPECT_THROW(Engine(model, c), Error);
-  c = config();
+  c = engine_config();
   c.kv_memory_bytes = 0;
   c.kv_memory_fraction = 1.5;
   EXPECT_THROW(Engine(model, c), Error);
-  c = config(16);
+  c = engine_config(16);
   EXPECT_THROW(Engine(model, c), Error);  // not one block
 }
 
@@ -441,7 +430,7 @@ TEST(Engine, KvBudgetCappedByTheWorkNeedsNoPreemption) {
     for (bool prefix : {false, true})
       for (int64_t max_seqs : {3, 8, 64}) {
         auto reqs = workload(6, 4, 16);
-        EngineConfig c = config(kBigCache, prefix);
+        EngineConfig c = engine_config(kBigCache, prefix);
         c.continuous_batching = continuous;
         c.max_seqs = max_seqs;
         c.kv_max_blocks = kv_blocks_for(reqs, max_seqs, c.block_size, model.max_positions());
@@ -455,15 +444,15 @@ TEST(Engine, KvBudgetCappedByTheWorkNeedsNoPreemption) {
 
 TEST(Engine, KvBudgetIsTheSmallerOfMemoryAndWork) {
   FakeModel model(4);
-  EngineConfig c = config(0);
+  EngineConfig c = engine_config(0);
   c.kv_memory_fraction = 1.0;
   c.kv_max_blocks = 10;
   Engine capped(model, c);
   EXPECT_EQ(capped.kv_cache().num_blocks(), 10);
-  EXPECT_EQ(capped.kv_budget().bytes, cache_bytes(10));
+  EXPECT_EQ(capped.kv_budget().bytes, bytes_of_blocks(10));
   EXPECT_GT(capped.kv_budget().available_bytes, 0);
   EXPECT_NE(capped.kv_budget().describe().find("min(1.00 x "), std::string::npos) << capped.kv_budget().describe();
-  c = config(cache_bytes(7));  // the memory budget is the smaller
+  c = engine_config(bytes_of_blocks(7));  // the memory budget is the smaller
   c.kv_max_blocks = 10;
   Engine small(model, c);
   EXPECT_EQ(small.kv_cache().num_blocks(), 7);
@@ -483,7 +472,7 @@ TEST(Engine, ModelErrorLeavesTheCacheWhole) {
     }
     bool failed = false;
   } model;
-  Engine engine(model, config());
+  Engine engine(model, engine_config());
   EXPECT_THROW(engine.generate(workload(4, 3, 20)), Error);
   EXPECT_EQ(engine.kv_cache().available_blocks(), engine.kv_cache().num_blocks());
   auto out = engine.generate(workload(1, 2, 3));

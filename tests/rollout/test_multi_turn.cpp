@@ -20,6 +20,8 @@
 using namespace grpo;
 using namespace grpo::rollout;
 using fake::FakeModel;
+using fake::bytes_of_blocks;
+using fake::engine_config;
 
 namespace multi_turn_test {
 
@@ -66,18 +68,6 @@ class FakeTools : public TurnHandler {
   uint64_t salt_;
   int extra_;
 };
-
-EngineConfig engine_config(int64_t kv_bytes = 4 << 20, bool prefix_cache = true) {
-  EngineConfig c;
-  c.block_size = 4;
-  c.kv_memory_bytes = kv_bytes;
-  c.prefix_cache = prefix_cache;
-  c.token_budget = 64;
-  c.max_seqs = 16;
-  return c;
-}
-
-int64_t bytes_of_blocks(int64_t blocks) { return blocks * 2 * FakeModel::L * FakeModel::K * 4 * FakeModel::D * 4; }
 
 std::vector<Request> conversations(int n_requests = 5, int n = 4, int max_new = 48) {
   std::vector<Request> reqs;
@@ -211,8 +201,9 @@ TEST(MultiTurn, ParksResumesAndKeepsEveryTurnWithItsMask) {
     const SampleResult& s = out[i].samples[0];
     std::vector<int32_t> prefix = reqs[i].prompt;
     for (size_t t = 0; t < s.tokens.size(); ++t) {
-      if (s.response_mask[t])
+      if (s.response_mask[t]) {
         EXPECT_NEAR(s.logprobs[t], recomputed_logprob(model, prefix, s.tokens[t], 0.8), 1e-5) << t;
+      }
       prefix.push_back(s.tokens[t]);
     }
   }
@@ -315,7 +306,9 @@ TEST(MultiTurn, HandlerErrorsAndBadRepliesLeaveTheCacheWhole) {
   struct OutOfVocab : TurnHandler {
     std::future<TurnReply> on_turn_end(const TurnEnd&) override {
       std::promise<TurnReply> p;
-      p.set_value(TurnReply{{1, 2, 999}});
+      TurnReply reply;
+      reply.tokens = {1, 2, 999};
+      p.set_value(reply);
       return p.get_future();
     }
   } bad;

@@ -28,9 +28,15 @@ TEST(CalcTask, LevelsAndAnswersTheCalculatorAgreesWith) {
       EXPECT_EQ(result, std::to_string(p.answer)) << p.expression;
     }
     const std::string& e = problems[0].expression;
-    if (level == 1) EXPECT_EQ(e.size(), 4u + 1u + 2u) << e;
-    if (level == 2) EXPECT_EQ(e.size(), 4u + 1u + 4u) << e;
-    if (level == 3) EXPECT_EQ(e.size(), 5u + 1u + 4u) << e;
+    if (level == 1) {
+      EXPECT_EQ(e.size(), 4u + 1u + 2u) << e;
+    }
+    if (level == 2) {
+      EXPECT_EQ(e.size(), 4u + 1u + 4u) << e;
+    }
+    if (level == 3) {
+      EXPECT_EQ(e.size(), 5u + 1u + 4u) << e;
+    }
   }
   EXPECT_EQ(generate_calc(50, 3, calc_levels("mixed"))[17].expression, generate_calc(50, 3, calc_levels("mixed"))[17].expression);
   EXPECT_NE(generate_calc(50, 3, calc_levels("mixed"))[17].expression, generate_calc(50, 4, calc_levels("mixed"))[17].expression);
@@ -41,7 +47,9 @@ TEST(CalcTask, WritesSplitsWhoseRowsLoadAsPromptsAndTargets) {
   test::TempDir dir;
   const auto tools = tools::ToolSet::builtin({"calculator"}).template_tools();
   const CalcSplit split = write_calc_dataset(dir.path(), 400, 100, 5, "mixed", 0.25, tools);
-  const Dataset train = load_dataset(split.train_path, DatasetOptions{.require_response = true});
+  DatasetOptions sft_rows;
+  sft_rows.require_response = true;
+  const Dataset train = load_dataset(split.train_path, sft_rows);
   const Dataset test = load_dataset(split.test_path);
   ASSERT_EQ(train.examples.size(), 400u);
   ASSERT_EQ(test.examples.size(), 100u);
