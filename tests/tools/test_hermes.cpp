@@ -58,6 +58,30 @@ TEST(Hermes, MalformedBlocksAreFailedCallsNotExceptions) {
   }
 }
 
+TEST(Hermes, WhitespaceUnicodeAndTrailingText) {
+  // Any whitespace around the JSON; non-ASCII arguments kept as UTF-8.
+  auto calls = parse_tool_calls("<tool_call> \t\r\n{\"name\": \"s\", \"arguments\": {\"q\": \"caf\u00e9 \u20ac\"}}\n\n</tool_call>");
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].failure, ToolFailure::None);
+  EXPECT_EQ(calls[0].call.arguments["q"], "caf\xC3\xA9 \xE2\x82\xAC");
+  // Text after the object inside the block is not a call.
+  calls = parse_tool_calls("<tool_call>{\"name\": \"s\", \"arguments\": {}} and more</tool_call>");
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].failure, ToolFailure::BadJson);
+  // A block opened inside a block ends at the first closing tag, as verl's non-greedy match does.
+  calls = parse_tool_calls("<tool_call><tool_call>{\"name\": \"s\", \"arguments\": {}}</tool_call></tool_call>");
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].failure, ToolFailure::BadJson);
+  // A "</tool_call>" inside a JSON string closes the block there too (the model must not write one).
+  calls = parse_tool_calls("<tool_call>{\"name\": \"s\", \"arguments\": {\"q\": \"</tool_call>\"}}</tool_call>");
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].failure, ToolFailure::BadJson);
+  // Content around the blocks is not a call.
+  calls = parse_tool_calls("I will use {\"name\": \"s\"} here:\n<tool_call>{\"name\": \"t\", \"arguments\": {}}</tool_call> done");
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].call.name, "t");
+}
+
 TEST(Hermes, GoodAndBadBlocksKeepTheirPlaces) {
   const auto calls = parse_tool_calls(
       "<tool_call>{bad}</tool_call><tool_call>{\"name\":\"b\",\"arguments\":{}}</tool_call><tool_call>{}</tool_call>");

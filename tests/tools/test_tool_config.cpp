@@ -48,8 +48,11 @@ const char* kConfig = R"(tools:
           required: [word]
 )";
 
-const char* kPython = R"(import time
+const char* kPython = R"(import os
+import time
 def lookup(word):
+    if word == "die":
+        os._exit(3)
     if word == "boom":
         raise ValueError("no such word: boom")
     if word == "hang":
@@ -109,6 +112,11 @@ TEST(ToolConfig, RunsCommandAndPythonTools) {
   EXPECT_EQ(hang.failure, ToolFailure::Timeout);
   EXPECT_EQ(hang.text, "Error when executing tool: lookup timed out after 3 s");
   EXPECT_EQ(runner.run_call({"lookup", {{"word", "dog"}}}).text, "definition of dog");
+  // A worker that dies is a crash; the next call gets a fresh one.
+  const auto died = runner.run_call({"lookup", {{"word", "die"}}});
+  EXPECT_EQ(died.failure, ToolFailure::Crashed);
+  EXPECT_EQ(died.text, "Error when executing tool: lookup: the Python worker died");
+  EXPECT_EQ(runner.run_call({"lookup", {{"word", "cat"}}}).text, "definition of cat");
 }
 
 TEST(ToolConfig, ErrorsNameTheFileTheToolAndTheField) {
