@@ -69,8 +69,10 @@ SftSummary run_sft(const Config& cfg, bool quiet, bool overwrite) {
       data_examples.push_back(&ex);
     }
   }
-  if (too_long && console) std::fprintf(stderr, "[sft] %lld sequences (assistant turns of conversations count one each) longer than sft.max_length %lld filtered out\n",
-                             static_cast<long long>(too_long), static_cast<long long>(sc.max_length));
+  if (too_long && console)
+    std::fprintf(stderr, "[sft] %lld sequences (each assistant turn of a conversation counts one) longer than "
+                 "sft.max_length %lld filtered out\n",
+                 static_cast<long long>(too_long), static_cast<long long>(sc.max_length));
   GRPO_CHECK(!data.empty(), "[sft] ", data_files_text(cfg.data.train_files), ": no usable example");
 
   DecoderOptions dopt;
