@@ -1,11 +1,13 @@
 // `grpo init`: creates a randomly initialised Hugging Face checkpoint from a preset or a config.json,
 // initialised like transformers (normal(0, initializer_range) for linear and embedding weights, ones for
 // norm weights, zeros for biases), plus tokenizer files (the byte tokenizer or a copy of existing ones) and,
-// for Qwen3-VL, preprocessor_config.json; the tokenizer's vision tokens must have config.json's ids.
+// for Qwen3-VL, preprocessor_config.json; the tokenizer's vision tokens must have config.json's ids, and a
+// text model's chat template (which cannot place pictures) is replaced by the vision-language one.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "core/error.h"
@@ -15,6 +17,7 @@
 #include "model/presets.h"
 #include "tokenizer/byte_tokenizer.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/vl_chat_template.h"
 
 namespace grpo::cli {
 
@@ -59,7 +62,24 @@ std::vector<std::string> tokenizer_files(const InitOptions& o, const ModelConfig
          c.vocab_size);
   if (c.has_vision()) check_vision_ids(tok, c, o.tokenizer);
   std::vector<std::string> files{o.tokenizer + "/tokenizer.json"};
-  if (fs::exists(o.tokenizer + "/tokenizer_config.json")) files.push_back(o.tokenizer + "/tokenizer_config.json");
+  const std::string config_path = o.tokenizer + "/tokenizer_config.json";
+  if (c.has_vision()) {
+    // A text model's tokenizer (e.g. Qwen3's) has the vision tokens but a chat template that renders a
+    // message's content as a string only: the copy gets the vision-language template, which places pictures.
+    nlohmann::json config = fs::exists(config_path) ? nlohmann::json::parse(read_file(config_path)) : nlohmann::json::object();
+    const auto t = config.find("chat_template");
+    if (t == config.end() || t->dump().find("<|vision_start|>") == std::string::npos) {
+      config["chat_template"] = vl_chat_template();
+      make_dirs(scratch);
+      write_file_atomic(scratch + "/tokenizer_config.json", config.dump(2) + "\n");
+      std::fprintf(stderr, "[init] %s: its chat template does not place pictures; the checkpoint's "
+                   "tokenizer_config.json gets the vision-language template (tokenizer/vl_chat_template.h)\n",
+                   config_path.c_str());
+      files.push_back(scratch + "/tokenizer_config.json");
+      return files;
+    }
+  }
+  if (fs::exists(config_path)) files.push_back(config_path);
   return files;
 }
 

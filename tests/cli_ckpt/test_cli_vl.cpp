@@ -84,6 +84,36 @@ TEST(CliVl, RefusesMismatchedPresetsAndTokenizers) {
   fs::remove_all(out);
 }
 
+// A text model's tokenizer with Qwen's vision ids (the Qwen3 tokenizer) on a Qwen3-VL config: its template
+// renders content as strings only, so the checkpoint gets the vision-language template, which places pictures.
+TEST(CliVl, InitWithATextTokenizerGetsTheVisionTemplate) {
+  const std::string d = fresh_temp_dir("cli_vl", "qwen_tokenizer");
+  nlohmann::json cfg = nlohmann::json::parse(read_file(kVl + "config.json"));
+  cfg["image_token_id"] = 151655;
+  cfg["video_token_id"] = 151656;
+  cfg["vision_start_token_id"] = 151652;
+  cfg["vision_end_token_id"] = 151653;
+  cfg["text_config"]["vocab_size"] = 151936;
+  cfg["text_config"]["bos_token_id"] = 151643;
+  cfg["text_config"]["eos_token_id"] = 151645;
+  write_file_atomic(d + "/config.json", cfg.dump(2));
+  const std::string out = d + "/model";
+  const test::CommandResult r = run_grpo("init --config " + d + "/config.json --tokenizer " +
+                                         std::string(GRPO_SHARED_DIR) + "/models/qwen3-tokenizer --out " + out);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("does not place pictures"), std::string::npos) << r.output;
+  const Tokenizer tok = Tokenizer::load(out);
+  const nlohmann::ordered_json messages = nlohmann::ordered_json::parse(
+      R"([{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "How many?"}]}])");
+  EXPECT_EQ(tok.apply_chat_template(messages, nullptr, true, nlohmann::ordered_json::object()),
+            "<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>How many?<|im_end|>\n"
+            "<|im_start|>assistant\n");
+  // The rest of the copied tokenizer_config.json (its special tokens) is kept.
+  const nlohmann::json copied = nlohmann::json::parse(read_file(out + "/tokenizer_config.json"));
+  EXPECT_EQ(copied["eos_token"], "<|im_end|>");
+  fs::remove_all(d);
+}
+
 TEST(CliVl, DebugForwardBackwardOnTheReferenceCases) {
   const std::string d = fresh_temp_dir("cli_vl", "debug", /*create=*/false);
   fs::create_directories(d);
