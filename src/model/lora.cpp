@@ -55,6 +55,9 @@ std::vector<std::string> all_linear_modules(const ModelConfig& c) {
   return out;
 }
 
+// The tower's patch embedding: a Conv3d that PEFT adapts when a name selects it (e.g. "proj"); we do not.
+constexpr const char* kPatchEmbedModule = "model.visual.patch_embed.proj";
+
 std::string last_component(const std::string& module) { return module.substr(module.rfind('.') + 1); }
 
 bool name_matches(const std::string& module, const std::string& entry) {
@@ -217,6 +220,10 @@ LoraAdapters::LoraAdapters(const ModelConfig& c, const LoraConfig& cfg, const st
     for (const std::string& m : all_linear_modules(c))
       if (m.starts_with("model.visual.")) selects(cfg_.target, &target_re, m, &hits);
   }
+  if (!vision_frozen && c.has_vision() && cfg_.target.kind != ModuleSelector::Kind::AllLinear)
+    GRPO_CHECK(!chosen(kPatchEmbedModule), "[lora] ", source, ": target_modules selects \"", kPatchEmbedModule,
+               "\", the vision tower's patch embedding (a Conv3d, which PEFT would adapt as one): LoRA on it is not "
+               "supported; exclude it (exclude_modules: [patch_embed.proj]) or name the modules in full");
   tower_modules_ = static_cast<int64_t>(modules_.size());
   for (int64_t l = 0; l < c.num_hidden_layers; ++l)
     for (int s = 0; s < kLoraSlots; ++s) tower_modules_ -= adapted_[l][s];
@@ -428,8 +435,10 @@ void LoraAdapters::save(const std::string& dir, const std::string& base_model) c
   // PEFT and vLLM read the file too.
   std::set<std::string> bases;
   for (const std::string& m : modules_) bases.insert(last_component(m));
+  std::vector<std::string> peft_sees = all_linear_modules(model_);  // what the base names would select in PEFT
+  if (model_.has_vision()) peft_sees.push_back(kPatchEmbedModule);
   size_t by_bases = 0;
-  for (const std::string& m : all_linear_modules(model_))
+  for (const std::string& m : peft_sees)
     for (const std::string& b : bases) by_bases += name_matches(m, b);
   nlohmann::json targets = by_bases == modules_.size() ? nlohmann::json(std::vector<std::string>(bases.begin(), bases.end()))
                                                        : nlohmann::json(modules_);
