@@ -373,19 +373,24 @@ void VisionTower::backward(const VisionTensors* g, const LoraTensors* lg) {
   if (!lora_) lg = nullptr;
   GRPO_CHECK(g || lg, "[vision] backward() with neither the tower's weights nor adapters of it to train");
   const WorkTimer timer(g_backward_us, g_backward_patches, N_);
+  // A frozen base: the blocks below the first adapted one have nothing to train (a DeepStack merger fed by
+  // one of them still may).
+  const int64_t stop = g ? 0 : lora_->first_tower_block();
   {
     const auto [gemm_flops, attention_flops] = vision_forward_flops(v_, layout_.cu_seqlens);
     const double D = v_.hidden_size, F = v_.intermediate_size;
-    const double block_gemm = v_.depth * 2.0 * N_ * (4 * D * D + 2 * D * F);  // what checkpointing recomputes
-    const double recomputed = opt_.checkpoint_activations ? block_gemm + attention_flops : 0.0;
-    g_backward_flops.fetch_add(2.0 * gemm_flops + 2.5 * attention_flops + recomputed, std::memory_order_relaxed);
+    const double block_gemm = 2.0 * N_ * (4 * D * D + 2 * D * F), block_attention = attention_flops / v_.depth;
+    const double blocks = static_cast<double>(v_.depth - stop);  // blocks backpropagated (and recomputed)
+    const double recomputed = opt_.checkpoint_activations ? blocks * (block_gemm + block_attention) : 0.0;
+    // A frozen base: the input-gradient GEMMs only (1x the forward's) of those blocks and the mergers.
+    const double mergers_gemm = gemm_flops - 2.0 * N_ * v_.patch_dim() * D - v_.depth * block_gemm;
+    const double backward = g ? 2.0 * gemm_flops + 2.5 * attention_flops
+                              : blocks * (block_gemm + 2.5 * block_attention) + mergers_gemm;
+    g_backward_flops.fetch_add(backward + recomputed, std::memory_order_relaxed);
   }
   const int64_t N = N_, D = v_.hidden_size, Pd = v_.patch_dim();
   const VisionTensors& p = w_.f32().vision;
   const VisionTensors* pb = opt_.mode == ComputeMode::BF16 ? &w_.bf16().vision : nullptr;
-  // A frozen base: the blocks below the first adapted one have nothing to train (a DeepStack merger fed by
-  // one of them still may).
-  const int64_t stop = g ? 0 : lora_->first_tower_block();
   auto merger_trains = [&](int64_t mi) {
     for (const LoraPair& q : lora_->tensors().mergers[mi])
       if (q.A) return true;

@@ -30,7 +30,8 @@ namespace grpo {
 // What every VisionTower of the process has done so far (benchmarks and metrics take differences around a
 // phase): seconds in forward and in backward (a checkpointed block's recomputation counts as backward), the
 // patch rows each went over, and their FLOPs counted analytically (vision_forward_flops; backward 2x the
-// GEMMs and 2.5x the attention, plus the recomputed forward of checkpointed blocks).
+// GEMMs and 2.5x the attention, plus the recomputed forward of checkpointed blocks; with the base frozen
+// (LoRA) 1x the GEMMs and 2.5x the attention of the blocks it goes through, and 1x the mergers' GEMMs).
 struct VisionWork {
   double forward_s = 0, backward_s = 0;
   int64_t forward_patches = 0, backward_patches = 0;
