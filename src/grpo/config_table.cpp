@@ -222,7 +222,8 @@ std::vector<KeySpec> build_table() {
           "truncated importance sampling cap C: weight min(exp(old - rollout logp), C); -1: off (alias of "
           "algorithm.rollout_correction.rollout_is: token with rollout_is_threshold C)"),
       KEY(actor_rollout_ref.actor.freeze_vision_tower, any(),
-          "Qwen3-VL: train the language model only (the vision tower gets no gradients and no optimizer state)"),
+          "Qwen3-VL: train the language model only (the vision tower gets no gradients, no optimizer state and, "
+          "with LoRA, no adapters)"),
       KEY(actor_rollout_ref.actor.optim.lr, positive_float(), "AdamW learning rate"),
       KEY(actor_rollout_ref.actor.optim.weight_decay, nonnegative_float(), "AdamW decoupled weight decay"),
       KEY(actor_rollout_ref.actor.optim.betas, closed_open(0, 1).with_length(2), "AdamW betas"),

@@ -235,7 +235,8 @@ MemoryPlan plan_memory(const MemoryPlanInputs& in) {
   int64_t vision_train = 0;
   if (pictures && mb.sequences > 0)
     vision_train = static_cast<int64_t>(VisionTower::activation_bytes(
-        m.vision, VisionOptions{dopt.mode, dopt.checkpoint_activations}, mb.sequences * in.data.max_prompt_patches));
+        m.vision, VisionOptions{dopt.mode, dopt.checkpoint_activations}, mb.sequences * in.data.max_prompt_patches,
+        frozen_tower ? 0 : in.lora_rank));  // LoRA on an unfrozen tower: its adapters' rows (if it selects any)
 
   // The reference model (KL): its own decoder, and a second set of weights (with LoRA, the frozen base
   // without the adapters: no second set).
@@ -277,7 +278,8 @@ MemoryPlan plan_memory(const MemoryPlanInputs& in) {
     const int64_t pads = in.data.max_prompt_patches / m.vision.merge_factor();
     const int64_t deepstack = static_cast<int64_t>(m.vision.deepstack_visual_indexes.size());
     const int64_t prompts = std::max(rank_prompts, (in.data.val_prompts + N - 1) / N);
-    vision_rollout = static_cast<int64_t>(VisionTower::activation_bytes(m.vision, VisionOptions{dopt.mode, false}, in.data.max_prompt_patches)) +
+    vision_rollout = static_cast<int64_t>(VisionTower::activation_bytes(m.vision, VisionOptions{dopt.mode, false}, in.data.max_prompt_patches,
+                                                                   frozen_tower ? 0 : in.lora_rank)) +
                      prompts * pads * (1 + deepstack) * m.hidden_size * 4 +                     // PromptVision features
                      c.data.train_batch_size * in.data.max_prompt_patches * m.vision.patch_dim() * 4;  // the step's pixels (all ranks' prompts)
   }

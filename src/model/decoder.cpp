@@ -373,8 +373,10 @@ void Decoder::backward(const float* dlogprob, const float* dentropy, const Model
                         s_.rms_ws);
   if (hooks_) hooks_->head_done();
   // The tower's gradient: through the image rows' embeddings and the DeepStack additions (not for a frozen
-  // tower, whose gradient arena has no vision tensors).
-  const bool into_vision = pictures_ && gp && gp->vision.patch_w;
+  // tower, whose gradient arena has no vision tensors, unless LoRA adapts some of its linears).
+  const bool tower_weights = gp && gp->vision.patch_w;
+  const bool tower_lora = lg && lora_->has_tower();
+  const bool into_vision = pictures_ && (tower_weights || tower_lora);
   const int64_t n_pads = static_cast<int64_t>(pad_rows_.size());
   const int64_t deepstack = into_vision ? static_cast<int64_t>(vision_->num_deepstack()) : 0;
   for (int64_t l = L - 1; l >= 0; --l) {
@@ -394,8 +396,8 @@ void Decoder::backward(const float* dlogprob, const float* dentropy, const Model
   }
   if (gp) k_->embedding_backward(G(gp->embed), s_.dx, batch_->ids.data(), T, C);
   if (into_vision)
-    vision_->backward(gp->vision);
-  else if (hooks_ && gp && gp->vision.patch_w)  // a trained tower without pictures in this batch
+    vision_->backward(tower_weights ? &gp->vision : nullptr, tower_lora ? lg : nullptr);
+  else if (hooks_ && tower_weights)  // a trained tower without pictures in this batch
     vision_hook_pass(*hooks_, c_.vision.depth, /*backward=*/true, opt_.checkpoint_activations);
   if (hooks_) hooks_->embedding_done();
 }

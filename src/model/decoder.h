@@ -7,8 +7,8 @@
 // Qwen3-VL with pictures in the batch: the vision tower (model/vision.h) runs on them, its image embeddings
 // replace the embeddings of the <|image_pad|> rows, its DeepStack features are added to those rows after text
 // layers 0..k-1, q and k turn with the interleaved M-RoPE of positions [3, T] (model/mrope.h), and the
-// backward carries the gradient into the tower (unless the gradient arena has no tower: a frozen one). A
-// batch without pictures runs exactly the text decoder.
+// backward carries the gradient into the tower (unless the gradient arena has no tower: a frozen one, and
+// no LoRA adapter of the tower). A batch without pictures runs exactly the text decoder.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -54,8 +54,12 @@ class Decoder {
   void backward(const float* dlogprob, const float* dentropy, const ModelTensors* base_grads,
                 const LoraTensors* lora_grads);
   // Attaches LoRA adapters (null: none): every later forward adds s (x A^T) B^T to the adapted linears
-  // (computed in f32 in both modes), backward carries the gradient through both paths.
-  void set_lora(const LoraAdapters* lora) { lora_ = lora; }
+  // (computed in f32 in both modes; the vision tower's too), backward carries the gradient through both
+  // paths (into the tower when it has adapters, even with its base frozen).
+  void set_lora(const LoraAdapters* lora) {
+    lora_ = lora;
+    if (vision_) vision_->set_lora(lora);
+  }
   const LoraAdapters* lora() const { return lora_; }
   // Hooks told by every later forward() and backward() (null: none), the tower's events included
   // (decoder_hooks.h).

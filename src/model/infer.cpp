@@ -92,6 +92,7 @@ PromptVision InferenceModel::encode_prompt(const std::vector<int32_t>& prompt, c
   if (!vision_) vision_ = std::make_unique<VisionTower>(w_, VisionOptions{mode_, false});
   std::vector<float> pixels;  // the pictures' rows, concatenated
   for (const PicturePtr& p : pictures) pixels.insert(pixels.end(), p->pixel_values.begin(), p->pixel_values.end());
+  vision_->set_lora(lora_);  // the tower's adapters, as in training
   vision_->forward(pixels.data(), grids, where);
   GRPO_CHECK(vision_->merged_rows() == pads, "[infer] ", where, ": ", pads, " <|image_pad|> tokens for ",
              vision_->merged_rows(), " image features");

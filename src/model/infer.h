@@ -10,6 +10,7 @@
 // LoRA (set_lora): each adapted linear adds s (x A^T) B^T, unmerged: u = x A^T by the same decode matmul as
 // the base weights, one f32 GEMV for the linears that read the same input (q/k/v, gate/up), then u B^T added
 // into the output rows by ops::add_low_rank; both compute a row independently of the batch (batch invariance).
+// The tower's adapted linears (Qwen3-VL) run in encode_prompt through the training tower's own code.
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -56,7 +56,7 @@ void lora_group_backward(float* dx, float* dA, const float* dy, int64_t ldy, con
     ops::gemm(ops::Trans::N, ops::Trans::N, T, r, m.N, s, dy + m.col, ldy, m.B, r, 0.0f, du + j * r, gr, DType::F32);
   }
   if (dA) ops::gemm(ops::Trans::T, ops::Trans::N, gr, K, T, 1.0f, du, gr, x, K, 1.0f, dA, K, DType::F32);
-  ops::add_low_rank(dx, K, du, gr, A, K, T, K, gr, 1.0f);
+  if (dx) ops::add_low_rank(dx, K, du, gr, A, K, T, K, gr, 1.0f);
 }
 
 void lora_linear_forward(float* y, int64_t ldy, const float* x, const float* A, const float* B, float* u, float* tmp,

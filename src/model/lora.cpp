@@ -25,20 +25,40 @@ std::string slot_module_name(const ModelConfig& c, int64_t layer, int s) {
   return c.text_prefix() + "layers." + std::to_string(layer) + "." + kSlotModules[s];
 }
 
-// The vision tower's linear modules (Qwen3-VL): PEFT's all-linear would adapt them.
-std::vector<std::string> vision_linear_modules(const ModelConfig& c) {
+constexpr const char* kTowerModules[kTowerSlots] = {"attn.qkv", "attn.proj", "mlp.linear_fc1", "mlp.linear_fc2"};
+constexpr const char* kMergerModules[kMergerSlots] = {"linear_fc1", "linear_fc2"};
+
+std::string tower_module_name(int64_t block, int s) {
+  return "model.visual.blocks." + std::to_string(block) + "." + kTowerModules[s];
+}
+
+// Merger m: 0 the main merger, 1 + k DeepStack merger k.
+std::string merger_module_name(int64_t m, int s) {
+  return (m == 0 ? std::string("model.visual.merger.")
+                 : "model.visual.deepstack_merger_list." + std::to_string(m - 1) + ".") +
+         kMergerModules[s];
+}
+
+int64_t merger_count(const ModelConfig& c) {
+  return c.has_vision() ? 1 + static_cast<int64_t>(c.vision.deepstack_visual_indexes.size()) : 0;
+}
+
+// Every adaptable linear module of `c`, the tower's included, in layout order.
+std::vector<std::string> all_linear_modules(const ModelConfig& c) {
   std::vector<std::string> out;
-  if (!c.has_vision()) return out;
-  for (int64_t i = 0; i < c.vision.depth; ++i) {
-    const std::string p = "model.visual.blocks." + std::to_string(i) + ".";
-    for (const char* m : {"attn.qkv", "attn.proj", "mlp.linear_fc1", "mlp.linear_fc2"}) out.push_back(p + m);
-  }
-  for (const char* m : {"linear_fc1", "linear_fc2"}) out.push_back(std::string("model.visual.merger.") + m);
-  for (size_t k = 0; k < c.vision.deepstack_visual_indexes.size(); ++k)
-    for (const char* m : {"linear_fc1", "linear_fc2"})
-      out.push_back("model.visual.deepstack_merger_list." + std::to_string(k) + "." + m);
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l)
+    for (int s = 0; s < kLoraSlots; ++s) out.push_back(slot_module_name(c, l, s));
+  for (int64_t b = 0; b < (c.has_vision() ? c.vision.depth : 0); ++b)
+    for (int s = 0; s < kTowerSlots; ++s) out.push_back(tower_module_name(b, s));
+  for (int64_t m = 0; m < merger_count(c); ++m)
+    for (int s = 0; s < kMergerSlots; ++s) out.push_back(merger_module_name(m, s));
   return out;
 }
+
+// The tower's patch embedding: a Conv3d that PEFT adapts when a name selects it (e.g. "proj"); we do not.
+constexpr const char* kPatchEmbedModule = "model.visual.patch_embed.proj";
+
+std::string last_component(const std::string& module) { return module.substr(module.rfind('.') + 1); }
 
 bool name_matches(const std::string& module, const std::string& entry) {
   return module == entry || (module.size() > entry.size() && module.ends_with(entry) &&
@@ -141,6 +161,21 @@ LoraSlotShape lora_slot_shape(const ModelConfig& c, LoraSlot s) {
   fail("[lora] unknown slot");
 }
 
+LoraShape tower_slot_shape(const VisionConfig& v, TowerSlot s) {
+  const int64_t D = v.hidden_size, F = v.intermediate_size;
+  switch (s) {
+    case TowerSlot::Qkv: return {3 * D, D};
+    case TowerSlot::Proj: return {D, D};
+    case TowerSlot::Fc1: return {F, D};
+    case TowerSlot::Fc2: return {D, F};
+  }
+  fail("[lora] unknown tower slot");
+}
+
+LoraShape merger_slot_shape(const VisionConfig& v, MergerSlot s) {
+  return s == MergerSlot::Fc1 ? LoraShape{v.merged_dim(), v.merged_dim()} : LoraShape{v.out_hidden_size, v.merged_dim()};
+}
+
 std::string lora_key(const std::string& module, bool b_matrix) {
   return "base_model.model." + module + (b_matrix ? ".lora_B.weight" : ".lora_A.weight");
 }
@@ -165,15 +200,39 @@ LoraAdapters::LoraAdapters(const ModelConfig& c, const LoraConfig& cfg, const st
         adapted_[l][s] = true;
         modules_.push_back(slot_module_name(c, l, s));
       }
-  if (!vision_frozen)
-    for (const std::string& m : vision_linear_modules(c))
-      GRPO_CHECK(!chosen(m), "[lora] ", source, ": target_modules selects the vision tower's linear \"", m,
-                 "\": LoRA on the vision tower is not supported; freeze the tower "
-                 "(actor_rollout_ref.actor.freeze_vision_tower) or exclude it (exclude_modules)");
+  const int64_t depth = c.has_vision() ? c.vision.depth : 0;
+  tower_adapted_.assign(depth, {});
+  merger_adapted_.assign(merger_count(c), {});
+  if (!vision_frozen) {
+    for (int64_t b = 0; b < depth; ++b)
+      for (int s = 0; s < kTowerSlots; ++s)
+        if (chosen(tower_module_name(b, s))) {
+          tower_adapted_[b][s] = true;
+          modules_.push_back(tower_module_name(b, s));
+        }
+    for (int64_t m = 0; m < merger_count(c); ++m)
+      for (int s = 0; s < kMergerSlots; ++s)
+        if (chosen(merger_module_name(m, s))) {
+          merger_adapted_[m][s] = true;
+          modules_.push_back(merger_module_name(m, s));
+        }
+  } else {  // a frozen tower's modules still count as matches of a list entry (it names existing modules)
+    for (const std::string& m : all_linear_modules(c))
+      if (m.starts_with("model.visual.")) selects(cfg_.target, &target_re, m, &hits);
+  }
+  if (!vision_frozen && c.has_vision() && cfg_.target.kind != ModuleSelector::Kind::AllLinear)
+    GRPO_CHECK(!chosen(kPatchEmbedModule), "[lora] ", source, ": target_modules selects \"", kPatchEmbedModule,
+               "\", the vision tower's patch embedding (a Conv3d, which PEFT would adapt as one): LoRA on it is not "
+               "supported; exclude it (exclude_modules: [patch_embed.proj]) or name the modules in full");
+  tower_modules_ = static_cast<int64_t>(modules_.size());
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l)
+    for (int s = 0; s < kLoraSlots; ++s) tower_modules_ -= adapted_[l][s];
   for (size_t i = 0; i < hits.size(); ++i)
     GRPO_CHECK(hits[i] > 0, "[lora] ", source, ": target_modules entry \"", cfg_.target.names[i],
                "\" matches no linear module of ", c.architecture, " (adaptable: q_proj, k_proj, v_proj, o_proj, "
-               "gate_proj, up_proj, down_proj, e.g. ", slot_module_name(c, 0, 0), ")");
+               "gate_proj, up_proj, down_proj, e.g. ", slot_module_name(c, 0, 0),
+               c.has_vision() ? "; the vision tower's qkv, proj, linear_fc1, linear_fc2, e.g. " + tower_module_name(0, 0)
+                              : std::string(), ")");
   GRPO_CHECK(!modules_.empty(), "[lora] ", source, ": target_modules (", cfg_.target.to_json().dump(),
              ") minus exclude_modules selects no linear module of ", c.architecture);
   // Per layer and input group: the A matrices back to back (one [g r, in] matrix), then the B matrices.
@@ -191,6 +250,18 @@ LoraAdapters::LoraAdapters(const ModelConfig& c, const LoraConfig& cfg, const st
           params_.add(lora_key(slot_module_name(c, l, s), true),
                       shape2(lora_slot_shape(c, static_cast<LoraSlot>(s)).out, cfg_.rank));
     }
+  // The tower's: each module's A, then its B; the blocks, then the mergers.
+  auto add_pair = [&](const std::string& module, LoraShape sh) {
+    params_.add(lora_key(module, false), shape2(cfg_.rank, sh.in));
+    params_.add(lora_key(module, true), shape2(sh.out, cfg_.rank));
+  };
+  for (int64_t b = 0; b < depth; ++b)
+    for (int s = 0; s < kTowerSlots; ++s)
+      if (tower_adapted_[b][s]) add_pair(tower_module_name(b, s), tower_slot_shape(c.vision, static_cast<TowerSlot>(s)));
+  for (int64_t m = 0; m < merger_count(c); ++m)
+    for (int s = 0; s < kMergerSlots; ++s)
+      if (merger_adapted_[m][s])
+        add_pair(merger_module_name(m, s), merger_slot_shape(c.vision, static_cast<MergerSlot>(s)));
   params_.allocate();
   params_.zero();
   tensors_ = resolve(params_);
@@ -235,7 +306,23 @@ LoraTensors LoraAdapters::resolve(const Arena& a) const {
         const std::string m = slot_module_name(model_, l, s);
         t.layers[l].slot[s] = {a.view(lora_key(m, false)).f32(), a.view(lora_key(m, true)).f32()};
       }
+  auto pair = [&](const std::string& m) { return LoraPair{a.view(lora_key(m, false)).f32(), a.view(lora_key(m, true)).f32()}; };
+  t.tower.resize(tower_adapted_.size());
+  for (size_t b = 0; b < tower_adapted_.size(); ++b)
+    for (int s = 0; s < kTowerSlots; ++s)
+      if (tower_adapted_[b][s]) t.tower[b][s] = pair(tower_module_name(static_cast<int64_t>(b), s));
+  t.mergers.resize(merger_adapted_.size());
+  for (size_t m = 0; m < merger_adapted_.size(); ++m)
+    for (int s = 0; s < kMergerSlots; ++s)
+      if (merger_adapted_[m][s]) t.mergers[m][s] = pair(merger_module_name(static_cast<int64_t>(m), s));
   return t;
+}
+
+int64_t LoraAdapters::first_tower_block() const {
+  for (size_t b = 0; b < tower_adapted_.size(); ++b)
+    for (bool a : tower_adapted_[b])
+      if (a) return static_cast<int64_t>(b);
+  return static_cast<int64_t>(tower_adapted_.size());
 }
 
 LoraConfig LoraAdapters::read_config(const std::string& dir) {
@@ -293,10 +380,15 @@ void LoraAdapters::load_tensors(const std::string& dir) {
   const std::string path = dir + "/adapter_model.safetensors";
   GRPO_CHECK(std::filesystem::exists(path), "[lora] ", dir, ": no adapter_model.safetensors");
   SafetensorsFile f = SafetensorsFile::open(path);
-  for (const StTensor& t : f.tensors())
+  for (const StTensor& t : f.tensors()) {
+    const bool tower_key = t.name.starts_with("base_model.model.model.visual.");
     GRPO_CHECK(params_.has(t.name), "[lora] ", path, ": tensor \"", t.name, "\" belongs to no adapted module of ",
                model_.architecture, " (target_modules ", cfg_.target.to_json().dump(), ", rank ", cfg_.rank,
-               "; expected keys such as \"", params_.entries().front().first, "\")");
+               "; expected keys such as \"", params_.entries().front().first, "\")",
+               tower_key && !has_tower() && model_.has_vision()
+                   ? ": an adapter of the vision tower, which this run freezes (actor_rollout_ref.actor.freeze_vision_tower)"
+                   : "");
+  }
   for (const auto& [name, view] : params_.entries()) {
     const StTensor* t = f.find(name);
     GRPO_CHECK(t, "[lora] ", path, ": missing tensor \"", name, "\" (adapter_config.json selects its module)");
@@ -319,6 +411,21 @@ void LoraAdapters::init_default(uint64_t seed) {
       for (int64_t i = 0; i < cfg_.rank * sh.in; ++i) p.A[i] = static_cast<float>((2.0 * rng.uniform() - 1.0) * bound);
       std::fill_n(p.B, sh.out * cfg_.rank, 0.0f);
     }
+  // The tower's modules: their own streams (key 1: a block, 2: a merger), the text ones unchanged.
+  auto init_pair = [&](const LoraPair& p, LoraShape sh, uint64_t kind, uint64_t index, uint64_t s) {
+    const double bound = 1.0 / std::sqrt(static_cast<double>(sh.in));
+    Rng rng({seed, kind, index, s});
+    for (int64_t i = 0; i < cfg_.rank * sh.in; ++i) p.A[i] = static_cast<float>((2.0 * rng.uniform() - 1.0) * bound);
+    std::fill_n(p.B, sh.out * cfg_.rank, 0.0f);
+  };
+  for (size_t b = 0; b < tensors_.tower.size(); ++b)
+    for (int s = 0; s < kTowerSlots; ++s)
+      if (tensors_.tower[b][s].A)
+        init_pair(tensors_.tower[b][s], tower_slot_shape(model_.vision, static_cast<TowerSlot>(s)), 1, b, s);
+  for (size_t m = 0; m < tensors_.mergers.size(); ++m)
+    for (int s = 0; s < kMergerSlots; ++s)
+      if (tensors_.mergers[m][s].A)
+        init_pair(tensors_.mergers[m][s], merger_slot_shape(model_.vision, static_cast<MergerSlot>(s)), 2, m, s);
 }
 
 void LoraAdapters::save(const std::string& dir, const std::string& base_model) const {
@@ -327,15 +434,12 @@ void LoraAdapters::save(const std::string& dir, const std::string& base_model) c
   // (so no exclude_modules is needed). Only fields that PEFT has had since rsLoRA (0.7) are written, so older
   // PEFT and vLLM read the file too.
   std::set<std::string> bases;
-  for (int64_t l = 0; l < model_.num_hidden_layers; ++l)
-    for (int s = 0; s < kLoraSlots; ++s)
-      if (adapted_[l][s]) bases.insert(std::string(kSlotModules[s]).substr(std::string(kSlotModules[s]).find('.') + 1));
+  for (const std::string& m : modules_) bases.insert(last_component(m));
+  std::vector<std::string> peft_sees = all_linear_modules(model_);  // what the base names would select in PEFT
+  if (model_.has_vision()) peft_sees.push_back(kPatchEmbedModule);
   size_t by_bases = 0;
-  for (int64_t l = 0; l < model_.num_hidden_layers; ++l)
-    for (int s = 0; s < kLoraSlots; ++s) {
-      const std::string m = slot_module_name(model_, l, s);
-      for (const std::string& b : bases) by_bases += name_matches(m, b);
-    }
+  for (const std::string& m : peft_sees)
+    for (const std::string& b : bases) by_bases += name_matches(m, b);
   nlohmann::json targets = by_bases == modules_.size() ? nlohmann::json(std::vector<std::string>(bases.begin(), bases.end()))
                                                        : nlohmann::json(modules_);
   nlohmann::json j = {{"peft_type", "LORA"},
@@ -378,6 +482,24 @@ void LoraAdapters::merge_into(ModelWeights& w) const {
       ops::gemm(ops::Trans::N, ops::Trans::N, sh.out, sh.in, cfg_.rank, s, p.B, cfg_.rank, p.A, sh.in, 1.0f, rows,
                 sh.in, DType::F32);
     }
+  auto merge = [&](const LoraPair& p, LoraShape sh, void* W) {  // W [out, in] += s B A
+    ops::gemm(ops::Trans::N, ops::Trans::N, sh.out, sh.in, cfg_.rank, s, p.B, cfg_.rank, p.A, sh.in, 1.0f,
+              static_cast<float*>(W), sh.in, DType::F32);
+  };
+  for (size_t b = 0; b < tensors_.tower.size(); ++b) {
+    const VisionBlockTensors& vt = t.vision.blocks[b];
+    void* const weights[kTowerSlots] = {vt.wqkv, vt.wproj, vt.wfc1, vt.wfc2};
+    for (int k = 0; k < kTowerSlots; ++k)
+      if (tensors_.tower[b][k].A)
+        merge(tensors_.tower[b][k], tower_slot_shape(model_.vision, static_cast<TowerSlot>(k)), weights[k]);
+  }
+  for (size_t m = 0; m < tensors_.mergers.size(); ++m) {
+    const MergerTensors& mt = m == 0 ? t.vision.merger : t.vision.deepstack[m - 1];
+    void* const weights[kMergerSlots] = {mt.wfc1, mt.wfc2};
+    for (int k = 0; k < kMergerSlots; ++k)
+      if (tensors_.mergers[m][k].A)
+        merge(tensors_.mergers[m][k], merger_slot_shape(model_.vision, static_cast<MergerSlot>(k)), weights[k]);
+  }
   if (w.has_bf16()) w.refresh_bf16();
 }
 

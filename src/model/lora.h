@@ -7,9 +7,11 @@
 //
 // Module selection follows PEFT: target_modules is "all-linear" (every linear but the output layer), a
 // list (a module matches when its name equals an entry or ends with "." + entry) or one regular expression
-// (a full match of the module name); exclude_modules likewise removes modules. The vision tower's linears
-// (Qwen3-VL) are not adapted: a selection that names one is refused, and all-linear on such a model needs
-// the tower frozen or excluded.
+// (a full match of the module name); exclude_modules likewise removes modules. On Qwen3-VL the vision
+// tower's linears are modules like the decoder's (PEFT's all-linear takes them too): each block's attn.qkv,
+// attn.proj, mlp.linear_fc1 and mlp.linear_fc2, and linear_fc1 / linear_fc2 of the merger and of each
+// DeepStack merger (`model.visual.blocks.3.attn.qkv`, `model.visual.deepstack_merger_list.0.linear_fc2`);
+// with the tower frozen (freeze_vision_tower) none of them is adapted.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -75,8 +77,22 @@ struct LoraPair {
 struct LoraLayer {
   std::array<LoraPair, kLoraSlots> slot;
 };
+// The vision tower's adaptable linears: per block (TowerSlot) and per merger (MergerSlot; the main merger,
+// then DeepStack merger k). Each reads its own input (qkv is one packed linear in the checkpoint too).
+enum class TowerSlot { Qkv, Proj, Fc1, Fc2 };
+constexpr int kTowerSlots = 4;
+enum class MergerSlot { Fc1, Fc2 };
+constexpr int kMergerSlots = 2;
+struct LoraShape {
+  int64_t out, in;
+};
+LoraShape tower_slot_shape(const VisionConfig& v, TowerSlot s);    // qkv [3Dv, Dv] ... fc2 [Dv, Fv]
+LoraShape merger_slot_shape(const VisionConfig& v, MergerSlot s);  // fc1 [M, M], fc2 [O, M]
+
 struct LoraTensors {
   std::vector<LoraLayer> layers;
+  std::vector<std::array<LoraPair, kTowerSlots>> tower;     // [depth] (empty: a text model)
+  std::vector<std::array<LoraPair, kMergerSlots>> mergers;  // [1 + DeepStack mergers]
 };
 
 // The PEFT key of a module's A or B matrix: "base_model.model.<module>.lora_A.weight".
@@ -86,7 +102,8 @@ class LoraAdapters {
  public:
   // Resolves the config's modules on model `c` (`source` names the config in errors: a file or a run
   // config key). Refuses rank < 1, a list entry that matches no module and a selection that adapts nothing.
-  // The adapters are zero until loaded or initialised.
+  // vision_frozen: the tower's linears are not adapted whatever the selection. The adapters are zero until
+  // loaded or initialised.
   LoraAdapters(const ModelConfig& c, const LoraConfig& cfg, const std::string& source,
                bool vision_frozen = false);
   // adapter_config.json + adapter_model.safetensors of a PEFT LoRA adapter folder, checked against `c`:
@@ -114,6 +131,9 @@ class LoraAdapters {
   // Group `gi` of kLoraGroups in layer l: its adapted modules (B, dB from `grads` when given, output
   // columns) into mods[0..3), their A matrix [g r, in] into *A (and *dA from grads); returns g (0: none).
   int group(int64_t l, int gi, const LoraTensors* grads, LoraModule* mods, const float** A, float** dA) const;
+  // Whether any of the vision tower's linears is adapted, and the first tower block that is (depth: none).
+  bool has_tower() const { return tower_modules_ > 0; }
+  int64_t first_tower_block() const;
   // Declares the adapters' layout into another arena (gradients, moments) and resolves its pointers.
   void declare(Arena& a) const;
   LoraTensors resolve(const Arena& a) const;
@@ -123,6 +143,9 @@ class LoraAdapters {
   LoraConfig cfg_;
   std::vector<std::string> modules_;
   std::vector<std::array<bool, kLoraSlots>> adapted_;  // [L][slot]
+  std::vector<std::array<bool, kTowerSlots>> tower_adapted_;     // [depth][slot]
+  std::vector<std::array<bool, kMergerSlots>> merger_adapted_;  // [1 + DeepStack][slot]
+  int64_t tower_modules_ = 0;
   Arena params_;
   LoraTensors tensors_;
 };

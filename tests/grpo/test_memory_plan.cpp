@@ -98,6 +98,16 @@ TEST(MemoryPlan, VisionActivationsAreTheWorkspaceForwardReserves) {
     std::vector<float> pixels(static_cast<size_t>(rows * m.vision.patch_dim()), 0.25f);
     tower.forward(pixels.data(), grids, "test");
     EXPECT_EQ(tower.workspace_bytes(), VisionTower::activation_bytes(m.vision, o, rows)) << ckpt;
+    // With adapters on the tower (LoRA rank 8): their rows too.
+    LoraConfig lc;
+    lc.rank = 8;
+    lc.target = ModuleSelector::from_json("all-linear", "test");
+    const LoraAdapters lora(m, lc, "test");
+    VisionTower adapted(w, o);
+    adapted.set_lora(&lora);
+    adapted.forward(pixels.data(), grids, "test");
+    EXPECT_EQ(adapted.workspace_bytes(), VisionTower::activation_bytes(m.vision, o, rows, 8)) << ckpt;
+    EXPECT_GT(adapted.workspace_bytes(), tower.workspace_bytes());
   }
 }
 

@@ -3,12 +3,13 @@
 // the engine's log-probs match the training forward; samples are identical alone and among other requests;
 // the vision tower runs once per request, not per sample; the prefix cache hits for the same picture in the
 // same place and never serves one picture's k/v for another; text-only prompts on the VL model are
-// unaffected by pictures elsewhere in the batch.
+// unaffected by pictures elsewhere in the batch; LoRA on the tower runs in the rollout's tower too.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "model/decoder.h"
+#include "model/lora.h"
 #include "rollout/decoder_model.h"
 #include "rollout/engine.h"
 #include "model/safetensors.h"
@@ -196,4 +197,53 @@ TEST(VlRollout, RejectsPicturesThatDoNotMatchThePrompt) {
   EXPECT_THROW(text_engine.generate({request({1, 2, 3}, {pics.b}, 1, 0.0f, 0)}), Error);
   // The engine is still usable after refusing.
   EXPECT_EQ(engine.generate({request(prompt_with({1}, 0), {pics.b}, 1, 0.0f, 0)})[0].samples[0].tokens.size(), 10u);
+}
+
+// LoRA on the tower and the language model (all-linear, B random): the engine encodes the pictures through the
+// adapted tower, so its log-probs are the training decoder's with the same adapters (the policy being trained).
+TEST(VlRollout, TowerLoraSamplesTheTrainedPolicy) {
+  auto w = ModelWeights::load(kVl);
+  const Pictures pics;
+  LoraConfig cfg;
+  cfg.rank = 4;
+  cfg.alpha = 8;
+  cfg.target = ModuleSelector::from_json("all-linear", "test");
+  LoraAdapters lora(w->config(), cfg, "test");
+  ASSERT_TRUE(lora.has_tower());
+  lora.init_default(2);
+  for (const auto& [name, view] : lora.params().entries())
+    if (name.find("lora_B") != std::string::npos)
+      for (int64_t i = 0; i < view.numel(); ++i) view.f32()[i] = 0.2f * std::sin(0.37f * static_cast<float>(i + 1));
+  rollout::EngineConfig ec;
+  ec.kv_memory_bytes = 8 << 20;
+  rollout::DecoderRolloutModel model(*w, ComputeMode::F32, ec.block_size);
+  model.set_lora(&lora);
+  rollout::Engine engine(model, ec);
+  const std::vector<int32_t> prompt = prompt_with({6, 1}, 0);
+  const std::vector<PicturePtr> pictures = {pics.a, pics.b};
+  const auto res = engine.generate({request(prompt, pictures, 2, 1.0f, 0)});
+  // The same adapters with the tower's B zero: what a rollout that skipped the tower's adapters would sample.
+  LoraAdapters text_only(w->config(), cfg, "test");
+  std::copy_n(lora.params().flat().f32(), lora.params().numel(), text_only.params().flat().f32());
+  for (const auto& [name, view] : text_only.params().entries())
+    if (name.find("model.visual.") != std::string::npos && name.find("lora_B") != std::string::npos)
+      std::fill_n(view.f32(), view.numel(), 0.0f);
+  Decoder dec(*w, DecoderOptions{}), base(*w, DecoderOptions{});
+  dec.set_lora(&lora);
+  base.set_lora(&text_only);
+  double moved = 0;
+  for (const rollout::SampleResult& s : res[0].samples) {
+    std::vector<int32_t> full = prompt;
+    full.insert(full.end(), s.tokens.begin(), s.tokens.end());
+    PackedBatch b = PackedBatch::from_sequences({full});
+    add_pictures(b, pictures);
+    std::vector<float> lp(b.T()), lp0(b.T()), ent(b.T());
+    dec.forward(b, lp.data(), ent.data());
+    base.forward(b, lp0.data(), ent.data());
+    for (size_t t = 0; t < s.tokens.size(); ++t) {
+      EXPECT_NEAR(s.logprobs[t], lp[prompt.size() - 1 + t], 1e-4) << "token " << t;
+      moved = std::max(moved, std::fabs(double(lp[prompt.size() - 1 + t]) - lp0[prompt.size() - 1 + t]));
+    }
+  }
+  EXPECT_GT(moved, 1e-3) << "the tower's adapters should change the policy";
 }

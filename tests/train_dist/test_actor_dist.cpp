@@ -286,6 +286,7 @@ struct VlCase {
   bool freeze_vision_tower = false;
   bool lora = false;  // adapters on the language model (the tower frozen): they train, the base stays
   ComputeMode mode = ComputeMode::F32;  // bf16: bounded as the text cases' bf16 compute (see the header)
+  bool lora_tower = false;  // with `lora`: adapters on the tower's linears too (all-linear, the tower not frozen)
 };
 
 class ActorDistVision : public ::testing::TestWithParam<VlCase> {
@@ -348,7 +349,7 @@ TEST_P(ActorDistVision, UpdatesLikeOneProcessWithEachRanksOwnPictures) {
     cfg.rank = 4;
     cfg.alpha = 8;
     cfg.target = ModuleSelector::from_json("all-linear", "test");
-    auto a = std::make_unique<LoraAdapters>(w.config(), cfg, "test", /*vision_frozen=*/true);
+    auto a = std::make_unique<LoraAdapters>(w.config(), cfg, "test", /*vision_frozen=*/!k.lora_tower);
     a->init_default(11);
     return a;
   };
@@ -412,6 +413,11 @@ TEST_P(ActorDistVision, UpdatesLikeOneProcessWithEachRanksOwnPictures) {
         if (name.find("lora_B") != std::string::npos)
           for (int64_t i = 0; i < view.numel(); ++i) moved += view.f32()[i] != 0.0f;
       EXPECT_GT(moved, 0) << "the adapters did not train";
+      if (k.lora_tower) {
+        const TensorView b = ld->params().view("base_model.model.model.visual.blocks.0.attn.qkv.lora_B.weight");
+        EXPECT_NE(std::vector<float>(b.f32(), b.f32() + b.numel()), std::vector<float>(b.numel(), 0.0f))
+            << "the tower's adapters did not train";
+      }
       EXPECT_LE(dmax, 2.0 * adam.lr * (step + 1));
       EXPECT_LE(dmean, 1e-4 * adam.lr);
     }
@@ -441,7 +447,9 @@ INSTANTIATE_TEST_SUITE_P(
                       VlCase{"LoRA, zero3 (the base stays whole)", dp(comm::Wire::F32, 3001, true, false, true), false,
                              false, true},
                       VlCase{"zero3 bf16 compute", dp(comm::Wire::F32, 3001, true, false, true), false, false, false,
-                             ComputeMode::BF16}),
+                             ComputeMode::BF16},
+                      VlCase{"LoRA on the tower and the language model, recomputed activations",
+                             dp(comm::Wire::F32, 3001, true, false), true, false, true, ComputeMode::F32, true}),
     [](const ::testing::TestParamInfo<VlCase>& i) { return std::string("vl") + std::to_string(i.index); });
 
 // ParamSync in bf16 mode (runs on any CPU: no GEMM involved). Each rank writes new values into its own
