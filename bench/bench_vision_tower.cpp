@@ -71,7 +71,7 @@ void BM_VisionTowerForwardBackward(benchmark::State& state) {
     tower.forward(t.pixels.data(), t.grids, "bench");
     std::fill_n(tower.image_embeds_grad(), tower.merged_rows() * O, 1e-3f);
     std::fill_n(tower.deepstack_grad(0), tower.merged_rows() * O, 1e-3f);
-    tower.backward(t.g.vision);
+    tower.backward(&t.g.vision, /*lora_grads=*/nullptr);
     benchmark::ClobberMemory();
   }
   const auto [gemm, attention] = tower_flops(t.w->config().vision, N, N);
