@@ -73,7 +73,7 @@ LayerSplit layer_split(const ModelConfig& m, const comm::Partition& part) {
 int64_t largest_gemm_weight(const ModelConfig& m) {
   int64_t n = 0;
   for (const TensorSpec& t : expected_tensors(m))
-    if (is_gemm_weight(t.name)) n = std::max(n, st_numel(t.shape));
+    if (is_frozen_bf16_only(t.name)) n = std::max(n, st_numel(t.shape));
   return n;
 }
 
@@ -154,7 +154,7 @@ int64_t frozen_base_f32_bytes(const ModelConfig& m, int64_t granularity) {
   declare_parameters(m, a);
   std::vector<std::pair<int64_t, int64_t>> written;  // [begin, end) in bytes
   for (const TensorSpec& t : expected_tensors(m))
-    if (a.has(t.name) && !is_gemm_weight(t.name))
+    if (a.has(t.name) && !is_frozen_bf16_only(t.name))
       written.emplace_back(a.offset(t.name) * 4, (a.offset(t.name) + st_numel(t.shape)) * 4);
   std::sort(written.begin(), written.end());
   int64_t bytes = 0, counted = 0;  // granules [0, counted) are counted or skipped
@@ -314,7 +314,7 @@ MemoryPlan plan_memory(const MemoryPlanInputs& in) {
       "libraries, threads, oneDNN, tokenizer, data (measured)");
   if (frozen16) {
     add("weights", P16, P16, P16, P16, "the frozen base in bf16 (LoRA)");
-    add("master", base32, base32, base32, base32, "f32 norms, biases, embedding, tower (no f32 GEMM weights)");
+    add("master", base32, base32, base32, base32, "f32 norms, biases, embeddings (no f32 GEMM weights, the tower's neither)");
   } else if (bf16) {
     add("weights", 0, P16, w16_train, P16, zero3 ? "bf16 shadow; ZeRO-3 training: root + shard + 2 layers" : "bf16 shadow of the layout");
     add("master", P32, P32, w32_train, w32_later, zero3 ? "f32 arena; ZeRO-3: root + shard while training" : "f32 arena (the masters)");

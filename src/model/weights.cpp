@@ -86,6 +86,15 @@ bool is_gemm_weight(const std::string& name) {
   return name == "lm_head.weight";
 }
 
+bool is_frozen_bf16_only(const std::string& name) {
+  if (is_gemm_weight(name)) return true;
+  if (!name.starts_with("model.visual.")) return false;
+  for (const char* suffix : {"patch_embed.proj.weight", "attn.qkv.weight", "attn.proj.weight", "linear_fc1.weight",
+                             "linear_fc2.weight"})
+    if (name.ends_with(suffix)) return true;
+  return false;
+}
+
 std::string first_layer_tensor(const ModelConfig& c, int64_t layer) {
   return layer_prefix(c, layer) + "input_layernorm.weight";
 }
@@ -145,7 +154,7 @@ std::unique_ptr<ModelWeights> ModelWeights::load_frozen_bf16(const std::string& 
     GRPO_CHECK(t, "[checkpoint] ", ck.dir(), ": missing tensor \"", name, "\"");
     const int64_t n = src[i].second.numel();
     float* f32 = src[i].second.f32();
-    if (is_gemm_weight(name)) {  // bf16 only: the f32 pages stay untouched
+    if (is_frozen_bf16_only(name)) {  // bf16 only: the f32 pages stay untouched
       tmp.resize(static_cast<size_t>(n));
       f32 = tmp.data();
     }

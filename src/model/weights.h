@@ -70,6 +70,11 @@ ModelTensors resolve_tensors(const ModelConfig& c, const Arena& arena);
 // Whether a parameter is read only as a GEMM weight (so in bf16 mode only through the bf16 shadow): the
 // q/k/v/o, gate/up/down projections and an untied lm_head. Norms, biases and the embedding are read in f32.
 bool is_gemm_weight(const std::string& name);
+// What a frozen base under bf16 compute holds in bf16 only: the language model's GEMM weights and the
+// Qwen3-VL tower's (patch embedding, each block's qkv / proj / fc1 / fc2, the mergers' fc1 / fc2), which the
+// tower in bf16 mode reads only through the bf16 shadow. Norms, biases, the embedding and the tower's
+// position embeddings are read in f32.
+bool is_frozen_bf16_only(const std::string& name);
 // Name of the first tensor of layer `layer` in declare_parameters' order (the layer's tensors follow it).
 std::string first_layer_tensor(const ModelConfig& c, int64_t layer);
 
@@ -77,8 +82,8 @@ class ModelWeights {
  public:
   explicit ModelWeights(const ModelConfig& c);
   static std::unique_ptr<ModelWeights> load(const std::string& dir);  // Hugging Face folder
-  // A frozen base for bf16 compute: GEMM weights (is_gemm_weight) converted straight into the bf16 shadow,
-  // the other tensors (norms, biases, embedding, the vision tower) in f32 and bf16. No f32 copy of the GEMM
+  // A frozen base for bf16 compute: GEMM weights (is_frozen_bf16_only) converted straight into the bf16
+  // shadow, the other tensors (norms, biases, embedding, position embeddings) in f32 and bf16. No f32 copy of the GEMM
   // weights is ever written: peak memory is the bf16 model plus one tensor. Such weights refuse what would
   // read or rewrite the missing f32 copies (f32 compute, refresh_bf16, load_from, named_tensors).
   static std::unique_ptr<ModelWeights> load_frozen_bf16(const std::string& dir);

@@ -5,7 +5,9 @@
 // gives the adapted model's logits, and bad adapters get errors that name the module and the file.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <functional>
 #include <cstdlib>
@@ -203,6 +205,39 @@ TEST(LoraReference, FrozenBf16BaseMatchesAndRefusesF32) {
   EXPECT_TRUE(contains(error_of([&] { Decoder d(*frozen, DecoderOptions{}); }), "frozen in bf16"));
   EXPECT_TRUE(contains(error_of([&] { frozen->refresh_bf16(); }), "frozen bf16 base"));
   EXPECT_TRUE(contains(error_of([&] { lora->merge_into(*frozen); }), "frozen in bf16"));
+}
+
+// Qwen3-VL: a base frozen in bf16 holds the tower's GEMM weights in bf16 only too (their f32 pages are never
+// written), and with adapters on the tower and the language model it gives the bf16 results of the full
+// weights bit for bit.
+TEST(LoraReference, FrozenBf16VisionBaseMatches) {
+  auto full = ModelWeights::load(grpo::test::kReferenceVl);
+  auto frozen = ModelWeights::load_frozen_bf16(grpo::test::kReferenceVl);
+  for (const char* name : {"model.visual.blocks.0.attn.qkv.weight", "model.visual.merger.linear_fc2.weight",
+                           "model.visual.patch_embed.proj.weight"}) {
+    const TensorView v = frozen->params().view(name);
+    EXPECT_TRUE(std::all_of(v.f32(), v.f32() + v.numel(), [](float x) { return x == 0.0f; })) << name;
+  }
+  const TensorView pos = frozen->params().view("model.visual.pos_embed.weight");
+  EXPECT_EQ(std::memcmp(pos.f32(), full->params().view("model.visual.pos_embed.weight").f32(), pos.numel() * 4), 0);
+  LoraConfig cfg;
+  cfg.rank = 4;
+  cfg.alpha = 8;
+  cfg.target = ModuleSelector::from_json("all-linear", "test");
+  cfg.exclude = ModuleSelector::from_json(nlohmann::json::array({"model.visual.patch_embed.proj"}), "test");
+  LoraAdapters a(full->config(), cfg, "test");
+  ASSERT_TRUE(a.has_tower());
+  a.init_default(5);
+  for (const auto& [name, view] : a.params().entries())
+    if (contains(name, "lora_B"))
+      for (int64_t i = 0; i < view.numel(); ++i) view.f32()[i] = 0.05f * std::sin(0.3f * static_cast<float>(i));
+  SafetensorsFile ref = SafetensorsFile::open(grpo::test::kReferenceVl + "vl_case.safetensors");
+  CaseOptions opt;
+  opt.mode = ComputeMode::BF16;
+  opt.lora = &a;
+  const CaseOutputs x = evaluate_case(*full, ref, nullptr, opt), y = evaluate_case(*frozen, ref, nullptr, opt);
+  ASSERT_FALSE(x.empty());
+  for (const auto& [name, t] : x) EXPECT_EQ(t.data, y.at(name).data) << name;
 }
 
 // Qwen3-VL: the language model's linears take adapters (model.language_model.* keys) and the batch with pictures
