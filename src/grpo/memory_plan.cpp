@@ -504,17 +504,17 @@ std::string format_memory_plan(const MemoryPlan& p) {
            in.data.max_prompt_patches > 0 ? cat("; pictures up to ", in.data.max_prompt_patches, " patches a prompt") : std::string(),
            "\n");
   char line[256];
-  std::snprintf(line, sizeof line, "  %-20s %11s %11s %11s %11s %11s  %s\n", "part", "load", "rollout", "training",
+  std::snprintf(line, sizeof line, "  %-21s %11s %11s %11s %11s %11s  %s\n", "part", "load", "rollout", "training",
                 "rollout 2+", "save", "sized by");
   s += line;
   auto cell = [](int64_t b) { return b > 0 ? human_bytes(b) : std::string("-"); };
   for (const MemoryTerm& t : p.terms) {
-    std::snprintf(line, sizeof line, "  %-20s %11s %11s %11s %11s %11s  %s\n", t.name.c_str(), cell(t.load).c_str(),
+    std::snprintf(line, sizeof line, "  %-21s %11s %11s %11s %11s %11s  %s\n", t.name.c_str(), cell(t.load).c_str(),
                   cell(t.rollout_first).c_str(), cell(t.training).c_str(), cell(t.rollout_later).c_str(),
                   cell(t.save).c_str(), t.how.c_str());
     s += line;
   }
-  std::snprintf(line, sizeof line, "  %-20s %11s %11s %11s %11s %11s\n", "total", human_bytes(p.load).c_str(),
+  std::snprintf(line, sizeof line, "  %-21s %11s %11s %11s %11s %11s\n", "total", human_bytes(p.load).c_str(),
                 human_bytes(p.rollout_first).c_str(), human_bytes(p.training).c_str(), human_bytes(p.rollout_later).c_str(),
                 human_bytes(p.save).c_str());
   s += line;
