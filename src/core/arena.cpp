@@ -183,6 +183,11 @@ void Workspace::reserve(size_t bytes, std::string_view purpose) {
   used_ = high_ = 0;
 }
 
+void Workspace::discard() {
+  buf_.discard(0, buf_.size());
+  used_ = 0;
+}
+
 void* Workspace::take_bytes(size_t bytes, const char* what) {
   size_t start = round_up(used_, kAlign);
   if (start + bytes > buf_.size())

@@ -99,6 +99,10 @@ class Workspace {
   explicit Workspace(size_t bytes, std::string_view purpose = "a workspace") { reserve(bytes, purpose); }
   void reserve(size_t bytes, std::string_view purpose = "a workspace");  // discards contents
   void reset() { used_ = 0; }
+  // Returns the memory of the buffer's pages to the system between uses (the capacity stays reserved at
+  // the same address; the contents are gone: take() again after this). Nothing is allocated: the next
+  // writes fault the pages back in.
+  void discard();
   void* take_bytes(size_t bytes, const char* what);
   template <typename T>
   T* take(int64_t n, const char* what) {

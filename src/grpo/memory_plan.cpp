@@ -240,11 +240,11 @@ MemoryPlan plan_memory(const MemoryPlanInputs& in) {
 
   // The reference model (KL): its own decoder, and a second set of weights (with LoRA, the frozen base
   // without the adapters: no second set).
-  int64_t ref = 0;
+  int64_t ref_weights = 0, ref_acts = 0;
   if ((ac.use_kl_loss && ac.kl_loss_coef != 0) || c.algorithm.use_kl_in_reward) {
     const MicroBatchSize rmb = largest_micro_batch(mini_samples, seq_len, ref_micro_batching(c), N);
-    ref = (lora ? 0 : P32 + P16) +
-          (rmb.tokens > 0 ? static_cast<int64_t>(Decoder::activation_bytes(m, dopt, rmb.tokens, rmb.longest, pictures)) : 0);
+    ref_weights = lora ? 0 : P32 + P16;
+    ref_acts = rmb.tokens > 0 ? static_cast<int64_t>(Decoder::activation_bytes(m, dopt, rmb.tokens, rmb.longest, pictures)) : 0;
   }
 
   // The rollout: the engine's KV rule sizes the cache for every rank's samples; each rank generates for its
@@ -310,6 +310,14 @@ MemoryPlan plan_memory(const MemoryPlanInputs& in) {
   auto add = [&](const char* name, int64_t load, int64_t r1, int64_t train, int64_t r2, std::string how) {
     p.terms.push_back({name, load, r1, train, r2, r2, std::move(how)});
   };
+  // What a step gives back after its phase: the rollout's buffers after the rollout (Engine::release_memory),
+  // the activations after the update (Decoder::release_workspace).
+  auto add_rollout = [&](const char* name, int64_t bytes, std::string how) {
+    p.terms.push_back({name, 0, bytes, 0, bytes, 0, std::move(how)});
+  };
+  auto add_training = [&](const char* name, int64_t bytes, std::string how) {
+    p.terms.push_back({name, 0, 0, bytes, 0, 0, std::move(how)});
+  };
   add("fixed", in.fixed_bytes, in.fixed_bytes, in.fixed_bytes, in.fixed_bytes,
       "libraries, threads, oneDNN, tokenizer, data (measured)");
   if (frozen16) {
@@ -327,18 +335,19 @@ MemoryPlan plan_memory(const MemoryPlanInputs& in) {
   add("gradient shard", 0, 0, grad_shard, grad_shard, "this rank's reduced shard");
   add("optimizer", 0, 0, moments, moments, cat("AdamW m, v", dist ? " of the shard" : "", lora ? " (adapters)" : ""));
   add("adapters", adapters, adapters, adapters, adapters, lora ? "LoRA weights (f32)" : "no LoRA");
-  add("activations", 0, 0, acts - head, acts - head,
-      cat(mb.tokens, "-token micro-batch", dopt.checkpoint_activations ? ", checkpointed" : ""));
-  add("output layer", 0, 0, head, head, "the fused output layer's chunk buffers");
-  add("vision activations", 0, 0, vision_train, vision_train, "the tower on the micro-batch's pictures");
-  add("KV cache", 0, kv, kv, kv,
-      cat(p.kv_blocks, " of ", kb.blocks, " blocks of ", kb.block_size, " tokens, ", ops::kv_dtype_name(kb.dtype)));
-  add("rollout workspaces", 0, rollout_ws, rollout_ws, rollout_ws, cat("steps of up to ", bucket, " tokens"));
+  add_training("activations", acts - head,
+               cat(mb.tokens, "-token micro-batch", dopt.checkpoint_activations ? ", checkpointed" : ""));
+  add_training("output layer", head, "the fused output layer's chunk buffers");
+  add_training("vision activations", vision_train, "the tower on the micro-batch's pictures");
+  add_rollout("KV cache", kv,
+              cat(p.kv_blocks, " of ", kb.blocks, " blocks of ", kb.block_size, " tokens, ", ops::kv_dtype_name(kb.dtype)));
+  add_rollout("rollout workspaces", rollout_ws, cat("steps of up to ", bucket, " tokens"));
   add("vision rollout", 0, vision_rollout, vision_rollout, vision_rollout, "the tower on one prompt, features, pixels");
   add("communication", 0, 0, comm, comm, "reduce-scatter buckets, all-gather staging");
-  const bool ref_weights = ref > 0 && !lora;
-  add("reference model", ref_weights ? P32 : 0, ref_weights ? P32 + P16 : 0, ref, ref,
-      lora ? "decoder of the KL reference (the frozen base)" : "weights and decoder of the KL reference");
+  add("reference model", ref_weights > 0 ? P32 : 0, ref_weights, ref_weights, ref_weights,
+      ref_weights > 0 ? "weights of the KL reference (f32 + bf16)" : "no second set of weights");
+  add_training("reference activations", ref_acts,
+               lora ? "decoder of the KL reference (the frozen base)" : "decoder of the KL reference");
   add("checkpoint file", file, 0, 0, 0,
       frozen16 ? "safetensors mapped while loading, one GEMM weight in f32" : "safetensors mapped while loading");
   // Saving on rank 0: the f32 weights whole again (ZeRO-3 gathers for the rollout, bf16 mode gathers the
@@ -497,17 +506,17 @@ std::string format_memory_plan(const MemoryPlan& p) {
            in.data.max_prompt_patches > 0 ? cat("; pictures up to ", in.data.max_prompt_patches, " patches a prompt") : std::string(),
            "\n");
   char line[256];
-  std::snprintf(line, sizeof line, "  %-20s %11s %11s %11s %11s %11s  %s\n", "part", "load", "rollout", "training",
+  std::snprintf(line, sizeof line, "  %-21s %11s %11s %11s %11s %11s  %s\n", "part", "load", "rollout", "training",
                 "rollout 2+", "save", "sized by");
   s += line;
   auto cell = [](int64_t b) { return b > 0 ? human_bytes(b) : std::string("-"); };
   for (const MemoryTerm& t : p.terms) {
-    std::snprintf(line, sizeof line, "  %-20s %11s %11s %11s %11s %11s  %s\n", t.name.c_str(), cell(t.load).c_str(),
+    std::snprintf(line, sizeof line, "  %-21s %11s %11s %11s %11s %11s  %s\n", t.name.c_str(), cell(t.load).c_str(),
                   cell(t.rollout_first).c_str(), cell(t.training).c_str(), cell(t.rollout_later).c_str(),
                   cell(t.save).c_str(), t.how.c_str());
     s += line;
   }
-  std::snprintf(line, sizeof line, "  %-20s %11s %11s %11s %11s %11s\n", "total", human_bytes(p.load).c_str(),
+  std::snprintf(line, sizeof line, "  %-21s %11s %11s %11s %11s %11s\n", "total", human_bytes(p.load).c_str(),
                 human_bytes(p.rollout_first).c_str(), human_bytes(p.training).c_str(), human_bytes(p.rollout_later).c_str(),
                 human_bytes(p.save).c_str());
   s += line;
@@ -521,9 +530,11 @@ std::string format_memory_plan(const MemoryPlan& p) {
 std::string memory_log_line(const MemoryPlan& p) {
   auto t = [&](const char* name) { return human_bytes(p.term(name)); };
   return cat("[memory] weights ", t("weights"), " | master ", t("master"), " | gradients ", t("gradients"),
-             " | optimizer ", t("optimizer"), " | activations ", human_bytes(p.term("activations") + p.term("output layer")),
+             " | optimizer ", t("optimizer"), " | activations ",
+             human_bytes(p.term("activations") + p.term("output layer") + p.term("reference activations")),
              " | vision ", human_bytes(p.term("vision activations") + p.term("vision rollout")), " | workspaces ",
              t("rollout workspaces"), " | KV ", t("KV cache"), " | comm ", t("communication"), " | fixed ", t("fixed"),
+             " | rollout ", human_bytes(std::max(p.rollout_first, p.rollout_later)), " | training ", human_bytes(p.training),
              " | peak ", human_bytes(p.peak), " (", p.peak_phase, ") per rank, ", p.fits() ? "fits " : "exceeds ",
              human_bytes(p.in.available_bytes), " available");
 }

@@ -16,16 +16,17 @@
 // every response max_response_length tokens (what `rollout.ignore_eos` forces), the KV blocks this rank's
 // share of the groups holds at once (within the engine's budget).
 //
-// Phases, and what is resident in each (nothing is freed between a rollout and the training after it: the
-// KV cache, workspaces, gradients and moments keep their pages; ZeRO-3 returns the other ranks' layer
-// parameters while training and gathers them back for the next rollout):
+// Phases, and what is resident in each. A step gives back what the next phase does not read: after its
+// rollout the KV cache and the rollout's workspaces (rollout::Engine::release_memory), after its update the
+// training activations (Decoder::release_workspace); gradients, moments and the weights stay. ZeRO-3
+// returns the other ranks' layer parameters while training and gathers them back for the next rollout.
 //   load      the f32 weights and the checkpoint's mapped file
-//   rollout   weights (+ bf16 shadow), KV cache, rollout workspaces, and from step 2 on everything training
-//             left resident
+//   rollout   weights (+ bf16 shadow), KV cache, rollout workspaces, and from step 2 on the gradients, their
+//             shard, the moments and communication buffers that training keeps
 //   training  weights (ZeRO-3: the root, this rank's shard and a window of two layers), gradients, their
-//             shard, AdamW moments, activations, communication buffers, and the rollout's resident pages
-//   save      rank 0 writing a checkpoint: all of that, the f32 weights whole again and (several ranks)
-//             every rank's moments gathered in the whole layout
+//             shard, AdamW moments, activations, communication buffers (no KV cache)
+//   save      rank 0 writing a checkpoint after the step: what training keeps, the f32 weights whole again
+//             and (several ranks) every rank's moments gathered in the whole layout
 // The peak is the largest phase.
 #pragma once
 #include <cstdint>

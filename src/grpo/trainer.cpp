@@ -229,6 +229,7 @@ nlohmann::json GrpoTrainer::validate() {
   ErrorContext what("validation: ", s_->val.examples.size(), " prompts x ", vk.n, " responses of at most ",
                     eo.max_new_tokens, " tokens");
   const EvalResult r = evaluate(comm_, *s_->engine, s_->val.examples, eo, &rewards_);
+  s_->engine->release_memory();  // the next update or checkpoint does not hold the KV cache
   nlohmann::json m = {{"val/accuracy", r.accuracy}, {"val/reward/mean", r.reward_mean},
                       {"val/response_length/mean", r.response_length}, {"timing_s/testing", r.seconds}};
   if (s_->tools) m["val/tools/call_share"] = r.tool_call_share;

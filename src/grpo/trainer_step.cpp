@@ -405,6 +405,7 @@ LogProbResult GrpoTrainer::compute_log_probs(std::vector<std::vector<train::Trai
     }
     if (comm_.size() > 1 && cfg_.algorithm.use_kl_in_reward)
       all_gather_logprobs(comm_, minibatches, &train::TrainSample::ref_logprobs);
+    ref_decoder_->release_workspace();  // its activations are not read again this step
     r.ref_s = seconds_since(t0);
   }
   return r;
@@ -463,6 +464,8 @@ UpdateResult GrpoTrainer::update(std::vector<std::vector<train::TrainSample>>& m
       r.train_tokens += u.tokens;
       r.useful_tokens += u.useful_tokens;
     }
+  // The next rollout does not hold the training activations.
+  actor_->decoder().release_workspace();
   r.seconds = seconds_since(t0) - r.update_weights_s;
   return r;
 }
@@ -489,6 +492,9 @@ nlohmann::json GrpoTrainer::train_step(int64_t step) {
   comm_.forget_waits();                         // from here: this step's waits
   comm::WaitLabel outside(&comm_, "other");     // the phases label theirs
   StepBatch batch = collect_batch(step);
+  // The step's rollouts are over (DAPO's generation batches shared the prefix cache until here): the KV
+  // cache and the rollout's workspaces return their memory, so that the update does not hold it.
+  s_->engine->release_memory();
   const VisionWork vision_gen = vision_work() - vision_start;
   if (batch.group_sizes.empty()) {
     const double step_s = seconds_since(t_step);

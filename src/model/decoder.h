@@ -78,6 +78,13 @@ class Decoder {
   static size_t output_layer_bytes(const ModelConfig& c, const DecoderOptions& opt, int64_t tokens);
   size_t workspace_bytes() const { return ws_.capacity() + (vision_ ? vision_->workspace_bytes() : 0); }
   size_t workspace_high_water() const { return ws_.high_water(); }
+  // Returns the activation workspaces' memory (the vision tower's included) to the system between steps
+  // (Workspace::discard): what backward() needs is gone until the next forward(). A GRPO step calls it after
+  // its update, so that the next rollout does not hold the training activations.
+  void release_workspace() {
+    ws_.discard();
+    if (vision_) vision_->release_workspace();
+  }
   // Qwen3-VL, of the last forward(): the vision tower (null for text models; its outputs belong to the last
   // batch when had_pictures()), the M-RoPE positions [3, T] and each sequence's rope_delta.
   const VisionTower* vision() const { return vision_.get(); }

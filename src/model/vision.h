@@ -84,6 +84,9 @@ class VisionTower {
   void set_hooks(DecoderHooks* hooks) { hooks_ = hooks; }
 
   size_t workspace_bytes() const { return ws_.capacity(); }
+  // Returns the activation workspace's memory to the system (Workspace::discard): the last forward's
+  // outputs are gone; the next forward() writes them again.
+  void release_workspace() { ws_.discard(); }
   // Bytes of the activation workspace forward() reserves for `patch_rows` patch rows (the memory plan), with
   // tower adapters of rank `lora_rank` (0: none).
   static size_t activation_bytes(const VisionConfig& v, const VisionOptions& opt, int64_t patch_rows,

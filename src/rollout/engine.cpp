@@ -125,6 +125,12 @@ Engine::~Engine() = default;
 
 void Engine::clear_prefix_cache() { kv_->clear_prefix_cache(); }
 
+void Engine::release_memory() {
+  kv_->release_storage();
+  step_ws_.discard();
+  model_ws_.discard();
+}
+
 int64_t workspace_bucket(const EngineConfig& config, int64_t tokens) {
   int64_t bucket = 16;
   while (bucket < tokens) bucket *= 2;

@@ -120,6 +120,11 @@ class Engine {
 
   // Drops every prefix-cache entry (the model's weights changed: cached k/v are stale).
   void clear_prefix_cache();
+  // Between generate() calls: returns the memory of the KV cache and of the step workspaces to the system
+  // (KvCache::release_storage, Workspace::discard) and so forgets the prefix cache. Their addresses stay
+  // reserved; the next generate() faults the pages back in as it writes them and allocates nothing. A
+  // GRPO step calls it after its rollout, so that the training update does not hold the KV cache.
+  void release_memory();
   const EngineStats& stats() const { return stats_; }  // of the last generate()
   const KvCache& kv_cache() const { return *kv_; }
   const KvBudget& kv_budget() const { return kv_budget_; }

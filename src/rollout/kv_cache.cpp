@@ -176,6 +176,13 @@ void KvCache::clear_prefix_cache() {
   std::fill(table_.begin(), table_.end(), -1);
 }
 
+void KvCache::release_storage() {
+  clear_prefix_cache();  // the cached blocks' contents go with the pages
+  GRPO_CHECK(static_cast<int64_t>(free_.size()) == view_.num_blocks, "[kv_cache] release of the storage while ",
+             view_.num_blocks - static_cast<int64_t>(free_.size()), " of ", view_.num_blocks, " blocks are in use");
+  for (Buffer* b : {&k_, &v_, &k_scale_, &v_scale_}) b->discard(0, b->size());
+}
+
 int32_t KvCache::lookup(uint64_t hash, uint64_t parent_hash, std::span<const int32_t> tokens) {
   if (!prefix_cache_) return -1;
   ++stats_.lookups;

@@ -53,6 +53,10 @@ class KvCache {
 
   // Forgets every cached block (cached blocks nobody references become free).
   void clear_prefix_cache();
+  // Between rollouts: forgets the prefix cache and returns the storage's memory to the system (the pages
+  // of k, v and their scales read as zero until written again; the address ranges and the view stay
+  // valid, nothing is allocated). Every block must be free.
+  void release_storage();
 
   struct Stats {
     int64_t lookups = 0, hits = 0, evictions = 0;

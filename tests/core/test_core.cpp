@@ -51,6 +51,27 @@ TEST(Workspace, OverflowNamesTheRequest) {
   EXPECT_NO_THROW(ws.take<float>(64, "b"));
 }
 
+// Workspace::discard between uses (a GRPO step's KV cache and activations): the pages go back to the system
+// and the same addresses are written again without any allocation.
+TEST(Workspace, DiscardReturnsThePagesAndKeepsTheReservation) {
+  const size_t bytes = size_t{64} << 20;
+  Workspace ws(bytes, "a test workspace");
+  const int64_t before = resident_bytes();
+  auto* p = ws.take<unsigned char>(static_cast<int64_t>(bytes), "all of it");
+  for (size_t i = 0; i < bytes; i += 4096) p[i] = 1;
+  EXPECT_GE(resident_bytes() - before, static_cast<int64_t>(bytes) - (int64_t{4} << 20));
+  const uint64_t allocs = Buffer::alloc_count();
+  ws.discard();
+  EXPECT_LT(resident_bytes() - before, int64_t{4} << 20);
+  EXPECT_EQ(ws.used(), 0u);
+  EXPECT_EQ(ws.capacity(), bytes);
+  auto* q = ws.take<unsigned char>(16, "again");
+  EXPECT_EQ(q, p);
+  EXPECT_EQ(q[0], 0);  // the old contents are gone
+  q[0] = 2;
+  EXPECT_EQ(Buffer::alloc_count(), allocs);
+}
+
 TEST(Buffer, LargeBuffersAreReservedNotTouched) {
   const size_t bytes = size_t{512} << 20;
   const int64_t before = resident_bytes();

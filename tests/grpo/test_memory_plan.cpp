@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -152,6 +153,60 @@ TEST(MemoryPlan, KvTermIsTheEnginesBudget) {
   const rollout::Engine engine(model, fixed);
   EXPECT_EQ(plan_memory(in).term("KV cache"), engine.kv_budget().bytes);
   EXPECT_EQ(engine.kv_budget().bytes, rollout::kv_budget_for(ec, shape, in.available_bytes).bytes);
+}
+
+// A step gives back the KV cache and the rollout workspaces after its rollout, the activations after its
+// update: the peak is the larger of the rollout and the training, not their sum; and the engine's release
+// leaves none of the KV cache resident.
+TEST(MemoryPlan, RolloutAndTrainingBuffersAreResidentOnlyInTheirPhase) {
+  const ModelConfig m = preset_config("qwen3", "tiny");
+  MemoryPlanInputs in = inputs_for(m, 1);
+  in.config.actor_rollout_ref.actor.use_kl_loss = true;
+  in.config.actor_rollout_ref.actor.kl_loss_coef = 0.01;
+  const MemoryPlan p = plan_memory(in);
+  const int64_t kv = p.term("KV cache"), ws = p.term("rollout workspaces"), acts = p.term("activations");
+  ASSERT_GT(kv, 0);
+  ASSERT_GT(ws, 0);
+  ASSERT_GT(acts, 0);
+  ASSERT_GT(p.term("reference activations"), 0);
+  for (const MemoryTerm& t : p.terms) {
+    if (t.name == "KV cache" || t.name == "rollout workspaces") {
+      EXPECT_EQ(t.rollout_first, t.name == "KV cache" ? kv : ws);
+      EXPECT_EQ(t.rollout_later, t.rollout_first);
+      EXPECT_EQ(t.training, 0) << t.name;
+      EXPECT_EQ(t.save, 0) << t.name;
+    }
+    if (t.name == "activations" || t.name == "output layer" || t.name == "reference activations") {
+      EXPECT_EQ(t.rollout_first, 0) << t.name;
+      EXPECT_EQ(t.rollout_later, 0) << t.name;
+      EXPECT_EQ(t.save, 0) << t.name;
+    }
+  }
+  EXPECT_EQ(p.peak, std::max({p.load, p.rollout_first, p.training, p.rollout_later, p.save}));
+  EXPECT_EQ(p.rollout_later - p.training, kv + ws - acts - p.term("output layer") - p.term("reference activations"));
+
+  const rollout::EngineConfig ec = engine_config(in.config, m, 16);
+  ModelWeights w(m);
+  rollout::DecoderRolloutModel model(w, ComputeMode::F32, ec.block_size);
+  rollout::EngineConfig big = ec;
+  big.kv_memory_bytes = int64_t{8} << 20;
+  big.kv_max_blocks = 0;
+  rollout::Engine engine(model, big);
+  std::vector<rollout::Request> reqs(4);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    reqs[i].prompt = {1, 2, 3, static_cast<int32_t>(i + 4)};
+    reqs[i].n = 4;
+    reqs[i].max_new_tokens = 60;
+    reqs[i].seed = 3;
+    reqs[i].id = i;
+  }
+  engine.generate(reqs);
+  const ops::PagedKvView kvv = engine.kv_cache().view();
+  const size_t kv_bytes = static_cast<size_t>(kvv.num_layers * kvv.layer_elems() * ops::kv_dtype_size(kvv.dtype));
+  EXPECT_GT(resident_in(kvv.k, kv_bytes), 0);
+  engine.release_memory();
+  EXPECT_EQ(resident_in(kvv.k, kv_bytes), 0);
+  EXPECT_EQ(resident_in(kvv.v, kv_bytes), 0);
 }
 
 TEST(MemoryPlan, CheckpointingAndZero3ShrinkTheirTerms) {

@@ -1,6 +1,7 @@
 // Engine tests with the fake model: results are bit-identical with and without group sharing / the prefix
 // cache, under preemption, across batch compositions, chunk sizes and thread counts; log-probs match a
-// fresh recompute; stops, limits and aborts; int8/bf16 KV error; no allocation in warm steps; clear errors.
+// fresh recompute; stops, limits and aborts; int8/bf16 KV error; no allocation in warm steps; the same results
+// after the engine's memory is released between rollouts; clear errors.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -458,6 +459,33 @@ TEST(Engine, KvBudgetIsTheSmallerOfMemoryAndWork) {
   EXPECT_EQ(small.kv_cache().num_blocks(), 7);
   c.kv_max_blocks = -1;
   EXPECT_THROW(Engine(model, c), Error);
+}
+
+// A GRPO step releases the engine's memory after its rollout (Engine::release_memory): the next rollout
+// gives what it gives after only clearing the prefix cache (the weights changed), and the released blocks
+// are never served from the prefix cache.
+TEST(Engine, ReleasingMemoryBetweenRolloutsGivesTheSameResults) {
+  FakeModel model(4);
+  auto step1 = workload(), step2 = workload(4, 3, 10);
+  for (Request& r : step2) r.seed = 7;
+  step2.push_back(step1[1]);  // a prompt the first rollout cached
+  for (bool prefix : {false, true}) {
+    Engine kept(model, engine_config(kBigCache, prefix)), released(model, engine_config(kBigCache, prefix));
+    const auto a1 = kept.generate(step1);
+    kept.clear_prefix_cache();
+    const auto a2 = kept.generate(step2);
+    const auto b1 = released.generate(step1);
+    released.release_memory();
+    EXPECT_EQ(released.kv_cache().available_blocks(), released.kv_cache().num_blocks());
+    const auto b2 = released.generate(step2);
+    expect_identical(a1, b1);
+    expect_identical(a2, b2);
+    EXPECT_EQ(released.stats().prefix_hits, kept.stats().prefix_hits);  // only hits within the rollout
+    released.release_memory();  // twice in a row, and a third rollout
+    released.release_memory();
+    expect_identical(a2, released.generate(step2));
+    EXPECT_EQ(released.stats().step_allocs, 0);  // the pages come back without any allocation
+  }
 }
 
 TEST(Engine, ModelErrorLeavesTheCacheWhole) {

@@ -2,7 +2,10 @@
 // budget, hash-chain lookups with collision checks, LRU eviction of unreferenced cached blocks, clearing,
 // and a randomized run against a simple model of the cache. Also the incremental detokeniser.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include <cstring>
 #include <map>
 #include <vector>
 
@@ -18,6 +21,18 @@ using namespace grpo::rollout;
 namespace {
 KvCacheShape small_shape(ops::KvDType dt = ops::KvDType::F32) { return {2, 2, 8, 4, dt}; }
 std::vector<int32_t> toks(int32_t start) { return {start, start + 1, start + 2, start + 3}; }
+
+// Resident bytes of the whole pages of [p, p + bytes) (mincore).
+int64_t kv_resident_bytes(const void* p, size_t bytes) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(p) / page * page;
+  const size_t pages = (reinterpret_cast<uintptr_t>(p) + bytes - begin + page - 1) / page;
+  std::vector<unsigned char> in(pages);
+  EXPECT_EQ(mincore(reinterpret_cast<void*>(begin), pages * page, in.data()), 0);
+  int64_t n = 0;
+  for (unsigned char c : in) n += c & 1;
+  return n * static_cast<int64_t>(page);
+}
 }  // namespace
 
 TEST(KvCache, SizesFromByteBudgetPerDtype) {
@@ -93,6 +108,30 @@ TEST(KvCache, UnreferencedCachedBlocksAreEvictedLeastRecentlyReleasedFirst) {
   EXPECT_EQ(kv.available_blocks(), 1);
   EXPECT_EQ(kv.allocate(), blocks[2]);
   EXPECT_EQ(kv.stats().evictions, 1);  // cleared blocks are free, not evicted
+}
+
+TEST(KvCache, ReleasedStorageIsNotResidentAndItsBlocksAreNotCached) {
+  for (ops::KvDType dt : {ops::KvDType::F32, ops::KvDType::I8}) {
+    KvCache kv(small_shape(dt), 16384, true);  // reserved storage (1 MiB or more) for k and v
+    const ops::PagedKvView view = kv.view();
+    const size_t bytes = static_cast<size_t>(view.num_layers * view.layer_elems() * ops::kv_dtype_size(dt));
+    std::memset(view.k, 1, bytes);  // every block written, as a long rollout does
+    std::memset(view.v, 1, bytes);
+    EXPECT_GE(kv_resident_bytes(view.k, bytes), static_cast<int64_t>(bytes) * 9 / 10);
+    const int32_t b = kv.allocate();
+    const uint64_t h = KvCache::hash_block(0, toks(1));
+    kv.insert(b, h, 0, toks(1));
+    EXPECT_THROW(kv.release_storage(), Error);  // a block is in use
+    kv.release(b);
+    kv.release_storage();
+    EXPECT_EQ(kv_resident_bytes(view.k, bytes), 0);
+    EXPECT_EQ(kv_resident_bytes(view.v, bytes), 0);
+    EXPECT_EQ(kv.lookup(h, 0, toks(1)), -1);  // its content is gone: never served again
+    EXPECT_EQ(kv.available_blocks(), kv.num_blocks());
+    EXPECT_EQ(static_cast<const char*>(view.k)[100], 0);  // same addresses, zero pages
+    std::memset(view.k, 2, 4096);                         // written again without any allocation
+    EXPECT_EQ(static_cast<const char*>(kv.view().k)[100], 2);
+  }
 }
 
 TEST(KvCache, RandomizedAgainstASimpleModel) {

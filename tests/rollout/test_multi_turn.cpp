@@ -2,7 +2,8 @@
 // prepared (on other threads, with random delays) and resume after it is prefilled; the result holds every
 // turn with a response mask, per-turn counts and the handler's reports; log-probs of the sampled tokens match
 // a fresh recompute over the whole conversation; results do not depend on reply timing, batch composition,
-// chunking, the prefix cache or preemption (parked samples included); limits and budgets hold.
+// chunking, the prefix cache, preemption (parked samples included) or the engine's memory released between
+// rollouts; limits and budgets hold.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -241,6 +242,12 @@ TEST(MultiTurn, IdenticalAcrossReplyTimingBatchesChunkingAndPreemption) {
     auto b = chunked.generate(rev, {}, MultiTurn{&tools});
     std::reverse(b.begin(), b.end());
     expect_same(a, b);
+  }
+  {  // the engine's memory released between rollouts, as a GRPO step does after its rollout
+    base.release_memory();
+    FakeTools tools(2, 4);
+    expect_same(a, base.generate(reqs, {}, MultiTurn{&tools}));
+    EXPECT_EQ(base.kv_cache().available_blocks(), base.kv_cache().num_blocks());
   }
   // A cache with room for the longest sample and little more: parked samples hold blocks that running ones
   // need, so they are preempted (their reply still comes, and they are recomputed after it).

@@ -2,8 +2,9 @@
 // cache (chunked prefills cutting through a picture) equals full recomputation by the training decoder, and
 // the engine's log-probs match the training forward; samples are identical alone and among other requests;
 // the vision tower runs once per request, not per sample; the prefix cache hits for the same picture in the
-// same place and never serves one picture's k/v for another; text-only prompts on the VL model are
-// unaffected by pictures elsewhere in the batch; LoRA on the tower runs in the rollout's tower too.
+// same place and never serves one picture's k/v for another, nor a block whose memory was released; text-only
+// prompts on the VL model are unaffected by pictures elsewhere in the batch; LoRA on the tower runs in the
+// rollout's tower too.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -179,6 +180,26 @@ TEST(VlRollout, PrefixCacheKeysPicturesByContent) {
   EXPECT_EQ(cached.tokens, expect.tokens);
   EXPECT_EQ(cached.logprobs, expect.logprobs);
   EXPECT_NE(cached.logprobs, first.logprobs);
+}
+
+// A GRPO step releases the engine's memory after its rollout: the next rollout of the same picture gives the
+// same result and finds nothing in the prefix cache (the released blocks' contents are gone).
+TEST(VlRollout, ReleasedMemoryIsNotServedFromThePrefixCache) {
+  auto w = ModelWeights::load(kVl);
+  const Pictures pics;
+  rollout::EngineConfig ec;
+  ec.kv_memory_bytes = 16 << 20;
+  rollout::DecoderRolloutModel model(*w, ComputeMode::F32, ec.block_size);
+  rollout::Engine engine(model, ec);
+  const std::vector<int32_t> prompt = prompt_with({2}, 0);
+  const auto first = engine.generate({request(prompt, {pics.c}, 1, 0.8f, 0)})[0];
+  engine.release_memory();
+  const auto again = engine.generate({request(prompt, {pics.c}, 1, 0.8f, 0)})[0];
+  EXPECT_EQ(engine.stats().prefix_hits, 0);
+  for (size_t k = 0; k < first.samples.size(); ++k) {
+    EXPECT_EQ(first.samples[k].tokens, again.samples[k].tokens);
+    EXPECT_EQ(first.samples[k].logprobs, again.samples[k].logprobs);
+  }
 }
 
 TEST(VlRollout, RejectsPicturesThatDoNotMatchThePrompt) {
