@@ -302,8 +302,8 @@ MemoryPlan plan_memory(const MemoryPlanInputs& in) {
 
   const int64_t adapters = adapter_elems * 4;
   // Loading: the checkpoint's mapped file, and for a base frozen in bf16 one GEMM weight at a time in f32.
-  const int64_t file = (in.checkpoint_bytes > 0 ? in.checkpoint_bytes : p.parameters * dtype_size(m.dtype)) +
-                       (frozen16 ? largest_gemm_weight(m) * 4 : 0);
+  p.mapped_file = in.checkpoint_bytes > 0 ? in.checkpoint_bytes : p.parameters * dtype_size(m.dtype);
+  const int64_t file = p.mapped_file + (frozen16 ? largest_gemm_weight(m) * 4 : 0);
   const int64_t grads = trained * 4, grad_shard = dist ? p.shard_elems * 4 : 0, moments = moment_elems * 8;
 
   // name, load, rollout (step 1), training, rollout (later steps), how; saving holds what later rollouts do
@@ -371,6 +371,13 @@ MemoryPlan plan_memory(const MemoryPlanInputs& in) {
   for (const auto& [bytes, name] : phases)
     if (bytes > p.peak) p.peak = bytes, p.peak_phase = name;
   return p;
+}
+
+int64_t MemoryPlan::machine_bytes() const {
+  // Ranks on one machine map the same checkpoint file while loading: the page cache holds it once.
+  const int64_t R = in.ranks_per_machine;
+  const int64_t later = std::max({rollout_first, training, rollout_later, save});
+  return std::max(load * R - (R - 1) * mapped_file, later * R);
 }
 
 MemoryPlanInputs memory_plan_inputs(const Session& s, int ranks) {

@@ -243,6 +243,27 @@ TEST(MemoryPlan, VerdictAndCheapestChange) {
   EXPECT_NE(explain_memory_plan(plan_memory(in)).find("no change tried makes it fit"), std::string::npos);
 }
 
+// Ranks on one machine map the same checkpoint file while loading: the machine holds every rank's peak but
+// the file once; when loading is not the peak phase, the peak times the ranks.
+TEST(MemoryPlan, RanksOfAMachineShareTheMappedCheckpoint) {
+  const ModelConfig m = preset_config("qwen3", "small");
+  MemoryPlanInputs in = inputs_for(m, 2);
+  in.checkpoint_bytes = int64_t{3} << 30;  // a file larger than anything later: loading is the peak
+  const MemoryPlan p = plan_memory(in);
+  ASSERT_EQ(p.peak_phase, "load");
+  EXPECT_EQ(p.mapped_file, in.checkpoint_bytes);
+  const int64_t later = std::max({p.rollout_first, p.training, p.rollout_later, p.save});
+  EXPECT_EQ(p.machine_bytes(), std::max(2 * p.load - in.checkpoint_bytes, 2 * later));
+  EXPECT_LT(p.machine_bytes(), 2 * p.peak);
+  in.ranks_per_machine = 1;  // one rank a machine: its own peak
+  EXPECT_EQ(plan_memory(in).machine_bytes(), p.peak);
+  in.ranks_per_machine = 2;
+  in.checkpoint_bytes = 1;  // a tiny file: a later phase is the peak, every rank holds it
+  const MemoryPlan q = plan_memory(in);
+  ASSERT_NE(q.peak_phase, "load");
+  EXPECT_EQ(q.machine_bytes(), 2 * q.peak);
+}
+
 // LoRA: the plan counts what the LoRA code allocates. The base frozen in bf16 under mixed precision: the
 // bf16 arena whole, and of the f32 arena only the pages its norms and embedding were written to (no
 // gradients, no moments for it); the adapters' weights, gradients and moments in their own layout, sharded
