@@ -286,6 +286,9 @@ struct VlCase {
   bool freeze_vision_tower = false;
   bool lora = false;  // adapters on the language model (the tower frozen): they train, the base stays
   ComputeMode mode = ComputeMode::F32;  // bf16: bounded as the text cases' bf16 compute (see the header)
+  // > 0: fixed micro-batches of that many sequences (one each: the ranks' counts differ, 11 sequences being
+  // split by home rank, so some rank has empty micro-batches), else a token budget of 48.
+  int64_t micro_batch_size = 0;
 };
 
 class ActorDistVision : public ::testing::TestWithParam<VlCase> {
@@ -342,6 +345,10 @@ TEST_P(ActorDistVision, UpdatesLikeOneProcessWithEachRanksOwnPictures) {
   adam.lr = 1e-3f;
   MicroBatching mb;
   mb.max_tokens = 48;  // several micro-batches a rank, some ranks' with and some without pictures
+  if (k.micro_batch_size > 0) {
+    mb.dynamic = false;
+    mb.micro_batch_size = k.micro_batch_size;
+  }
   auto adapters = [&](const ModelWeights& w) -> std::unique_ptr<LoraAdapters> {
     if (!k.lora) return nullptr;
     LoraConfig cfg;
@@ -441,7 +448,9 @@ INSTANTIATE_TEST_SUITE_P(
                       VlCase{"LoRA, zero3 (the base stays whole)", dp(comm::Wire::F32, 3001, true, false, true), false,
                              false, true},
                       VlCase{"zero3 bf16 compute", dp(comm::Wire::F32, 3001, true, false, true), false, false, false,
-                             ComputeMode::BF16}),
+                             ComputeMode::BF16},
+                      VlCase{"zero2 per micro-batch, ranks with empty micro-batches", dp(comm::Wire::F32, 3001, true, true),
+                             false, false, false, ComputeMode::F32, 1}),
     [](const ::testing::TestParamInfo<VlCase>& i) { return std::string("vl") + std::to_string(i.index); });
 
 // ParamSync in bf16 mode (runs on any CPU: no GEMM involved). Each rank writes new values into its own
