@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -88,7 +89,12 @@ PackedBatch batch_with_pictures(const ModelConfig& mc, uint64_t seed) {
 struct BucketCase {
   const char* preset;  // qwen3-vl tiny: 2 tower blocks, DeepStack after block 0; small: 4, after blocks 1 and 2
   bool checkpoint_activations;
+  ComputeMode mode = ComputeMode::F32;
 };
+
+void PrintTo(const BucketCase& k, std::ostream* os) {
+  *os << k.preset << (k.checkpoint_activations ? ", recomputed" : "") << (k.mode == ComputeMode::BF16 ? ", bf16" : "");
+}
 
 class GradBuckets : public ::testing::TestWithParam<BucketCase> {
  protected:
@@ -134,6 +140,7 @@ TEST_P(GradBuckets, EveryBucketStartsWithItsGradientsFinal) {
   GradReducer reducer(local, part, c, grads, comm::Wire::F32, /*bucket_elems=*/1001, /*overlap=*/true);
   DecoderOptions dopt;
   dopt.checkpoint_activations = k.checkpoint_activations;
+  dopt.mode = k.mode;
   Decoder dec(w, dopt);
   dec.set_hooks(&reducer);
   std::vector<float> shard(static_cast<size_t>(n), 0.0f);
@@ -195,9 +202,10 @@ TEST_P(GradBuckets, StartInTheSameOrderEventByEventOrAllAtOnce) {
 
 INSTANTIATE_TEST_SUITE_P(VisionTower, GradBuckets,
                          ::testing::Values(BucketCase{"tiny", false}, BucketCase{"tiny", true},
-                                           BucketCase{"small", false}),
+                                           BucketCase{"tiny", false, ComputeMode::BF16}, BucketCase{"small", false}),
                          [](const ::testing::TestParamInfo<BucketCase>& i) {
-                           return std::string(i.param.preset) + (i.param.checkpoint_activations ? "_recomputed" : "");
+                           return std::string(i.param.preset) + (i.param.checkpoint_activations ? "_recomputed" : "") +
+                                  (i.param.mode == ComputeMode::BF16 ? "_bf16" : "");
                          });
 
 }  // namespace
