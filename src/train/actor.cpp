@@ -165,12 +165,8 @@ Actor::Actor(ModelWeights& weights, const DecoderOptions& dopt, const MicroBatch
     // A frozen tower's part of the shard is never reduced into: zero, out of the gradient norm.
     shard_grads_ = Buffer(static_cast<size_t>(part_.size(comm_->rank())) * sizeof(float));
     std::memset(shard_grads_.data(), 0, shard_grads_.size());
-    // A trained Qwen3-VL tower reduces after the backward, not overlapped with it: overlapped (ZeRO-2 and
-    // ZeRO-3), its results differed from one process's now and then (by ~1e-5..1e-4 of the gradient norm,
-    // more often under load or ASan), a race not found yet (docs/training.md, "Several ranks").
-    const bool trained_tower = weights.config().has_vision() && !freeze_vision_tower;
     reducer_ = std::make_unique<GradReducer>(*comm_, part_, weights.config(), grads_, dp.reduce_wire, dp.bucket_elems,
-                                             dp.overlap && !trained_tower);
+                                             dp.overlap);
     if (dp.zero3)
       windows_ = std::make_unique<ParamWindows>(*sync_, weights.config(), w_.params(),
                                                 /*tower_backward=*/!freeze_vision_tower);

@@ -1,6 +1,8 @@
 // Bucketed gradient reduce-scatter driven by the backward (see grad_reducer.h).
 #include "train/grad_reducer.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "core/profiler.h"
 
@@ -16,6 +18,11 @@ GradReducer::GradReducer(comm::Communicator& comm, const comm::Partition& part, 
     const int64_t lo = std::max<int64_t>(0, hi - bucket_elems);
     buckets_.push_back({lo, hi, zl_.ready_event(lo, hi)});
   }
+  // Launch order: by event, then from the layout's end down. A Qwen3-VL tower lies after the text layers
+  // but is final after them, so the layout's order alone would differ from the backward's: a rank that starts
+  // every bucket at once (launch_rest: no overlap, or an empty micro-batch) must post them in the order a
+  // rank whose backward starts them event by event does.
+  std::stable_sort(buckets_.begin(), buckets_.end(), [](const Bucket& a, const Bucket& b) { return a.event < b.event; });
   started_.assign(buckets_.size(), 1);
 }
 

@@ -4,9 +4,10 @@
 // event finishes which range: train/zero_layout.h), so its communication runs on the communication thread
 // while the backward computes the layers below; without, all buckets start after the backward. Buckets are
 // cut from the end of the layout; the text decoder's completes from the head down to the embedding, a
-// Qwen3-VL tower's (after the text layers) from its mergers down to its patch embedding. At each event the
-// buckets it made final start in bucket order (the same on every rank). A bucket may be smaller than a
-// tensor (a tensor spans several) or hold several small ones.
+// Qwen3-VL tower's (after the text layers) from its mergers down to its patch embedding. Buckets start in
+// the order of their events, then from the layout's end down, whether the events come one by one or all at
+// once (launch_rest): the same order on every rank. A bucket may be smaller than a tensor (a tensor spans
+// several) or hold several small ones.
 #pragma once
 #include <cstdint>
 #include <utility>
@@ -51,10 +52,10 @@ class GradReducer final : public DecoderHooks {
   bool overlap_;
   ZeroLayout zl_;
   struct Bucket {
-    int64_t lo, hi;  // [lo, hi), from the end of the layout down
+    int64_t lo, hi;  // [lo, hi)
     int64_t event;   // the backward event that makes it final
   };
-  std::vector<Bucket> buckets_;
+  std::vector<Bucket> buckets_;  // in launch order
   std::vector<uint8_t> started_;
   const float* grads_ = nullptr;
   float* shard_ = nullptr;

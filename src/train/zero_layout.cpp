@@ -21,6 +21,7 @@ ZeroLayout zero_layout(const ModelConfig& c, const Arena& a) {
   const bool tower = c.has_vision() && a.has("model.visual.patch_embed.proj.weight");
   const int64_t depth = tower ? c.vision.depth : 0;
   z.text_layers = L;
+  z.tower_blocks = depth;  // before any vision_block_event(): block b's event counts from the tower's depth
   z.end_event = L + depth + 1;
   const int64_t head = a.offset(c.text_prefix() + "norm.weight");
   const int64_t text_end = tower ? a.offset("model.visual.patch_embed.proj.weight") : n;

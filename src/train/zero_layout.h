@@ -31,11 +31,12 @@ struct ZeroLayout {
   std::vector<Range> vision_blocks;  // tower block b (empty when the layout has no tower)
   std::vector<Range> root;           // everything else
   int64_t text_layers = 0;
+  int64_t tower_blocks = 0;  // the tower's depth (0 when the layout has no tower)
   int64_t end_event = 0;
 
   int64_t head_event() const { return 0; }
   int64_t layer_event(int64_t l) const { return text_layers - l; }
-  int64_t vision_block_event(int64_t b) const { return text_layers + static_cast<int64_t>(vision_blocks.size()) - b; }
+  int64_t vision_block_event(int64_t b) const { return text_layers + tower_blocks - b; }
   // The event after which every gradient of [lo, hi) is final.
   int64_t ready_event(int64_t lo, int64_t hi) const;
 };

@@ -287,6 +287,9 @@ struct VlCase {
   bool lora = false;  // adapters on the language model (the tower frozen): they train, the base stays
   ComputeMode mode = ComputeMode::F32;  // bf16: bounded as the text cases' bf16 compute (see the header)
   bool lora_tower = false;  // with `lora`: adapters on the tower's linears too (all-linear, the tower not frozen)
+  // > 0: fixed micro-batches of that many sequences (one each: the ranks' counts differ, 11 sequences being
+  // split by home rank, so some rank has empty micro-batches), else a token budget of 48.
+  int64_t micro_batch_size = 0;
 };
 
 class ActorDistVision : public ::testing::TestWithParam<VlCase> {
@@ -343,6 +346,10 @@ TEST_P(ActorDistVision, UpdatesLikeOneProcessWithEachRanksOwnPictures) {
   adam.lr = 1e-3f;
   MicroBatching mb;
   mb.max_tokens = 48;  // several micro-batches a rank, some ranks' with and some without pictures
+  if (k.micro_batch_size > 0) {
+    mb.dynamic = false;
+    mb.micro_batch_size = k.micro_batch_size;
+  }
   auto adapters = [&](const ModelWeights& w) -> std::unique_ptr<LoraAdapters> {
     if (!k.lora) return nullptr;
     LoraConfig cfg;
@@ -449,7 +456,9 @@ INSTANTIATE_TEST_SUITE_P(
                       VlCase{"zero3 bf16 compute", dp(comm::Wire::F32, 3001, true, false, true), false, false, false,
                              ComputeMode::BF16},
                       VlCase{"LoRA on the tower and the language model, recomputed activations",
-                             dp(comm::Wire::F32, 3001, true, false), true, false, true, ComputeMode::F32, true}),
+                             dp(comm::Wire::F32, 3001, true, false), true, false, true, ComputeMode::F32, true},
+                      VlCase{"zero2 per micro-batch, ranks with empty micro-batches", dp(comm::Wire::F32, 3001, true, true),
+                             false, false, false, ComputeMode::F32, false, 1}),
     [](const ::testing::TestParamInfo<VlCase>& i) { return std::string("vl") + std::to_string(i.index); });
 
 // ParamSync in bf16 mode (runs on any CPU: no GEMM involved). Each rank writes new values into its own
