@@ -17,17 +17,17 @@ void setup_demo(CLI::App& app) {
   c->add_option("--task", o->task, "arith (two-digit arithmetic, text model), shapes (pictures, Qwen3-VL model) or tools "
                                   "(products a calculator tool pays on, multi-turn GRPO with the built-in calculator)");
   c->add_option("--out", o->out, "Output folder (data, models, runs, reports)");
-  c->add_option("--train", o->train_examples, "Training problems (default: arith 16000, shapes 3000, tools 6000)");
+  c->add_option("--train", o->train_examples, "Training problems (default: arith 16000, shapes 3000, tools 12000)");
   c->add_option("--test", o->test_examples, "Held-out problems (default: arith 500, shapes 300, tools 300)");
   c->add_option("--rl", o->rl_examples, "shapes: GRPO's own problems, in neither train nor test (default 10000; 0: "
                                         "GRPO on the training problems)");
   c->add_option("--seed", o->seed, "Seed");
   c->add_option("--difficulty", o->difficulty,
                 "Levels: arith easy, medium, hard, mixed or 1..5 (default 2); shapes easy, medium, hard, mixed or "
-                "1..3 (default easy); tools mult, mixed, hard or 1..5 (default mixed)");
+                "1..3 (default easy); tools mult, mixed, hard or 1..5 (default mult)");
   c->add_option("--columns-fraction,--worked-fraction,--tool-fraction", o->worked_fraction,
                 "Fraction of SFT responses worked out (arith: digit by digit; shapes: listing the shapes; tools: "
-                "calling the calculator); default 0.25");
+                "calling the calculator); default 0.25, tools 0.4");
   c->add_option("--preset", o->preset, "Model preset (default: arith small, shapes and tools tiny)");
   c->add_option("--sft-set", o->sft_overrides, "Override an SFT config key (repeatable)");
   c->add_option("--grpo-set", o->grpo_overrides, "Override a GRPO config key (repeatable)");

@@ -22,10 +22,12 @@ DemoOptions demo_defaults(DemoOptions o) {
   GRPO_CHECK(o.task == "arith" || o.task == "shapes" || o.task == "tools",
              "[demo] --task: expected arith, shapes or tools, got \"", o.task, "\"");
   const bool arith = o.task == "arith", shapes = o.task == "shapes";
-  if (o.train_examples <= 0) o.train_examples = arith ? 16000 : shapes ? 3000 : 6000;
+  if (o.train_examples <= 0) o.train_examples = arith ? 16000 : shapes ? 3000 : 12000;
   if (o.test_examples <= 0) o.test_examples = arith ? 500 : 300;
-  if (o.difficulty.empty()) o.difficulty = arith ? "2" : shapes ? "easy" : "mixed";
-  if (o.worked_fraction < 0) o.worked_fraction = 0.25;
+  if (o.difficulty.empty()) o.difficulty = arith ? "2" : shapes ? "easy" : "mult";
+  // tools: 0.4 (still a minority) gives the tiny model enough calls to learn to copy the expression into the
+  // call and the result into the answer; at 0.25 GRPO's samples almost never got a call right.
+  if (o.worked_fraction < 0) o.worked_fraction = arith || shapes ? 0.25 : 0.4;
   // shapes: GRPO on 10,000 problems the SFT never saw (on the SFT's own, memorised ones it finds little
   // to learn); arith's and tools' GRPO use the SFT problems.
   if (o.rl_examples < 0) o.rl_examples = shapes ? 10000 : 0;

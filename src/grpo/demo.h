@@ -7,8 +7,8 @@
 //    quarter of the responses list the shapes before answering), a Qwen3-VL-shaped model (vision tower,
 //    DeepStack, M-RoPE) with the byte-level tokenizer, SFT (examples/shapes-sft.yaml) then GRPO
 //    (examples/shapes-grpo.yaml) on further problems the SFT never saw.
-//  - tools: the calculator task (data/calc.h: four- and five-digit products and mixed expressions; a
-//    quarter of the SFT responses call the built-in calculator, the others answer directly), a `tiny`
+//  - tools: the calculator task (data/calc.h: four- and five-digit products; 40% of the SFT responses
+//    call the built-in calculator, the others answer directly), a `tiny`
 //    byte-level Qwen3 model, SFT (examples/tools-sft.yaml) then multi-turn GRPO with the calculator
 //    (examples/tools-grpo.yaml; the tool config the demo writes, <out>/data/tools.yaml); validation runs
 //    with the calculator too, and the share of held-out responses that call it is reported.
