@@ -7,40 +7,47 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "data/arith.h"
+#include "data/calc.h"
 #include "grpo/byte_model.h"
 #include "grpo/config.h"
 #include "grpo/example_configs.h"
 #include "grpo/sft.h"
 #include "data/shapes.h"
 #include "grpo/trainer.h"
+#include "tools/tool_set.h"
 
 namespace grpo {
 
 DemoOptions demo_defaults(DemoOptions o) {
-  GRPO_CHECK(o.task == "arith" || o.task == "shapes", "[demo] --task: expected arith or shapes, got \"", o.task, "\"");
-  const bool arith = o.task == "arith";
-  if (o.train_examples <= 0) o.train_examples = arith ? 16000 : 3000;
+  GRPO_CHECK(o.task == "arith" || o.task == "shapes" || o.task == "tools",
+             "[demo] --task: expected arith, shapes or tools, got \"", o.task, "\"");
+  const bool arith = o.task == "arith", shapes = o.task == "shapes";
+  if (o.train_examples <= 0) o.train_examples = arith ? 16000 : shapes ? 3000 : 12000;
   if (o.test_examples <= 0) o.test_examples = arith ? 500 : 300;
-  if (o.difficulty.empty()) o.difficulty = arith ? "2" : "easy";
-  if (o.worked_fraction < 0) o.worked_fraction = 0.25;
+  if (o.difficulty.empty()) o.difficulty = arith ? "2" : shapes ? "easy" : "mult";
+  // tools: 0.4 (still a minority) gives the tiny model enough calls to learn to copy the expression into the
+  // call and the result into the answer; at 0.25 GRPO's samples almost never got a call right.
+  if (o.worked_fraction < 0) o.worked_fraction = arith || shapes ? 0.25 : 0.4;
   // shapes: GRPO on 10,000 problems the SFT never saw (on the SFT's own, memorised ones it finds little
-  // to learn); arith's GRPO uses the SFT problems, as it always has.
-  if (o.rl_examples < 0) o.rl_examples = arith ? 0 : 10000;
-  GRPO_CHECK(!arith || o.rl_examples == 0, "[demo] --rl: the arithmetic demo's GRPO uses its training problems");
+  // to learn); arith's and tools' GRPO use the SFT problems.
+  if (o.rl_examples < 0) o.rl_examples = shapes ? 10000 : 0;
+  GRPO_CHECK(shapes || o.rl_examples == 0, "[demo] --rl: the ", o.task, " demo's GRPO uses its training problems");
   // shapes: `tiny` (a 2-block tower of width 64, a 4-layer decoder of width 128): the `small` decoder's
-  // training step is ~30x slower on the 2-core AVX2 machine, too slow for a ~15-minute demo.
+  // training step is ~30x slower on the 2-core AVX2 machine, too slow for a ~15-minute demo. tools: `tiny`
+  // too, as a conversation with a call is ~250 tokens (the byte-level prompt with its tools, the call, the
+  // tool turn) and GRPO's rollouts are as long.
   if (o.preset.empty()) o.preset = arith ? "small" : "tiny";
   return o;
 }
 
 DemoResult run_demo(const DemoOptions& options) {
   const DemoOptions opt = demo_defaults(options);
-  const bool arith = opt.task == "arith";
+  const bool arith = opt.task == "arith", shapes = opt.task == "shapes", tool_task = opt.task == "tools";
   const std::string out = opt.out, data = out + "/data", init = out + "/init";
   make_dirs(out);
   DemoResult r;
 
-  std::string train_path, test_path, rl_path;
+  std::string train_path, test_path, rl_path, tool_config;
   if (arith) {
     std::fprintf(stderr, "[demo] 1/4 arithmetic task: %lld train / %lld held-out problems -> %s\n",
                  static_cast<long long>(opt.train_examples), static_cast<long long>(opt.test_examples), data.c_str());
@@ -48,6 +55,17 @@ DemoResult run_demo(const DemoOptions& options) {
                                                  opt.difficulty, opt.worked_fraction);
     train_path = split.train_path;
     test_path = split.test_path;
+  } else if (tool_task) {
+    std::fprintf(stderr, "[demo] 1/4 calculator task: %lld train (%.0f%% calling the calculator) / %lld held-out problems -> %s\n",
+                 static_cast<long long>(opt.train_examples), 100 * opt.worked_fraction,
+                 static_cast<long long>(opt.test_examples), data.c_str());
+    const CalcSplit split = write_calc_dataset(data, opt.train_examples, opt.test_examples, opt.seed, opt.difficulty,
+                                               opt.worked_fraction, tools::ToolSet::builtin({"calculator"}).template_tools());
+    train_path = split.train_path;
+    test_path = split.test_path;
+    // verl's tool config naming the built-in calculator: SFT's validation and GRPO call it.
+    tool_config = data + "/tools.yaml";
+    write_file_atomic(tool_config, "tools:\n  - class_name: grpo.tools.Calculator\n    config: {type: native}\n");
   } else {
     std::fprintf(stderr, "[demo] 1/4 shapes task: %lld train / %lld held-out / %lld GRPO pictures and questions -> %s\n",
                  static_cast<long long>(opt.train_examples), static_cast<long long>(opt.test_examples),
@@ -60,11 +78,13 @@ DemoResult run_demo(const DemoOptions& options) {
   }
 
   const std::string sft_yaml = out + "/" + opt.task + "-sft.yaml", grpo_yaml = out + "/" + opt.task + "-grpo.yaml";
-  write_file_atomic(sft_yaml, arith ? kArithSftYaml : kShapesSftYaml);
-  write_file_atomic(grpo_yaml, arith ? kArithGrpoYaml : kShapesGrpoYaml);
+  write_file_atomic(sft_yaml, arith ? kArithSftYaml : shapes ? kShapesSftYaml : kToolsSftYaml);
+  write_file_atomic(grpo_yaml, arith ? kArithGrpoYaml : shapes ? kShapesGrpoYaml : kToolsGrpoYaml);
+  std::vector<std::string> tool_sets;
+  if (tool_task) tool_sets.push_back("actor_rollout_ref.rollout.multi_turn.tool_config_path=" + tool_config);
   std::string sft_model = opt.sft_model;
   if (sft_model.empty()) {
-    const std::string arch = arith ? "qwen3" : "qwen3-vl";
+    const std::string arch = shapes ? "qwen3-vl" : "qwen3";
     std::fprintf(stderr, "[demo] 2/4 random-initialised %s `%s` model with a byte-level tokenizer -> %s\n",
                  arch.c_str(), opt.preset.c_str(), init.c_str());
     write_byte_model(init, arch, opt.preset, opt.seed);
@@ -73,10 +93,12 @@ DemoResult run_demo(const DemoOptions& options) {
     std::vector<std::string> sft_sets = {"data.train_files=" + train_path, "data.val_files=" + test_path};
     sft_sets.push_back("actor_rollout_ref.model.path=" + init);
     sft_sets.push_back("trainer.default_local_dir=" + out + "/sft");
+    sft_sets.insert(sft_sets.end(), tool_sets.begin(), tool_sets.end());
     sft_sets.insert(sft_sets.end(), opt.sft_overrides.begin(), opt.sft_overrides.end());
     // The demo owns its folder: a rerun replaces its earlier SFT and GRPO runs (run_folder.h says so on stderr).
     SftSummary sft = run_sft(load_config(sft_yaml, sft_sets), /*quiet=*/false, /*overwrite=*/true);
     r.sft_accuracy = sft.val_accuracy;
+    if (tool_task) r.sft_tool_call_share = sft.val_tool_call_share;
     r.sft_seconds = sft.seconds;
     r.sft_report = out + "/sft/report.html";
     sft_model = sft.model_dir;
@@ -91,6 +113,7 @@ DemoResult run_demo(const DemoOptions& options) {
                                         "data.val_files=" + test_path};
   grpo_sets.push_back("actor_rollout_ref.model.path=" + sft_model);
   grpo_sets.push_back("trainer.default_local_dir=" + out + "/grpo");
+  grpo_sets.insert(grpo_sets.end(), tool_sets.begin(), tool_sets.end());
   grpo_sets.insert(grpo_sets.end(), opt.grpo_overrides.begin(), opt.grpo_overrides.end());
   TrainOptions grpo_options;
   grpo_options.overwrite = true;
@@ -99,8 +122,11 @@ DemoResult run_demo(const DemoOptions& options) {
   TrainSummary g = trainer.run();
   r.grpo_accuracy = g.val_accuracy.empty() ? 0.0 : g.val_accuracy.back();
   // From an earlier SFT model: its accuracy is GRPO's validation before training (val_before_train).
-  if (!opt.sft_model.empty() && grpo_config.trainer.val_before_train && !g.val_accuracy.empty())
+  if (tool_task && !g.val_tool_call_share.empty()) r.grpo_tool_call_share = g.val_tool_call_share.back();
+  if (!opt.sft_model.empty() && grpo_config.trainer.val_before_train && !g.val_accuracy.empty()) {
     r.sft_accuracy = g.val_accuracy.front();
+    if (tool_task && !g.val_tool_call_share.empty()) r.sft_tool_call_share = g.val_tool_call_share.front();
+  }
   r.grpo_seconds = g.seconds;
   r.grpo_report = out + "/grpo/report.html";
   return r;

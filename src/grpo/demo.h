@@ -7,6 +7,11 @@
 //    quarter of the responses list the shapes before answering), a Qwen3-VL-shaped model (vision tower,
 //    DeepStack, M-RoPE) with the byte-level tokenizer, SFT (examples/shapes-sft.yaml) then GRPO
 //    (examples/shapes-grpo.yaml) on further problems the SFT never saw.
+//  - tools: the calculator task (data/calc.h: four- and five-digit products; 40% of the SFT responses
+//    call the built-in calculator, the others answer directly), a `tiny`
+//    byte-level Qwen3 model, SFT (examples/tools-sft.yaml) then multi-turn GRPO with the calculator
+//    (examples/tools-grpo.yaml; the tool config the demo writes, <out>/data/tools.yaml); validation runs
+//    with the calculator too, and the share of held-out responses that call it is reported.
 // A rerun into the same folder replaces the earlier demo runs.
 #pragma once
 #include <cstdint>
@@ -16,14 +21,15 @@
 namespace grpo {
 
 struct DemoOptions {
-  std::string task = "arith";  // arith | shapes
+  std::string task = "arith";  // arith | shapes | tools
   std::string out = "runs/demo";
   // 0 / "" / negative: the task's default (demo_defaults).
   int64_t train_examples = 0, test_examples = 0;
   int64_t rl_examples = -1;    // shapes: GRPO's own prompts (data/shapes.h), 0: GRPO on the SFT problems
   uint64_t seed = 0;
-  std::string difficulty;      // arith levels (grpo/arith.h) or shapes levels (data/shapes.h)
-  double worked_fraction = -1;  // SFT responses worked out: arith column by column, shapes listing the shapes
+  std::string difficulty;      // arith levels (grpo/arith.h), shapes levels (data/shapes.h), tools (data/calc.h)
+  // SFT responses worked out: arith column by column, shapes listing the shapes, tools calling the calculator
+  double worked_fraction = -1;
   std::string preset;          // model preset (model/presets.h)
   std::vector<std::string> sft_overrides, grpo_overrides;  // extra --set values
   // An earlier demo's SFT model (<out>/sft/model, same task, seed and sizes): GRPO starts from it, without
@@ -38,6 +44,8 @@ DemoOptions demo_defaults(DemoOptions o);
 struct DemoResult {
   double sft_accuracy = 0, grpo_accuracy = 0;
   double sft_seconds = 0, grpo_seconds = 0;
+  // tools: the share of held-out (greedy) responses that call the calculator; -1 for the other tasks.
+  double sft_tool_call_share = -1, grpo_tool_call_share = -1;
   std::string sft_report, grpo_report;
 };
 

@@ -51,6 +51,7 @@ void put_turns(comm::ByteWriter& w, const rollout::TurnStats& t) {
   w.put(t.user_turns);
   w.put(t.tool_calls);
   w.put(t.tool_seconds);
+  w.put(t.parked_seconds);
   w.put(t.inserted_tokens);
   w.put(static_cast<int64_t>(t.failures.size()));
   for (const auto& [kind, count] : t.failures) {
@@ -64,6 +65,7 @@ rollout::TurnStats get_turns(comm::ByteReader& in) {
   t.user_turns = in.get<int32_t>();
   t.tool_calls = in.get<int32_t>();
   t.tool_seconds = in.get<double>();
+  t.parked_seconds = in.get<double>();
   t.inserted_tokens = in.get<int64_t>();
   const int64_t kinds = in.get<int64_t>();
   for (int64_t k = 0; k < kinds; ++k) {

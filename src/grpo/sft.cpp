@@ -164,7 +164,10 @@ SftSummary run_sft(const Config& cfg, bool quiet, bool overwrite) {
     sum.val_accuracy = r.accuracy;
     nlohmann::json v = {{"val/accuracy", r.accuracy}, {"val/response_length/mean", r.response_length},
                         {"timing_s/testing", r.seconds}};
-    if (s->tools) v["val/tools/call_share"] = r.tool_call_share;
+    if (s->tools) {
+      v["val/tools/call_share"] = r.tool_call_share;
+      sum.val_tool_call_share = r.tool_call_share;
+    }
     if (metrics)
       metrics->log(step, v,
                    cat("[sft] held-out ", console_fields(v, {{"accuracy", "val/accuracy", "%.3f"}}), " on ",

@@ -14,6 +14,7 @@ struct SftSummary {
   int64_t steps = 0;
   double seconds = 0;
   double val_accuracy = -1;  // -1: no val file
+  double val_tool_call_share = -1;  // multi-turn: held-out responses that called a tool (-1: no val file or no tools)
   double final_loss = 0;
   std::string model_dir;  // the trained model (Hugging Face folder); with LoRA the adapter (PEFT folder)
 };

@@ -72,19 +72,21 @@ rollout::MultiTurn multi_turn_options(const MultiTurnConfig& mt, rollout::TurnHa
 
 void add_turn_metrics(nlohmann::json& m, const std::vector<rollout::TurnStats>& turns) {
   if (turns.empty()) return;
-  std::vector<double> num_turns, calls, seconds, inserted;
+  std::vector<double> num_turns, calls, seconds, parked, inserted;
   std::map<std::string, int64_t> failures;
   double calling = 0;
   for (const rollout::TurnStats& t : turns) {
     num_turns.push_back(t.assistant_turns + t.user_turns + 1);
     calls.push_back(t.tool_calls);
     seconds.push_back(t.tool_seconds);
+    parked.push_back(t.parked_seconds);
     inserted.push_back(static_cast<double>(t.inserted_tokens));
     calling += t.tool_calls > 0;
     for (const auto& [kind, count] : t.failures) failures[kind] += count;
   }
   add_summary(m, "num_turns", num_turns);
   add_summary(m, "timing_s/agent_loop/tool_calls", seconds);
+  add_summary(m, "timing_s/agent_loop/parked", parked);
   const double n = static_cast<double>(turns.size());
   m["tools/calls_per_sample/mean"] = std::accumulate(calls.begin(), calls.end(), 0.0) / n;
   m["tools/call_share"] = calling / n;

@@ -56,7 +56,8 @@ struct RunTools {
 // num_turns/{min,mean,max} (assistant + tool turns + 1, as verl counts), tools/calls_per_sample/mean,
 // tools/call_share (responses with at least one call), tools/failures/<kind> (calls), tools/inserted_tokens/mean
 // (tool-turn tokens per response, out of the loss; response_length counts the model's),
-// timing_s/agent_loop/tool_calls/{min,mean,max} (seconds in tools per response).
+// timing_s/agent_loop/tool_calls/{min,mean,max} (seconds in tools per response),
+// timing_s/agent_loop/parked/{min,mean,max} (seconds a response spent parked waiting for its tool replies).
 void add_turn_metrics(nlohmann::json& m, const std::vector<rollout::TurnStats>& turns);
 
 }  // namespace grpo

@@ -252,6 +252,7 @@ TrainSummary GrpoTrainer::run() {
   auto log_val = [&](int64_t step) {
     nlohmann::json v = validate();
     sum.val_accuracy.push_back(v["val/accuracy"].get<double>());
+    if (v.contains("val/tools/call_share")) sum.val_tool_call_share.push_back(v["val/tools/call_share"].get<double>());
     if (logger_)
       logger_->log(step, v,
                    cat("[val] step ", step, ": ",

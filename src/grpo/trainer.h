@@ -42,6 +42,7 @@ struct TrainSummary {
   int64_t steps = 0;
   double seconds = 0;
   std::vector<double> val_accuracy;  // every validation, in order (before training first when enabled)
+  std::vector<double> val_tool_call_share;  // multi-turn: the same validations' share of responses calling a tool
   std::string final_checkpoint;
 };
 

@@ -337,6 +337,7 @@ bool Engine::start_turn_work(Run& run, Sequence& s) {
   std::future<TurnReply> work = mt.handler->on_turn_end(turn);
   if (!work.valid()) return false;
   s.pending = std::move(work);
+  s.parked_at = std::chrono::steady_clock::now();
   run.scheduler.park(&s);
   stats_.parked_peak = std::max<int64_t>(stats_.parked_peak, static_cast<int64_t>(run.scheduler.parked().size()));
   return true;
@@ -358,6 +359,7 @@ void Engine::take_replies(Run& run, bool wait) {
     Sequence& s = *sp;
     const Request& req = run.requests[s.request];
     TurnReply reply = s.pending.get();
+    s.turns.parked_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - s.parked_at).count();
     s.turns.tool_calls += reply.tool_calls;
     for (const std::string& kind : reply.failures) ++s.turns.failures[kind];
     s.turns.tool_seconds += reply.tool_seconds;

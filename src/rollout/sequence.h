@@ -3,6 +3,7 @@
 // tokens; num_computed of them have k/v in the cache, in the blocks of the block table. A multi-turn sample's
 // generated tokens mix its turns with inserted replies (mask 0); between turns it is parked with a pending reply.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <future>
 #include <vector>
@@ -52,6 +53,7 @@ struct Sequence {
   int64_t turn_begin = 0;              // generated tokens before the current turn
   size_t turn_text_begin = 0;          // bytes of text before the current turn
   std::future<TurnReply> pending;      // valid while parked
+  std::chrono::steady_clock::time_point parked_at;  // when it was last parked
   TurnStats turns;
 };
 

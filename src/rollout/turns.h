@@ -61,6 +61,7 @@ struct TurnStats {
   int32_t tool_calls = 0;
   std::map<std::string, int32_t> failures;  // kind -> calls that failed that way
   double tool_seconds = 0;
+  double parked_seconds = 0;    // wall time parked, from each turn's end to its reply being taken
   int64_t inserted_tokens = 0;  // tokens of the inserted replies (response_mask 0)
 };
 

@@ -26,6 +26,24 @@ size_t code_point_offset(std::string_view s, int64_t n) {
   return s.size();
 }
 
+// Bytes of the valid UTF-8 character at s[i] (0: none starts there).
+size_t utf8_char_at(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u; };
+  const auto cont = [&](size_t k, unsigned lo = 0x80, unsigned hi = 0xBF) { return b(k) >= lo && b(k) <= hi; };
+  const unsigned c = b(0);
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    const bool second = c == 0xE0 ? cont(1, 0xA0) : c == 0xED ? cont(1, 0x80, 0x9F) : cont(1);
+    return second && cont(2) ? 3 : 0;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    const bool second = c == 0xF0 ? cont(1, 0x90) : c == 0xF4 ? cont(1, 0x80, 0x8F) : cont(1);
+    return second && cont(2) && cont(3) ? 4 : 0;
+  }
+  return 0;
+}
+
 int64_t code_points(std::string_view s) {
   int64_t n = 0;
   for (const char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
@@ -43,7 +61,25 @@ struct TurnState {
 
 }  // namespace
 
-std::string truncate_tool_response(std::string_view text, int64_t max_length, std::string_view side) {
+std::string valid_utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = utf8_char_at(s, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD for a byte that starts no valid character
+      ++i;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
+std::string truncate_tool_response(std::string_view raw, int64_t max_length, std::string_view side) {
+  const std::string valid = valid_utf8(raw);
+  const std::string_view text = valid;
   const int64_t n = code_points(text);
   if (n <= max_length) return std::string(text);
   if (side == "left") return std::string(text.substr(0, code_point_offset(text, max_length))) + "...(truncated)";

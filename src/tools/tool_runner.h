@@ -32,7 +32,11 @@ struct ToolRunnerOptions {
 // verl's truncation of a tool's text to max_length characters (UTF-8 code points): "left" keeps the
 // start and appends "...(truncated)", "right" keeps the end after "(truncated)...", "middle" keeps half of
 // each end around "...(truncated)...". A text within the length is returned as it is.
+// `text` is made valid UTF-8 first (valid_utf8): what a model or a tool writes may be any bytes, and the
+// tool turn is tokenized as text.
 std::string truncate_tool_response(std::string_view text, int64_t max_length, std::string_view side);
+// `s` with every byte that starts no valid UTF-8 character replaced by U+FFFD (as a tokenizer's decode does).
+std::string valid_utf8(std::string_view s);
 
 class ToolRunner {
  public:

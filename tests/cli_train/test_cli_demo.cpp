@@ -1,10 +1,12 @@
 // `grpo demo --sft-model DIR`: GRPO from an earlier SFT model, without the init and the SFT (how the
 // README's table of estimators and losses is reproduced): the run starts from that model, its accuracy
 // after SFT is GRPO's validation before training, and a folder without a model is a clear error.
+// `grpo demo --task tools` end to end at a tiny size (a few steps; learning is the demo's own business).
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "cli_run.h"
@@ -41,6 +43,49 @@ TEST(CliDemo, GrpoStartsFromAnEarlierSftModel) {
   ASSERT_TRUE(metrics.front().contains("val/accuracy")) << metrics.front().dump();
   EXPECT_EQ(summary.at("sft_accuracy").get<double>(), metrics.front().at("val/accuracy").get<double>());
   EXPECT_EQ(summary.at("grpo_accuracy").get<double>(), metrics.back().at("val/accuracy").get<double>());
+}
+
+TEST(CliDemo, ToolsDemoRunsMultiTurnWithTheCalculatorAndReportsToolCallShares) {
+  grpo::test::TempDir tmp;
+  const std::string out = tmp.path() + "/demo";
+  const std::string sets =
+      " --sft-set sft.batch_size=8 --sft-set sft.epochs=1"
+      " --grpo-set trainer.total_training_steps=1 --grpo-set data.train_batch_size=2"
+      " --grpo-set actor_rollout_ref.actor.ppo_mini_batch_size=2 --grpo-set actor_rollout_ref.rollout.n=2"
+      " --grpo-set data.max_response_length=48 --sft-set data.max_response_length=48"
+      " --grpo-set algorithm.filter_groups.enable=false";
+  const grpo::test::CommandResult r =
+      run_grpo("demo --task tools --out " + out + " --train 16 --test 4 --tool-fraction 0.5 --threads 1" + sets,
+               "2>/dev/null");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("tool-call share after SFT: "), std::string::npos) << r.output;
+  const Json summary = Json::parse(r.output.substr(r.output.rfind('{')));
+  // The SFT data: calculator problems, half of the training rows conversations that call the calculator.
+  int64_t conversations = 0;
+  std::istringstream rows(grpo::read_file(out + "/data/train.jsonl"));
+  for (std::string line; std::getline(rows, line);) conversations += Json::parse(line).contains("messages");
+  EXPECT_GT(conversations, 0);
+  EXPECT_LT(conversations, 16);
+  // Both runs use the tool config the demo wrote (the built-in calculator), with multi-turn rollouts.
+  EXPECT_NE(grpo::read_file(out + "/data/tools.yaml").find("grpo.tools.Calculator"), std::string::npos);
+  for (const char* run : {"sft", "grpo"}) {
+    const std::string config = grpo::read_file(out + "/" + run + "/config.yaml");
+    EXPECT_NE(config.find(out + "/data/tools.yaml"), std::string::npos) << run << ":\n" << config;
+  }
+  // The shares are the held-out validations' (with the calculator) after SFT and after GRPO.
+  const std::vector<Json> sft_metrics = grpo::read_metrics(out + "/sft/metrics.jsonl");
+  const std::vector<Json> grpo_metrics = grpo::read_metrics(out + "/grpo/metrics.jsonl");
+  ASSERT_FALSE(sft_metrics.empty());
+  ASSERT_FALSE(grpo_metrics.empty());
+  ASSERT_TRUE(sft_metrics.back().contains("val/tools/call_share")) << sft_metrics.back().dump();
+  ASSERT_TRUE(grpo_metrics.back().contains("val/tools/call_share")) << grpo_metrics.back().dump();
+  EXPECT_EQ(summary.at("sft_tool_call_share").get<double>(), sft_metrics.back().at("val/tools/call_share").get<double>());
+  EXPECT_EQ(summary.at("grpo_tool_call_share").get<double>(), grpo_metrics.back().at("val/tools/call_share").get<double>());
+  EXPECT_EQ(summary.at("grpo_accuracy").get<double>(), grpo_metrics.back().at("val/accuracy").get<double>());
+  // The training step ran multi-turn rollouts (their metrics), whether or not a sample called the tool.
+  bool turn_metrics = false;
+  for (const Json& m : grpo_metrics) turn_metrics |= m.contains("tools/call_share");
+  EXPECT_TRUE(turn_metrics);
 }
 
 TEST(CliDemo, AnSftModelFolderWithoutAModelIsNamed) {

@@ -649,6 +649,7 @@ TEST_F(GrpoLoop, MultiTurnRunLogsTurnsAndTools) {
     EXPECT_LE(j.at("num_turns/max").get<double>(), 6.0);  // 3 assistant + 2 tool turns + 1
     EXPECT_TRUE(j.contains("tools/call_share"));
     EXPECT_TRUE(j.contains("timing_s/agent_loop/tool_calls/mean"));
+    EXPECT_TRUE(j.contains("timing_s/agent_loop/parked/mean"));
   }
 }
 

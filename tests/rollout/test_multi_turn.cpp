@@ -217,6 +217,40 @@ TEST(MultiTurn, ParksResumesAndKeepsEveryTurnWithItsMask) {
     }
 }
 
+// A handler whose every reply comes 20 ms after the turn: each reply taken counts at least that long parked.
+class SlowTools : public TurnHandler {
+ public:
+  std::future<TurnReply> on_turn_end(const TurnEnd& t) override {
+    if (!holds_call(t.turn_tokens)) return {};
+    std::vector<int32_t> turn(t.turn_tokens.begin(), t.turn_tokens.end());
+    return std::async(std::launch::async, [turn] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      TurnReply r;
+      r.tokens = reply_for(turn, 0);
+      r.tool_calls = 1;
+      return r;
+    });
+  }
+};
+
+TEST(MultiTurn, CountsTheTimeEachSampleSpendsParked) {
+  FakeModel model(4, 256, /*logit_scale=*/1.0f);
+  Engine engine(model, engine_config(), fake::fake_decode);
+  SlowTools tools;
+  const auto out = engine.generate(conversations(3, 2, 24), {}, MultiTurn{&tools});
+  int64_t parked_samples = 0;
+  for (const RequestResult& r : out)
+    for (const SampleResult& s : r.samples) {
+      // every reply taken (inserted or, past the budget, ending the sample) was parked for its 20 ms
+      EXPECT_GE(s.turns.parked_seconds, 0.02 * s.turns.tool_calls) << s.turns.tool_calls << " replies";
+      if (s.turns.tool_calls == 0) {
+        EXPECT_EQ(s.turns.parked_seconds, 0.0);
+      }
+      parked_samples += s.turns.tool_calls > 0;
+    }
+  EXPECT_GT(parked_samples, 0) << "the workload must park samples";
+}
+
 TEST(MultiTurn, IdenticalAcrossReplyTimingBatchesChunkingAndPreemption) {
   FakeModel model(4, 256, /*logit_scale=*/1.0f);
   const auto reqs = conversations(6, 4, 40);

@@ -95,6 +95,29 @@ TEST(ToolRunner, TruncatesResultsAndErrorsAsVerlDoes) {
   EXPECT_EQ(r[1].text, "Error ...(truncated)");
 }
 
+TEST(Truncation, InvalidUtf8BecomesReplacementCharacters) {
+  EXPECT_EQ(valid_utf8("a\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80z"), "a\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80z");
+  EXPECT_EQ(valid_utf8("a\xEF\xBF"), "a\xEF\xBF\xBD\xEF\xBF\xBD");   // a character cut short: each byte replaced
+  std::string five_replacements;
+  for (int i = 0; i < 5; ++i) five_replacements += "\xEF\xBF\xBD";
+  EXPECT_EQ(valid_utf8("\xC0\xAF\xED\xA0\x80"), five_replacements);  // overlong, stray, surrogate
+  EXPECT_EQ(truncate_tool_response("\xFF" "abc", 10, "left"), "\xEF\xBF\xBD" "abc");
+}
+
+TEST(ToolRunner, ACallOfAnyBytesGivesValidUtf8) {
+  // What a byte-level model writes may be any bytes: the error text quoting it must still be text (the tool
+  // turn is tokenized), also where the quote is cut inside a character.
+  ToolRunner runner(ToolSet::builtin({"calculator"}), ToolRunnerOptions{});
+  const std::string cut_char = "<tool_call>{\"na\xEF\xBF</tool_call>";
+  const std::string long_quote = "<tool_call>[" + std::string(198, 'x') + "\xC3\xA9\xC3\xA9]</tool_call>";
+  const auto results = runner.run_turn(cut_char + long_quote).get();
+  ASSERT_EQ(results.size(), 2u);
+  for (const auto& r : results) {
+    EXPECT_EQ(r.failure, ToolFailure::BadJson);
+    EXPECT_EQ(valid_utf8(r.text), r.text);
+  }
+}
+
 TEST(ToolRunner, RefusesBadOptions) {
   const auto tools = ToolSet::builtin({"calculator"});
   ToolRunnerOptions o;
