@@ -199,8 +199,10 @@ std::vector<int32_t> input_ids_of(const Json& j, int64_t V) {
   return ids;
 }
 
+// Rendered as the rollouts and SFT render prompts (enable_thinking false: Qwen3's empty think block), so
+// that a model trained here is tried on the text it was trained on.
 std::vector<int32_t> chat_prompt(const Tokenizer& tok, const Json& messages, const Json& tools) {
-  return tok.encode(tok.apply_chat_template(messages, tools, true, Json::object()));
+  return tok.encode(tok.apply_chat_template(messages, tools, true, Json::object({{"enable_thinking", false}})));
 }
 
 // The prompt's tokens from "input_ids", "messages" (needs --chat) or "prompt"; `source` gets the field used.
@@ -493,7 +495,8 @@ void setup_generate(CLI::App& app) {
   c->add_option("--kv-cache-fraction", a->kv_fraction,
                 "KV cache budget as a fraction of free memory, in (0, 1]; never more than the prompts can use");
   c->add_option("--dtype", a->dtype, "Weights read as f32 or bf16")->check(CLI::IsMember({"f32", "bf16"}));
-  c->add_flag("--chat", a->chat, "Apply the model's chat template with the generation prompt");
+  c->add_flag("--chat", a->chat, "Apply the model's chat template with the generation prompt (enable_thinking "
+                                 "false, as training renders prompts)");
   c->add_option("--stop", a->stop, "Stop string (repeatable, not empty); excluded from the text");
   c->add_option("--threads", a->threads, "Threads (default 0: all cores)");
   c->add_flag("--tools", a->tools, "Multi-turn with the built-in calculator tool (needs --chat; docs/tools.md)");
