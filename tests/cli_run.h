@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace grpo::test {
@@ -25,6 +26,17 @@ inline CommandResult run_grpo(const std::string& args, const std::string& redire
   const int st = pclose(p);
   r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   return r;
+}
+
+// Before running `grpo` under mpirun: Open MPI may run as root, and under ASan its own allocations at exit
+// are not the binary's leaks (tests/lsan_openmpi.supp says why).
+inline void prepare_mpirun_env() {
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  const std::string asan = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";
+  if (asan.find("fast_unwind_on_malloc") == std::string::npos)
+    setenv("ASAN_OPTIONS", (asan + (asan.empty() ? "" : ":") + "fast_unwind_on_malloc=0").c_str(), 1);
+  setenv("LSAN_OPTIONS", "suppressions=" GRPO_SOURCE_DIR "/tests/lsan_openmpi.supp", 1);
 }
 
 }  // namespace grpo::test

@@ -226,12 +226,7 @@ void expect_same_metrics(const std::vector<Json>& a, const std::vector<Json>& b,
 class CliDist : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-    // Under ASan: Open MPI's own allocations at exit are not the binary's leaks (the file says why).
-    const std::string asan = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";
-    setenv("ASAN_OPTIONS", (asan + (asan.empty() ? "" : ":") + "fast_unwind_on_malloc=0").c_str(), 1);
-    setenv("LSAN_OPTIONS", "suppressions=" GRPO_SOURCE_DIR "/tests/lsan_openmpi.supp", 1);
+    test::prepare_mpirun_env();
     dir_ = (fs::temp_directory_path() / ("grpo_cli_dist_" + std::to_string(getpid()))).string();
     fs::remove_all(dir_);
     fs::create_directories(dir_);

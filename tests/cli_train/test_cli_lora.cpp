@@ -148,11 +148,7 @@ TEST_F(CliLora, TrainSavesPeftAdapterAndResumesExactly) {
 
   // Two ranks train the same adapter (up to the order of fp32 sums).
   if (std::string(kLoraMpiexec).empty() || std::getenv("GRPO_SKIP_MPI")) return;
-  {  // Under ASan: Open MPI's own allocations at exit are not the binary's leaks (tests/lsan_openmpi.supp).
-    const std::string asan = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";
-    setenv("ASAN_OPTIONS", (asan + (asan.empty() ? "" : ":") + "fast_unwind_on_malloc=0").c_str(), 1);
-    setenv("LSAN_OPTIONS", "suppressions=" GRPO_SOURCE_DIR "/tests/lsan_openmpi.supp", 1);
-  }
+  test::prepare_mpirun_env();
   const std::string two = dir_ + "/two";
   const test::CommandResult mr = test::run_grpo(
       "train " + dir_ + "/config.yaml --threads 1 --set trainer.default_local_dir=" + two, "2>&1",
