@@ -137,6 +137,9 @@ class Decoder {
     float *mcos, *msin; // [T, D/2] M-RoPE rows of the batch (batches with pictures)
     float* lora_du;     // [T, 3r] gradient of a group's x A^T (LoRA)
     float* lora_bt;     // [r, max(HD, C, F)] a B matrix transposed (LoRA)
+    bf16_t* lora_w_bf;  // [3r, max(HD, C, F)] a group's A, or one B, in bf16 (LoRA in bf16 mode)
+    bf16_t* lora_u_bf;  // [T, 3r] a group's x A^T in bf16 (LoRA in bf16 mode)
+    bf16_t* lora_du_bf; // [T, 3r] its gradient in bf16 (LoRA in bf16 mode)
     float* norm_sink;   // [max(C, D)] norm weight gradients that a frozen base discards
   };
 
@@ -152,11 +155,14 @@ class Decoder {
   void layer_forward(int64_t l, LayerActs& a, float* x_out);
   void layer_backward(int64_t l, LayerActs& a, const ModelTensors* g, const LoraTensors* lg);
   // LoRA of group `gi` of kLoraGroups (the linears of layer l that read `in` [T, K] and write `out`
-  // [T, packed]): out[:, slot rows] += s (in A^T) B^T, keeping in A^T in a.lora_u[gi].
-  void lora_forward(int64_t l, LayerActs& a, int gi, float* out, const float* in);
-  // Its backward: din [T, K] += s (dout B) A, dA and dB (+=) into lg (null: only din).
+  // [T, packed]): out[:, slot rows] += s (in A^T) B^T, keeping in A^T in a.lora_u[gi]. in_bf: the base
+  // linear's bf16 copy of `in` (bf16 mode: the adapters' GEMMs read it).
+  void lora_forward(int64_t l, LayerActs& a, int gi, float* out, const float* in, const bf16_t* in_bf);
+  // Its backward: din [T, K] += s (dout B) A, dA and dB (+=) into lg (null: only din). In bf16 mode it reads
+  // s_.dy_bf, the base linear's bf16 copy of dout, which linear_backward has just written.
   void lora_backward(int64_t l, LayerActs& a, int gi, const LoraTensors* lg, float* din, const float* dout,
-                     const float* in);
+                     const float* in, const bf16_t* in_bf);
+  LoraBf16 lora_bf16(const bf16_t* in_bf) const;  // the bf16 operands and scratch of the adapters' GEMMs
   // out [T, N] = in [T, K] W^T (W [N, K]); in bf16 mode reads in_bf (converted here from in) and the bf16 W.
   void linear(float* out, const float* in, bf16_t* in_bf, const void* w32, const void* w16, int64_t T, int64_t N,
               int64_t K);

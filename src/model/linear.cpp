@@ -31,10 +31,15 @@ void linear_backward(ComputeMode mode, float* din, float* dW, const float* dout,
 }
 
 void lora_group_forward(float* y, int64_t ldy, const float* x, const float* A, const LoraModule* mods, int g,
-                        float* u, float* Bt, int64_t T, int64_t K, int64_t r, float s) {
+                        float* u, float* Bt, int64_t T, int64_t K, int64_t r, float s, const LoraBf16* bf) {
   GRPO_PROFILE("lora_forward");
   const int64_t gr = g * r;
-  ops::gemm(ops::Trans::N, ops::Trans::T, T, gr, K, 1.0f, x, K, A, K, 0.0f, u, gr, DType::F32);
+  if (bf) {
+    ops::f32_to_bf16(bf->w, A, gr * K);
+    ops::gemm(ops::Trans::N, ops::Trans::T, T, gr, K, 1.0f, bf->x, K, bf->w, K, 0.0f, u, gr, DType::BF16);
+  } else {
+    ops::gemm(ops::Trans::N, ops::Trans::T, T, gr, K, 1.0f, x, K, A, K, 0.0f, u, gr, DType::F32);
+  }
   for (int j = 0; j < g; ++j) {
     const LoraModule& m = mods[j];
     for (int64_t n = 0; n < m.N; ++n)  // Bt [r, N] = B^T
@@ -45,17 +50,33 @@ void lora_group_forward(float* y, int64_t ldy, const float* x, const float* A, c
 
 void lora_group_backward(float* dx, float* dA, const float* dy, int64_t ldy, const float* x, const float* A,
                          const LoraModule* mods, int g, const float* u, float* du, int64_t T, int64_t K, int64_t r,
-                         float s) {
+                         float s, const LoraBf16* bf) {
   GRPO_PROFILE("lora_backward");
   const int64_t gr = g * r;
+  if (bf) ops::f32_to_bf16(bf->u, u, T * gr);
   for (int j = 0; j < g; ++j) {
     const LoraModule& m = mods[j];
-    if (m.dB)
-      ops::gemm(ops::Trans::T, ops::Trans::N, m.N, r, T, s, dy + m.col, ldy, u + j * r, gr, 1.0f, m.dB, r,
+    if (bf) {
+      ops::f32_to_bf16(bf->w, m.B, m.N * r);
+      if (m.dB)
+        ops::gemm(ops::Trans::T, ops::Trans::N, m.N, r, T, s, bf->dy + m.col, ldy, bf->u + j * r, gr, 1.0f, m.dB, r,
+                  DType::BF16);
+      ops::gemm(ops::Trans::N, ops::Trans::N, T, r, m.N, s, bf->dy + m.col, ldy, bf->w, r, 0.0f, du + j * r, gr,
+                DType::BF16);
+    } else {
+      if (m.dB)
+        ops::gemm(ops::Trans::T, ops::Trans::N, m.N, r, T, s, dy + m.col, ldy, u + j * r, gr, 1.0f, m.dB, r,
+                  DType::F32);
+      ops::gemm(ops::Trans::N, ops::Trans::N, T, r, m.N, s, dy + m.col, ldy, m.B, r, 0.0f, du + j * r, gr,
                 DType::F32);
-    ops::gemm(ops::Trans::N, ops::Trans::N, T, r, m.N, s, dy + m.col, ldy, m.B, r, 0.0f, du + j * r, gr, DType::F32);
+    }
   }
-  if (dA) ops::gemm(ops::Trans::T, ops::Trans::N, gr, K, T, 1.0f, du, gr, x, K, 1.0f, dA, K, DType::F32);
+  if (dA && bf) {
+    ops::f32_to_bf16(bf->du, du, T * gr);
+    ops::gemm(ops::Trans::T, ops::Trans::N, gr, K, T, 1.0f, bf->du, gr, bf->x, K, 1.0f, dA, K, DType::BF16);
+  } else if (dA) {
+    ops::gemm(ops::Trans::T, ops::Trans::N, gr, K, T, 1.0f, du, gr, x, K, 1.0f, dA, K, DType::F32);
+  }
   if (dx) ops::add_low_rank(dx, K, du, gr, A, K, T, K, gr, 1.0f);
 }
 

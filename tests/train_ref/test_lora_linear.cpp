@@ -1,11 +1,13 @@
 // The LoRA linear (model/linear.h) against a plain double-precision loop and central finite differences:
 // forward y += s (x A^T) B^T into a strided slice of a packed output, backward dx (+=), dA and dB; a group of
-// linears reading one input (A matrices back to back, as q/k/v) against the same linears one by one.
+// linears reading one input (A matrices back to back, as q/k/v) against the same linears one by one; the
+// group's bf16 operands (ComputeMode::BF16) against double sums of the same rounded operands.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
+#include "core/dtype.h"
 #include "core/rng.h"
 #include "model/linear.h"
 
@@ -138,6 +140,87 @@ TEST(LoraLinear, GroupMatchesModulesOneByOne) {
   for (int64_t i = 0; i < T * ld; ++i) EXPECT_NEAR(y[i], y1[i], 1e-5) << "y " << i;
   for (int64_t i = 0; i < T * K; ++i) EXPECT_NEAR(dx[i], dx1[i], 1e-5) << "dx " << i;
   for (int64_t i = 0; i < g * r * K; ++i) EXPECT_NEAR(dA[i], dA1[i], 1e-5) << "dA " << i;
+}
+
+// Under ComputeMode::BF16 the group's GEMMs read bf16 operands: x A^T from the rounded x and A, dy_j B_j from
+// the rounded dy and B_j, dy_j^T u_j from the rounded dy and u, du^T x from the rounded du and x, each summed
+// in f32; y += s u B^T and dx += du A stay f32. Each is checked against a double sum of exactly those operands.
+TEST(LoraLinear, GroupInBf16ReadsRoundedOperands) {
+  const int64_t T = 9, K = 40, r = 4, g = 3;
+  const int64_t N[g] = {24, 8, 8}, col[g] = {0, 24, 32}, ld = 40;
+  const float s = 0.6f;
+  Rng rng(7);
+  auto rnd = [&](int64_t n) {
+    std::vector<float> v(n);
+    for (float& f : v) f = static_cast<float>(rng.uniform() * 2 - 1);
+    return v;
+  };
+  auto to_bf16 = [](const std::vector<float>& v) {
+    std::vector<bf16_t> h(v.size());
+    for (size_t i = 0; i < v.size(); ++i) h[i] = f32_to_bf16(v[i]);
+    return h;
+  };
+  auto rounded = [](float f) { return double(bf16_to_f32(f32_to_bf16(f))); };
+  const std::vector<float> x = rnd(T * K), A = rnd(g * r * K), dy = rnd(T * ld);
+  const std::vector<bf16_t> x_bf = to_bf16(x), dy_bf = to_bf16(dy);
+  std::vector<std::vector<float>> B(g), dB(g);
+  std::vector<LoraModule> mods;
+  for (int j = 0; j < g; ++j) {
+    B[j] = rnd(N[j] * r);
+    dB[j].assign(N[j] * r, 0.0f);
+  }
+  for (int j = 0; j < g; ++j) mods.push_back({B[j].data(), dB[j].data(), col[j], N[j]});
+  std::vector<bf16_t> w_bf(g * r * K), u_bf(T * g * r), du_bf(T * g * r);
+  const LoraBf16 bf{x_bf.data(), dy_bf.data(), w_bf.data(), u_bf.data(), du_bf.data()};
+  std::vector<float> y(T * ld, 0.5f), u(T * g * r), du(T * g * r), Bt(r * 24), dx(T * K, 0.25f), dA(g * r * K, 0.0f);
+  lora_group_forward(y.data(), ld, x.data(), A.data(), mods.data(), g, u.data(), Bt.data(), T, K, r, s, &bf);
+  lora_group_backward(dx.data(), dA.data(), dy.data(), ld, x.data(), A.data(), mods.data(), g, u.data(), du.data(), T,
+                      K, r, s, &bf);
+  const int64_t gr = g * r;
+  double u_moved = 0;  // how far the rounded operands moved u from its f32 value
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < gr; ++i) {
+      double want = 0, exact = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        want += rounded(x[t * K + k]) * rounded(A[i * K + k]);
+        exact += double(x[t * K + k]) * A[i * K + k];
+      }
+      EXPECT_NEAR(u[t * gr + i], want, 1e-5) << "u " << t << "," << i;
+      u_moved = std::max(u_moved, std::fabs(exact - u[t * gr + i]));
+    }
+  EXPECT_GT(u_moved, 1e-4) << "x A^T read f32 operands";
+  for (int j = 0; j < g; ++j)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t n = 0; n < N[j]; ++n) {
+        double want = 0.5;
+        for (int64_t i = 0; i < r; ++i) want += s * double(u[t * gr + j * r + i]) * B[j][n * r + i];
+        EXPECT_NEAR(y[t * ld + col[j] + n], want, 1e-5) << "y " << t << "," << col[j] + n;
+      }
+  for (int j = 0; j < g; ++j)
+    for (int64_t i = 0; i < r; ++i) {
+      for (int64_t t = 0; t < T; ++t) {
+        double want = 0;
+        for (int64_t n = 0; n < N[j]; ++n) want += s * rounded(dy[t * ld + col[j] + n]) * rounded(B[j][n * r + i]);
+        EXPECT_NEAR(du[t * gr + j * r + i], want, 1e-5) << "du of module " << j << " at " << t << "," << i;
+      }
+      for (int64_t n = 0; n < N[j]; ++n) {
+        double want = 0;
+        for (int64_t t = 0; t < T; ++t) want += s * rounded(dy[t * ld + col[j] + n]) * rounded(u[t * gr + j * r + i]);
+        EXPECT_NEAR(dB[j][n * r + i], want, 1e-5) << "dB of module " << j << " at " << n << "," << i;
+      }
+    }
+  for (int64_t i = 0; i < gr; ++i)
+    for (int64_t k = 0; k < K; ++k) {
+      double want = 0;
+      for (int64_t t = 0; t < T; ++t) want += rounded(du[t * gr + i]) * rounded(x[t * K + k]);
+      EXPECT_NEAR(dA[i * K + k], want, 1e-5) << "dA " << i << "," << k;
+    }
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t k = 0; k < K; ++k) {
+      double want = 0.25;
+      for (int64_t i = 0; i < gr; ++i) want += double(du[t * gr + i]) * A[i * K + k];
+      EXPECT_NEAR(dx[t * K + k], want, 1e-5) << "dx " << t << "," << k;
+    }
 }
 
 }  // namespace
