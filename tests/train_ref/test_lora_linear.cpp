@@ -15,6 +15,13 @@ using namespace grpo;
 
 namespace {
 
+// n values drawn uniformly from [-1, 1).
+std::vector<float> uniform_values(Rng& rng, int64_t n) {
+  std::vector<float> v(n);
+  for (float& f : v) f = static_cast<float>(rng.uniform() * 2 - 1);
+  return v;
+}
+
 struct Problem {
   int64_t T = 5, N = 6, K = 7, r = 3, ld = 10, off = 2;  // y is [T, ld]; the module writes columns [off, off+N)
   float s = 1.7f;
@@ -24,10 +31,7 @@ struct Problem {
 Problem make_problem() {
   Problem p;
   Rng rng(11);
-  auto fill = [&](std::vector<float>& v, int64_t n) {
-    v.resize(n);
-    for (float& f : v) f = static_cast<float>(rng.uniform() * 2 - 1);
-  };
+  auto fill = [&](std::vector<float>& v, int64_t n) { v = uniform_values(rng, n); };
   fill(p.x, p.T * p.K);
   fill(p.A, p.r * p.K);
   fill(p.B, p.N * p.r);
@@ -108,11 +112,7 @@ TEST(LoraLinear, GroupMatchesModulesOneByOne) {
   const int64_t N[g] = {8, 4, 4}, col[g] = {0, 8, 12}, ld = 16;
   const float s = 0.6f;
   Rng rng(5);
-  auto rnd = [&](int64_t n) {
-    std::vector<float> v(n);
-    for (float& f : v) f = static_cast<float>(rng.uniform() * 2 - 1);
-    return v;
-  };
+  auto rnd = [&](int64_t n) { return uniform_values(rng, n); };
   const std::vector<float> x = rnd(T * K), A = rnd(g * r * K), dy = rnd(T * ld);
   std::vector<std::vector<float>> B(g);
   for (int j = 0; j < g; ++j) B[j] = rnd(N[j] * r);
@@ -150,11 +150,7 @@ TEST(LoraLinear, GroupInBf16ReadsRoundedOperands) {
   const int64_t N[g] = {24, 8, 8}, col[g] = {0, 24, 32}, ld = 40;
   const float s = 0.6f;
   Rng rng(7);
-  auto rnd = [&](int64_t n) {
-    std::vector<float> v(n);
-    for (float& f : v) f = static_cast<float>(rng.uniform() * 2 - 1);
-    return v;
-  };
+  auto rnd = [&](int64_t n) { return uniform_values(rng, n); };
   auto to_bf16 = [](const std::vector<float>& v) {
     std::vector<bf16_t> h(v.size());
     for (size_t i = 0; i < v.size(); ++i) h[i] = f32_to_bf16(v[i]);
