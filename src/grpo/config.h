@@ -282,6 +282,9 @@ struct SftConfig {
   double lr_warmup_steps_ratio = 0.0;
   double weight_decay = 0.01;
   double grad_clip = 1.0;
+  // Stop at the first validation (every trainer.test_freq steps, on data.val_files) whose held-out accuracy
+  // reaches this; 0: train every epoch.
+  double stop_at_val_accuracy = 0;
 };
 
 struct Config {

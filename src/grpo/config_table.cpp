@@ -404,6 +404,8 @@ std::vector<KeySpec> build_table() {
       KEY(sft.lr_warmup_steps_ratio, between(0, 1), "SFT linear warm-up fraction"),
       KEY(sft.weight_decay, nonnegative_float(), "SFT AdamW weight decay"),
       KEY(sft.grad_clip, open_closed(0, kFloat).or_value(-1), "SFT gradient norm clip; -1: none"),
+      KEY(sft.stop_at_val_accuracy, between(0, 1),
+          "SFT stops at the first validation (every trainer.test_freq steps) whose held-out accuracy reaches this; 0: never"),
   };
 }
 

@@ -14,6 +14,7 @@
 #include "reward/rewards.h"
 #include "tokenizer/tokenizer.h"
 #include "grpo/reward_setup.h"
+#include "grpo/sft.h"
 #include "grpo/trainer.h"
 
 namespace grpo {
@@ -180,6 +181,8 @@ RunCheck check_run(const Config& c, const ConfigNotes& notes, RunKind kind) {
     out.push_back(cat("steps: ", (train->examples + bs - 1) / bs * c.sft.epochs, " (", c.sft.epochs, " epoch(s) of ",
                       bs, " sequences a step, at most ", c.sft.max_length, " tokens each)"));
   }
+  if (kind == RunKind::Sft)
+    if (const std::string problem = sft_config_problem(c); !problem.empty()) r.problems.push_back(problem);
   // The memory plan of the run (what the weights, optimizer, KV cache and activations take) belongs here,
   // between the run's shapes and its reward set-up.
 

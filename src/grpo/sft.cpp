@@ -23,10 +23,23 @@
 
 namespace grpo {
 
+std::string sft_config_problem(const Config& c) {
+  if (c.sft.stop_at_val_accuracy <= 0) return "";
+  if (c.trainer.test_freq <= 0)
+    return cat("[config] sft.stop_at_val_accuracy = ", c.sft.stop_at_val_accuracy,
+               " is checked at each validation: it needs trainer.test_freq > 0 (validate every that many steps), got ",
+               c.trainer.test_freq);
+  if (c.data.val_files.empty())
+    return cat("[config] sft.stop_at_val_accuracy = ", c.sft.stop_at_val_accuracy,
+               " is checked on the held-out data: it needs data.val_files");
+  return "";
+}
+
 SftSummary run_sft(const Config& cfg, bool quiet, bool overwrite) {
   using Clock = std::chrono::steady_clock;
   const auto t_run = Clock::now();
   ErrorContext what("setting up the SFT run");
+  if (const std::string problem = sft_config_problem(cfg); !problem.empty()) throw Error(problem);
   // Several ranks: every rank takes the same batches and the actor splits each across them (train/actor.h);
   // rank 0 alone prints and writes the run folder.
   comm::Communicator& comm = comm::world();
@@ -103,15 +116,45 @@ SftSummary run_sft(const Config& cfg, bool quiet, bool overwrite) {
     lo.quiet = quiet;
     metrics = std::make_unique<StepLogger>(lo);
   }
+  // Held-out accuracy (greedy) of the model as it is now, logged at `at_step`. Collective. The actor's
+  // activations are given back first and the rollout's KV cache after, so that validation adds to neither
+  // phase's peak; with ZeRO-3 the rollout reads the whole model (training drops it again at its next forward).
+  const bool has_val = !s->val.examples.empty();
+  auto validate = [&](int64_t at_step) {
+    actor.decoder().release_workspace();
+    actor.gather_for_rollout();
+    s->engine->clear_prefix_cache();
+    EvalOptions eo;
+    eo.sampling.temperature = 0;
+    eo.max_new_tokens = static_cast<int32_t>(cfg.data.max_response_length);
+    eo.stop_ids = s->stop_ids;
+    eo.pictures = [&s](const Example& ex) { return s->pictures(ex, s->val); };
+    if (s->tools) eo.turns = s->tools->options;
+    ErrorContext validating("validation: ", s->val.examples.size(), " prompts");
+    EvalResult r = evaluate(comm, *s->engine, s->val.examples, eo, nullptr);
+    s->engine->release_memory();
+    nlohmann::json v = {{"val/accuracy", r.accuracy}, {"val/response_length/mean", r.response_length},
+                        {"timing_s/testing", r.seconds}};
+    if (s->tools) v["val/tools/call_share"] = r.tool_call_share;
+    if (metrics)
+      metrics->log(at_step, v,
+                   cat("[sft] held-out ", console_fields(v, {{"accuracy", "val/accuracy", "%.3f"}}), " on ",
+                       r.examples, " prompts after step ", at_step));
+    return r;
+  };
+
   std::vector<int64_t> order(N);
   std::vector<train::TrainSample> batch;
   SftSummary sum;
   int64_t step = 0;
-  for (int64_t epoch = 0; epoch < sc.epochs; ++epoch) {
+  int64_t validated_at = -1;  // the step of the latest validation
+  EvalResult last_val;
+  bool stop = false;  // sft.stop_at_val_accuracy reached
+  for (int64_t epoch = 0; epoch < sc.epochs && !stop; ++epoch) {
     std::iota(order.begin(), order.end(), 0);
     Rng rng({static_cast<uint64_t>(cfg.trainer.seed), static_cast<uint64_t>(epoch), 0x5f7ull});
     for (int64_t i = N - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
-    for (int64_t b = 0; b < per_epoch; ++b) {
+    for (int64_t b = 0; b < per_epoch && !stop; ++b) {
       batch.clear();
       for (int64_t i = b * bs; i < std::min(N, (b + 1) * bs); ++i) batch.push_back(data[order[i]]);
       for (int64_t j : actor.share(batch))  // each rank decodes the pictures of its own share only
@@ -136,9 +179,19 @@ SftSummary run_sft(const Config& cfg, bool quiet, bool overwrite) {
         std::snprintf(line, sizeof line, "[sft] step %lld/%lld | loss %.4f | lr %.2e | %.0f tokens/s",
                       static_cast<long long>(step), static_cast<long long>(total), u.loss, lr, tokens_per_s);
       if (metrics) metrics->log(step, m, line);
+      if (has_val && cfg.trainer.test_freq > 0 && step % cfg.trainer.test_freq == 0 && step < total) {
+        last_val = validate(step);
+        validated_at = step;
+        stop = sc.stop_at_val_accuracy > 0 && last_val.accuracy >= sc.stop_at_val_accuracy;
+        if (stop && console)
+          std::fprintf(stderr, "[sft] held-out accuracy %.3f reached sft.stop_at_val_accuracy %.3f: stopping at "
+                       "step %lld of %lld\n", last_val.accuracy, sc.stop_at_val_accuracy,
+                       static_cast<long long>(step), static_cast<long long>(total));
+      }
     }
   }
   sum.steps = step;
+  sum.stopped_early = stop;
   sum.model_dir = run_dir + (s->lora ? "/adapter" : "/model");
   std::vector<std::string> extra;
   for (const char* f : {"tokenizer.json", "tokenizer_config.json", "preprocessor_config.json"}) {
@@ -151,27 +204,10 @@ SftSummary run_sft(const Config& cfg, bool quiet, bool overwrite) {
   else if (console)
     save_checkpoint(sum.model_dir, s->weights->config(), s->weights->named_tensors(), DType::F32, 0, extra);
   comm.barrier();
-  if (!s->val.examples.empty()) {
-    s->engine->clear_prefix_cache();
-    EvalOptions eo;
-    eo.sampling.temperature = 0;
-    eo.max_new_tokens = static_cast<int32_t>(cfg.data.max_response_length);
-    eo.stop_ids = s->stop_ids;
-    eo.pictures = [&s](const Example& ex) { return s->pictures(ex, s->val); };
-    if (s->tools) eo.turns = s->tools->options;
-    ErrorContext validating("validation: ", s->val.examples.size(), " prompts");
-    EvalResult r = evaluate(comm, *s->engine, s->val.examples, eo, nullptr);
-    sum.val_accuracy = r.accuracy;
-    nlohmann::json v = {{"val/accuracy", r.accuracy}, {"val/response_length/mean", r.response_length},
-                        {"timing_s/testing", r.seconds}};
-    if (s->tools) {
-      v["val/tools/call_share"] = r.tool_call_share;
-      sum.val_tool_call_share = r.tool_call_share;
-    }
-    if (metrics)
-      metrics->log(step, v,
-                   cat("[sft] held-out ", console_fields(v, {{"accuracy", "val/accuracy", "%.3f"}}), " on ",
-                       r.examples, " prompts"));
+  if (has_val) {
+    if (validated_at != step) last_val = validate(step);  // the saved model is the one validated last
+    sum.val_accuracy = last_val.accuracy;
+    if (s->tools) sum.val_tool_call_share = last_val.tool_call_share;
   }
   sum.seconds = std::chrono::duration<double>(Clock::now() - t_run).count();
   if (metrics && metrics->jsonl()) {  // the report is drawn from metrics.jsonl

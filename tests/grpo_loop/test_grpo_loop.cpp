@@ -288,6 +288,57 @@ TEST_F(GrpoLoop, SftLowersTheLoss) {
   EXPECT_NO_THROW(Checkpoint::open(s.model_dir));
 }
 
+// With trainer.test_freq the SFT validates (greedy, held-out accuracy) every that many steps, and with
+// sft.stop_at_val_accuracy it stops at the first validation that reaches the target and keeps that model.
+// The target is taken from a run without it (deterministic on one thread): the first validation before the
+// end that gets any answer right.
+TEST_F(GrpoLoop, SftValidatesEveryTestFreqStepsAndStopsAtATargetAccuracy) {
+  const std::vector<std::string> sets = {"sft.lr=5e-3", "sft.batch_size=8", "sft.epochs=20", "sft.max_length=64",
+                                         "data.max_response_length=24", "data.val_files=" + dir_.path() + "/prompts.jsonl",
+                                         "trainer.test_freq=4"};
+  const SftSummary full = run_sft(config("full", sets), /*quiet=*/true);
+  ASSERT_EQ(full.steps, 40);
+  EXPECT_FALSE(full.stopped_early);
+  std::vector<std::pair<int64_t, double>> vals;  // (step, accuracy) of each validation
+  const std::vector<Json> full_lines = read_metrics(run_dir("full") + "/metrics.jsonl");
+  for (const Json& j : full_lines)
+    if (j.contains("val/accuracy")) vals.emplace_back(j.at("step").get<int64_t>(), j.at("val/accuracy").get<double>());
+  ASSERT_EQ(vals.size(), 10u) << "steps 4, 8, ..., 40: the final validation is not repeated";
+  for (size_t i = 0; i < vals.size(); ++i) EXPECT_EQ(vals[i].first, 4 * static_cast<int64_t>(i + 1));
+  EXPECT_EQ(full.val_accuracy, vals.back().second);
+  size_t first_right = 0;
+  while (first_right + 1 < vals.size() && vals[first_right].second == 0) ++first_right;
+  ASSERT_LT(first_right + 1, vals.size()) << "the tiny model gets an answer right before the last step";
+  const auto [stop_step, target] = vals[first_right];
+
+  std::vector<std::string> stop_sets = sets;
+  stop_sets.push_back("sft.stop_at_val_accuracy=" + std::to_string(target));
+  const SftSummary stopped = run_sft(config("stopped", stop_sets), /*quiet=*/true);
+  EXPECT_TRUE(stopped.stopped_early);
+  EXPECT_EQ(stopped.steps, stop_step);
+  EXPECT_EQ(stopped.val_accuracy, target);
+  // The same steps as the full run until the stop, the stopping validation last, and the model saved there.
+  const std::vector<Json> lines = read_metrics(run_dir("stopped") + "/metrics.jsonl");
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.back().at("step").get<int64_t>(), stop_step);
+  EXPECT_EQ(lines.back().at("val/accuracy").get<double>(), target);
+  ASSERT_LE(lines.size(), full_lines.size());
+  for (size_t i = 0; i < lines.size(); ++i)
+    EXPECT_EQ(without_machine_dependent(lines[i]), without_machine_dependent(full_lines[i])) << "line " << i;
+  EXPECT_NO_THROW(Checkpoint::open(stopped.model_dir));
+}
+
+TEST_F(GrpoLoop, SftStopAtAccuracyNeedsValidations) {
+  const std::vector<std::string> sets = {"sft.stop_at_val_accuracy=0.5", "sft.epochs=1"};
+  std::vector<std::string> no_freq = sets;
+  no_freq.push_back("data.val_files=" + dir_.path() + "/prompts.jsonl");
+  EXPECT_NE(test::error_of([&] { run_sft(config("a", no_freq), true); }).find("trainer.test_freq > 0"), std::string::npos);
+  std::vector<std::string> no_val = sets;
+  no_val.push_back("trainer.test_freq=2");
+  EXPECT_NE(test::error_of([&] { run_sft(config("b", no_val), true); }).find("data.val_files"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(run_dir("a"))) << "refused before the run folder is made";
+}
+
 // lr 1e30: the first update moves the weights to ~1e30 (still finite), after which every gradient
 // overflows (the loss stays finite: a non-finite loss has no clean trigger from the config). Those steps
 // must leave the weights and optimizer untouched, be counted, and after five in a row stop the run with an
