@@ -286,7 +286,8 @@ nlohmann::json shapes_row(const ShapesProblem& p, const std::string& id, const s
 }
 
 ShapesSplit write_shapes_dataset(const std::string& dir, int64_t n_train, int64_t n_test, uint64_t seed,
-                                 const std::string& difficulty, double listing_fraction, int64_t n_rl) {
+                                 const std::string& difficulty, double listing_fraction, int64_t n_rl,
+                                 int64_t n_val) {
   GRPO_CHECK(listing_fraction >= 0 && listing_fraction <= 1,
              "[shapes] the fraction of listing responses must be in [0, 1], got ", listing_fraction);
   const auto levels = shapes_levels(difficulty);
@@ -295,8 +296,10 @@ ShapesSplit write_shapes_dataset(const std::string& dir, int64_t n_train, int64_
   std::vector<ShapesProblem> seen = test;
   seen.insert(seen.end(), train.begin(), train.end());
   const auto rl = generate_shapes(n_rl, seed ^ 0x726c000000000000ull, levels, seen);
-  ShapesSplit split{dir + "/train.jsonl", dir + "/test.jsonl", n_rl > 0 ? dir + "/rl.jsonl" : "", dir + "/images",
-                    n_train, n_test, n_rl};
+  seen.insert(seen.end(), rl.begin(), rl.end());
+  const auto val = generate_shapes(n_val, seed ^ 0x76616c0000000000ull, levels, seen);
+  ShapesSplit split{dir + "/train.jsonl", dir + "/test.jsonl", n_rl > 0 ? dir + "/rl.jsonl" : "",
+                    n_val > 0 ? dir + "/val.jsonl" : "", dir + "/images", n_train, n_test, n_rl, n_val};
   make_dirs(split.images_dir);
   auto write = [&](const std::string& path, const std::vector<ShapesProblem>& problems, const std::string& name,
                    double listing) {
@@ -314,6 +317,7 @@ ShapesSplit write_shapes_dataset(const std::string& dir, int64_t n_train, int64_
   write(split.train_path, train, "train", listing_fraction);
   write(split.test_path, test, "test", listing_fraction);
   if (n_rl > 0) write(split.rl_path, rl, "rl", 0.0);
+  if (n_val > 0) write(split.val_path, val, "val", 0.0);
   return split;
 }
 

@@ -81,15 +81,20 @@ nlohmann::json shapes_row(const ShapesProblem& p, const std::string& id, const s
                           const std::string& split, int64_t index, ShapesStyle style);
 
 struct ShapesSplit {
-  std::string train_path, test_path, rl_path, images_dir;  // rl_path: empty when no RL prompts were asked for
-  int64_t train = 0, test = 0, rl = 0;
+  // rl_path / val_path: empty when no RL prompts / no validation problems were asked for
+  std::string train_path, test_path, rl_path, val_path, images_dir;
+  int64_t train = 0, test = 0, rl = 0, val = 0;
 };
 // Writes DIR/images/{train,test}-N.png and DIR/train.jsonl, DIR/test.jsonl (each file atomically); test
 // problems never appear in train. A `listing_fraction` of the responses, drawn at random, use
 // ShapesStyle::Listing. With n_rl > 0 also DIR/rl.jsonl (and images/rl-N.png): further problems in neither
 // train nor test, prompts for GRPO, which reads only their ground truths (responses direct): the SFT model
-// has memorised its own training problems, on which GRPO finds little to learn.
+// has memorised its own training problems, on which GRPO finds little to learn. With n_val > 0 also
+// DIR/val.jsonl (images/val-N.png): problems in none of the other files, for decisions taken during
+// training (when SFT stops) so that test.jsonl measures the result without having chosen it. The other
+// files do not depend on n_rl and n_val.
 ShapesSplit write_shapes_dataset(const std::string& dir, int64_t n_train, int64_t n_test, uint64_t seed,
-                                 const std::string& difficulty, double listing_fraction = 0, int64_t n_rl = 0);
+                                 const std::string& difficulty, double listing_fraction = 0, int64_t n_rl = 0,
+                                 int64_t n_val = 0);
 
 }  // namespace grpo

@@ -32,6 +32,10 @@ DemoOptions demo_defaults(DemoOptions o) {
   // to learn); arith's and tools' GRPO use the SFT problems.
   if (o.rl_examples < 0) o.rl_examples = shapes ? 10000 : 0;
   GRPO_CHECK(shapes || o.rl_examples == 0, "[demo] --rl: the ", o.task, " demo's GRPO uses its training problems");
+  // shapes: the SFT stops by its accuracy on 300 problems of its own, so that the test set measures the
+  // result without having chosen the stopping point.
+  if (o.val_examples < 0) o.val_examples = shapes ? 300 : 0;
+  GRPO_CHECK(shapes || o.val_examples == 0, "[demo] --val: the ", o.task, " demo's SFT validates on its test set");
   // shapes: `tiny` (a 2-block tower of width 64, a 4-layer decoder of width 128): the `small` decoder's
   // training step is ~30x slower on the 2-core AVX2 machine, too slow for a ~15-minute demo. tools: `tiny`
   // too, as a conversation with a call is ~250 tokens (the byte-level prompt with its tools, the call, the
@@ -47,7 +51,7 @@ DemoResult run_demo(const DemoOptions& options) {
   make_dirs(out);
   DemoResult r;
 
-  std::string train_path, test_path, rl_path, tool_config;
+  std::string train_path, test_path, rl_path, val_path, tool_config;
   if (arith) {
     std::fprintf(stderr, "[demo] 1/4 arithmetic task: %lld train / %lld held-out problems -> %s\n",
                  static_cast<long long>(opt.train_examples), static_cast<long long>(opt.test_examples), data.c_str());
@@ -67,14 +71,17 @@ DemoResult run_demo(const DemoOptions& options) {
     tool_config = data + "/tools.yaml";
     write_file_atomic(tool_config, "tools:\n  - class_name: grpo.tools.Calculator\n    config: {type: native}\n");
   } else {
-    std::fprintf(stderr, "[demo] 1/4 shapes task: %lld train / %lld held-out / %lld GRPO pictures and questions -> %s\n",
-                 static_cast<long long>(opt.train_examples), static_cast<long long>(opt.test_examples),
-                 static_cast<long long>(opt.rl_examples), data.c_str());
+    std::fprintf(stderr, "[demo] 1/4 shapes task: %lld train / %lld held-out / %lld GRPO / %lld SFT validation "
+                 "pictures and questions -> %s\n", static_cast<long long>(opt.train_examples),
+                 static_cast<long long>(opt.test_examples), static_cast<long long>(opt.rl_examples),
+                 static_cast<long long>(opt.val_examples), data.c_str());
     const ShapesSplit split = write_shapes_dataset(data, opt.train_examples, opt.test_examples, opt.seed,
-                                                   opt.difficulty, opt.worked_fraction, opt.rl_examples);
+                                                   opt.difficulty, opt.worked_fraction, opt.rl_examples,
+                                                   opt.val_examples);
     train_path = split.train_path;
     test_path = split.test_path;
     rl_path = split.rl_path;
+    val_path = split.val_path;
   }
 
   const std::string sft_yaml = out + "/" + opt.task + "-sft.yaml", grpo_yaml = out + "/" + opt.task + "-grpo.yaml";
@@ -90,7 +97,8 @@ DemoResult run_demo(const DemoOptions& options) {
     write_byte_model(init, arch, opt.preset, opt.seed);
 
     std::fprintf(stderr, "[demo] 3/4 supervised warm start (%s)\n", sft_yaml.c_str());
-    std::vector<std::string> sft_sets = {"data.train_files=" + train_path, "data.val_files=" + test_path};
+    std::vector<std::string> sft_sets = {"data.train_files=" + train_path,
+                                         "data.val_files=" + (val_path.empty() ? test_path : val_path)};
     sft_sets.push_back("actor_rollout_ref.model.path=" + init);
     sft_sets.push_back("trainer.default_local_dir=" + out + "/sft");
     sft_sets.insert(sft_sets.end(), tool_sets.begin(), tool_sets.end());
@@ -121,9 +129,10 @@ DemoResult run_demo(const DemoOptions& options) {
   GrpoTrainer trainer(grpo_config, grpo_options);
   TrainSummary g = trainer.run();
   r.grpo_accuracy = g.val_accuracy.empty() ? 0.0 : g.val_accuracy.back();
-  // From an earlier SFT model: its accuracy is GRPO's validation before training (val_before_train).
+  // From an earlier SFT model, or an SFT that validated on its own split: the SFT model's accuracy on the
+  // test set is GRPO's validation before training (val_before_train).
   if (tool_task && !g.val_tool_call_share.empty()) r.grpo_tool_call_share = g.val_tool_call_share.back();
-  if (!opt.sft_model.empty() && grpo_config.trainer.val_before_train && !g.val_accuracy.empty()) {
+  if ((!opt.sft_model.empty() || !val_path.empty()) && grpo_config.trainer.val_before_train && !g.val_accuracy.empty()) {
     r.sft_accuracy = g.val_accuracy.front();
     if (tool_task && !g.val_tool_call_share.empty()) r.sft_tool_call_share = g.val_tool_call_share.front();
   }

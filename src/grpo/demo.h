@@ -6,7 +6,9 @@
 //  - shapes: the visual task (pictures of coloured shapes, questions answered by a number or a colour; a
 //    quarter of the responses list the shapes before answering), a Qwen3-VL-shaped model (vision tower,
 //    DeepStack, M-RoPE) with the byte-level tokenizer, SFT (examples/shapes-sft.yaml) then GRPO
-//    (examples/shapes-grpo.yaml) on further problems the SFT never saw.
+//    (examples/shapes-grpo.yaml) on further problems the SFT never saw. The SFT stops once it reads the
+//    pictures somewhat (sft.stop_at_val_accuracy, checked on a validation split of its own), so that GRPO
+//    starts from the same kind of model whatever the data's draw and the CPU's summation order.
 //  - tools: the calculator task (data/calc.h: four- and five-digit products; 40% of the SFT responses
 //    call the built-in calculator, the others answer directly), a `tiny`
 //    byte-level Qwen3 model, SFT (examples/tools-sft.yaml) then multi-turn GRPO with the calculator
@@ -26,6 +28,8 @@ struct DemoOptions {
   // 0 / "" / negative: the task's default (demo_defaults).
   int64_t train_examples = 0, test_examples = 0;
   int64_t rl_examples = -1;    // shapes: GRPO's own prompts (data/shapes.h), 0: GRPO on the SFT problems
+  // shapes: the SFT's validation problems (val.jsonl), in no other split; 0: the SFT validates on the test set
+  int64_t val_examples = -1;
   uint64_t seed = 0;
   std::string difficulty;      // arith levels (grpo/arith.h), shapes levels (data/shapes.h), tools (data/calc.h)
   // SFT responses worked out: arith column by column, shapes listing the shapes, tools calling the calculator
@@ -42,6 +46,8 @@ struct DemoOptions {
 DemoOptions demo_defaults(DemoOptions o);
 
 struct DemoResult {
+  // Both on the test set. When the SFT validated on a split of its own, sft_accuracy is GRPO's validation
+  // before training (the SFT model on the test set).
   double sft_accuracy = 0, grpo_accuracy = 0;
   double sft_seconds = 0, grpo_seconds = 0;
   // tools: the share of held-out (greedy) responses that call the calculator; -1 for the other tasks.

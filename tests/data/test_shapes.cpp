@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/files.h"
@@ -188,11 +189,13 @@ TEST(Shapes, DeterministicDisjointAndWrittenAsVerlRows) {
   EXPECT_TRUE(j["reward_model"]["ground_truth"].is_string());
 }
 
-TEST(Shapes, RlPromptsAreInNeitherTrainNorTestAndAnswerDirectly) {
+TEST(Shapes, RlAndValProblemsAreInNoOtherFileAndAnswerDirectly) {
   test::TempDir d, none;
-  const ShapesSplit s = write_shapes_dataset(d.path(), 30, 10, 4, "easy", 1.0, 50);
+  const ShapesSplit s = write_shapes_dataset(d.path(), 30, 10, 4, "easy", 1.0, 50, 20);
   ASSERT_EQ(s.rl, 50);
   ASSERT_EQ(s.rl_path, d.path() + "/rl.jsonl");
+  ASSERT_EQ(s.val, 20);
+  ASSERT_EQ(s.val_path, d.path() + "/val.jsonl");
   std::set<std::string> prompts_seen;  // picture bytes + question of every train and test row
   auto rows = [](const std::string& path) {
     std::vector<nlohmann::json> out;
@@ -205,16 +208,21 @@ TEST(Shapes, RlPromptsAreInNeitherTrainNorTestAndAnswerDirectly) {
   };
   for (const char* split : {"/train.jsonl", "/test.jsonl"})
     for (const auto& j : rows(d.path() + split)) prompts_seen.insert(key(j));
-  const auto rl = rows(s.rl_path);
-  ASSERT_EQ(rl.size(), 50u);
-  for (const auto& j : rl) {
-    EXPECT_FALSE(prompts_seen.count(key(j))) << j.dump();
-    EXPECT_EQ(j["extra_info"]["split"], "rl");
-    EXPECT_EQ(j["response"].get<std::string>().rfind("\\boxed{", 0), 0u) << j["response"];  // direct
+  for (const auto& [path, split, count] : {std::tuple{s.rl_path, "rl", 50u}, std::tuple{s.val_path, "val", 20u}}) {
+    const auto extra = rows(path);
+    ASSERT_EQ(extra.size(), count) << split;
+    for (const auto& j : extra) {
+      EXPECT_TRUE(prompts_seen.insert(key(j)).second) << j.dump();  // in no earlier file, nor twice
+      EXPECT_EQ(j["extra_info"]["split"], split);
+      EXPECT_EQ(j["response"].get<std::string>().rfind("\\boxed{", 0), 0u) << j["response"];  // direct
+    }
   }
-  EXPECT_EQ(read_file(d.path() + "/train.jsonl"), read_file(write_shapes_dataset(none.path(), 30, 10, 4, "easy", 1.0).train_path));
-  EXPECT_TRUE(write_shapes_dataset(none.path(), 30, 10, 4, "easy", 1.0).rl_path.empty());
+  const ShapesSplit plain = write_shapes_dataset(none.path(), 30, 10, 4, "easy", 1.0);
+  for (const char* file : {"/train.jsonl", "/test.jsonl"}) EXPECT_EQ(read_file(d.path() + file), read_file(none.path() + file));
+  EXPECT_TRUE(plain.rl_path.empty());
+  EXPECT_TRUE(plain.val_path.empty());
   EXPECT_FALSE(std::filesystem::exists(none.path() + "/rl.jsonl"));
+  EXPECT_FALSE(std::filesystem::exists(none.path() + "/val.jsonl"));
 }
 
 TEST(Shapes, DifficultiesAndLimits) {
