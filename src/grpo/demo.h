@@ -6,9 +6,9 @@
 //  - shapes: the visual task (pictures of coloured shapes, questions answered by a number or a colour; a
 //    quarter of the responses list the shapes before answering), a Qwen3-VL-shaped model (vision tower,
 //    DeepStack, M-RoPE) with the byte-level tokenizer, SFT (examples/shapes-sft.yaml) then GRPO
-//    (examples/shapes-grpo.yaml) on further problems the SFT never saw. The SFT stops once it reads the
-//    pictures somewhat (sft.stop_at_val_accuracy, checked on a validation split of its own), so that GRPO
-//    starts from the same kind of model whatever the data's draw and the CPU's summation order.
+//    (examples/shapes-grpo.yaml) on further problems the SFT never saw. The SFT stops early when the
+//    model already reads the pictures well (sft.stop_at_val_accuracy, checked on a validation split of its
+//    own), so that GRPO has room to improve whatever the data's draw and the CPU's summation order.
 //  - tools: the calculator task (data/calc.h: four- and five-digit products; 40% of the SFT responses
 //    call the built-in calculator, the others answer directly), a `tiny`
 //    byte-level Qwen3 model, SFT (examples/tools-sft.yaml) then multi-turn GRPO with the calculator

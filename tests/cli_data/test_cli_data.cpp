@@ -36,6 +36,17 @@ TEST(CliData, ShapesWritesPicturesAndRows) {
   });
   EXPECT_EQ(rows, 6);
   EXPECT_TRUE(fs::exists(a + "/images/test-1.png"));
+  EXPECT_FALSE(fs::exists(a + "/val.jsonl"));
+
+  // --rl and --val add their files (and pictures); the training and test files stay as they were.
+  const std::string e = (dir / "e").string();
+  auto extra = test::run_grpo("data shapes --out " + e + " --train 6 --test 2 --rl 3 --val 4 --seed 3 --difficulty 2 --listing-fraction 1");
+  ASSERT_EQ(extra.status, 0) << extra.output;
+  EXPECT_NE(extra.output.find(e + "/val.jsonl (4 problems)"), std::string::npos) << extra.output;
+  EXPECT_EQ(read_file(a + "/train.jsonl"), read_file(e + "/train.jsonl"));
+  EXPECT_EQ(read_file(a + "/test.jsonl"), read_file(e + "/test.jsonl"));
+  EXPECT_TRUE(fs::exists(e + "/images/val-3.png"));
+  EXPECT_TRUE(fs::exists(e + "/images/rl-2.png"));
 
   auto r = test::run_grpo("data shapes --out " + (dir / "c").string() + " --difficulty impossible");
   EXPECT_EQ(r.status, 1);
