@@ -1,6 +1,6 @@
 // `grpo generate`: samples completions for a JSONL file of prompts with the rollout engine. Input lines
-// {"prompt": "..."}, {"messages": [...]} (with --chat: the model's chat template plus the generation
-// prompt) or {"input_ids": [...]}, each optionally with its own "n", "max_new_tokens", "temperature",
+// {"prompt": "..."}, {"messages": [...]} or verl's dataset rows {"prompt": [...]} (chat messages; with
+// --chat: the model's chat template plus the generation prompt) or {"input_ids": [...]}, each optionally with its own "n", "max_new_tokens", "temperature",
 // "top_p", "top_k", "min_p", "seed" and "stop" (a string or an array of strings) that override the command
 // line for that line; output lines echo the input (other fields included) plus
 // "completions": [{text, token_ids, logprobs, finish_reason}]. An invalid option fails before the model is
@@ -211,18 +211,23 @@ std::vector<int32_t> prompt_of(const Json& j, const LineContext& c, bool has_pic
     source = "input_ids";
     return input_ids_of(j, c.vocab);
   }
-  if (j.contains("messages")) {
-    source = "messages";
-    GRPO_CHECK(c.chat, "field \"messages\" needs --chat (the model's chat template)");
-    GRPO_CHECK(j["messages"].is_array(), "field \"messages\" must be an array");
-    const Json& messages = j["messages"];
+  // verl's dataset rows hold the chat messages in "prompt".
+  const char* messages_field = j.contains("messages")                          ? "messages"
+                               : j.contains("prompt") && j["prompt"].is_array() ? "prompt"
+                                                                                : nullptr;
+  if (messages_field) {
+    source = messages_field;
+    GRPO_CHECK(c.chat, "field \"", messages_field,
+               "\" needs --chat (its chat messages go through the model's chat template)");
+    GRPO_CHECK(j[messages_field].is_array(), "field \"messages\" must be an array");
+    const Json& messages = j[messages_field];
     return chat_prompt(*c.tok, has_pictures ? template_messages(messages, true) : messages,
                        j.value("tools", c.tools ? *c.tools : Json()));
   }
   GRPO_CHECK(j.contains("prompt"), "expected a field \"prompt\", \"messages\" or \"input_ids\"");
   source = "prompt";
   GRPO_CHECK(c.tok, "field \"prompt\" needs the model's tokenizer (", c.no_tokenizer, "): give \"input_ids\"");
-  GRPO_CHECK(j["prompt"].is_string(), "field \"prompt\" must be a string");
+  GRPO_CHECK(j["prompt"].is_string(), "field \"prompt\" must be a string or a list of chat messages");
   const std::string p = j["prompt"].get<std::string>();
   if (!c.chat) return c.tok->encode(has_pictures ? plain_vision_prompt(p) : p);
   const Json messages = Json::array({{{"role", "user"}, {"content", p}}});
@@ -248,8 +253,8 @@ std::vector<std::string> picture_paths(const Json& j, const LineContext& c) {
 // "<image>" placeholders in "prompt" or "messages" (image items included); input_ids lines have none.
 int64_t placeholders_of(const Json& j) {
   if (j.contains("input_ids")) return -1;
-  if (j.contains("messages") && j["messages"].is_array())
-    return count_image_placeholders(nlohmann::json::parse(j["messages"].dump()));
+  for (const char* name : {"messages", "prompt"})
+    if (j.contains(name) && j[name].is_array()) return count_image_placeholders(nlohmann::json::parse(j[name].dump()));
   if (j.contains("prompt") && j["prompt"].is_string())
     return count_image_placeholders(nlohmann::json::array({{{"role", "user"}, {"content", j["prompt"]}}}));
   return 0;

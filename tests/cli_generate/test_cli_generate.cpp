@@ -93,6 +93,8 @@ TEST_F(CliGenerate, BadLinesAreNamedAndSkippedTheRestIsGenerated) {
       {R"({"text": "neither"})", "expected a field \"prompt\", \"messages\" or \"input_ids\""},
       {R"({"input_ids": [1, 2, 384]})", "field \"input_ids\""},
       {R"({"messages": [{"role": "user", "content": "hi"}]})", "field \"messages\" needs --chat"},
+      {R"({"prompt": [{"role": "user", "content": "hi"}]})", "field \"prompt\" needs --chat"},  // verl's row
+      {R"({"prompt": 7})", "field \"prompt\" must be a string or a list of chat messages"},
       {R"({"prompt": ")" + long_prompt + R"("})", "field \"prompt\": the prompt's 4100 tokens"},
       {R"({"prompt": "n zero", "n": 0})", "field \"n\""},
       {R"({"prompt": "negative", "temperature": -0.5})", "field \"temperature\": temperature must be"},
@@ -122,8 +124,8 @@ TEST_F(CliGenerate, BadLinesAreNamedAndSkippedTheRestIsGenerated) {
       EXPECT_NE(errors.at(line).find("(line skipped)"), std::string::npos) << errors.at(line);
     }
   }
-  EXPECT_NE(r.output.find("15 line(s) of"), std::string::npos) << r.output;
-  EXPECT_NE(errors.at(7).find("context of 4096 tokens"), std::string::npos) << errors.at(7);
+  EXPECT_NE(r.output.find("17 line(s) of"), std::string::npos) << r.output;
+  EXPECT_NE(errors.at(9).find("context of 4096 tokens"), std::string::npos) << errors.at(9);
 
   const std::vector<json> got = read_jsonl(out());
   ASSERT_EQ(got.size(), 3u);

@@ -44,6 +44,7 @@ TEST(CliGenerateVl, PicturesByPathSameCompletionInEveryForm) {
   std::vector<json> in = {
       {{"prompt", "<image>Hi"}},
       {{"messages", {{{"role", "user"}, {"content", {{{"type", "image"}}, {{"type", "text"}, {"text", "Hi"}}}}}}}},
+      {{"prompt", {{{"role", "user"}, {"content", "<image>Hi"}}}}},  // a verl dataset row
       {{"input_ids", ids}},
       {{"input_ids", expanded}},
       {{"prompt", "<image><image>Hi"}},                              // 2 placeholders, 1 picture
@@ -60,13 +61,13 @@ TEST(CliGenerateVl, PicturesByPathSameCompletionInEveryForm) {
       test::run_grpo("generate --model " + model + " --prompts " + prompts + " --out " + out + " --chat --dtype f32",
                      "2>&1 >/dev/null");
   EXPECT_EQ(r.status, 1) << r.output;
-  EXPECT_NE(r.output.find(prompts + ":5: 2 image placeholders (\"<image>\" or image items) but 1 pictures"),
+  EXPECT_NE(r.output.find(prompts + ":6: 2 image placeholders (\"<image>\" or image items) but 1 pictures"),
             std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find(prompts + ":6: field \"images\": images[0]: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(prompts + ":7: field \"images\": images[0]: "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("missing.png"), std::string::npos) << r.output;
   const std::vector<json> got = read_jsonl(out);
-  ASSERT_EQ(got.size(), 4u) << r.output;
+  ASSERT_EQ(got.size(), 5u) << r.output;
   const json first = got[0]["completions"][0]["token_ids"];
   EXPECT_EQ(first.size(), 6u);
   for (size_t i = 1; i < got.size(); ++i) EXPECT_EQ(got[i]["completions"][0]["token_ids"], first) << i;
