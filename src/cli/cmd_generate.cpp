@@ -1,19 +1,19 @@
 // `grpo generate`: samples completions for a JSONL file of prompts with the rollout engine. Input lines
 // {"prompt": "..."}, {"messages": [...]} or verl's dataset rows {"prompt": [...]} (chat messages; with
-// --chat: the model's chat template plus the generation prompt) or {"input_ids": [...]}, each optionally with its own "n", "max_new_tokens", "temperature",
-// "top_p", "top_k", "min_p", "seed" and "stop" (a string or an array of strings) that override the command
-// line for that line; output lines echo the input (other fields included) plus
-// "completions": [{text, token_ids, logprobs, finish_reason}]. An invalid option fails before the model is
-// loaded, naming the option. A bad line (invalid JSON or field, a prompt that does not fit the model's
-// context or the KV cache) is reported (file:line, field) and skipped; the rest of the file is still
-// generated and written, and the exit status is non-zero. Progress on stderr. A model folder without
-// tokenizer.json works when every line is {"input_ids"}: ids in, ids out (texts empty; text prompts, --chat
-// and stop strings are refused, naming the missing file). Stop tokens then come from config.json's
-// eos_token_id. Vision-language models (a folder with preprocessor_config.json): a line's "images" lists
-// picture paths (relative to the prompts file), one per "<image>" in "prompt" / string contents or image
-// item in "messages", in order, as in datasets; each <|image_pad|> becomes its picture's tokens. With
-// "input_ids", the ids hold one <|image_pad|> per picture or the pads already expanded (`grpo tokenize`).
-// A line's pictures are decoded when the file is read and held until the run ends.
+// --chat: the model's chat template plus the generation prompt) or {"input_ids": [...]}, each optionally
+// with its own "n", "max_new_tokens", "temperature", "top_p", "top_k", "min_p", "seed" and "stop" (a string
+// or an array of strings) that override the command line for that line; output lines echo the input (other
+// fields included) plus "completions": [{text, token_ids, logprobs, finish_reason}]. An invalid option
+// fails before the model is loaded, naming the option. A bad line (invalid JSON or field, a prompt that
+// does not fit the model's context or the KV cache) is reported (file:line, field) and skipped; the rest of
+// the file is still generated and written, and the exit status is non-zero. Progress on stderr. A model
+// folder without tokenizer.json works when every line is {"input_ids"}: ids in, ids out (texts empty; text
+// prompts, --chat and stop strings are refused, naming the missing file). Stop tokens then come from
+// config.json's eos_token_id. Vision-language models (a folder with preprocessor_config.json): a line's
+// "images" lists picture paths (relative to the prompts file), one per "<image>" in "prompt" / string
+// contents or image item in "messages", in order, as in datasets; each <|image_pad|> becomes its picture's
+// tokens. With "input_ids", the ids hold one <|image_pad|> per picture or the pads already expanded (`grpo
+// tokenize`). A line's pictures are decoded when the file is read and held until the run ends.
 // Tools (--tools for the built-in calculator, or --tool-config with verl's tool config; needs --chat):
 // multi-turn generation as in training (docs/tools.md): the tools' schemas go into each prompt's chat
 // template, a turn with a <tool_call> is answered by the tools and the model goes on; a completion then also
@@ -219,7 +219,7 @@ std::vector<int32_t> prompt_of(const Json& j, const LineContext& c, bool has_pic
     source = messages_field;
     GRPO_CHECK(c.chat, "field \"", messages_field,
                "\" needs --chat (its chat messages go through the model's chat template)");
-    GRPO_CHECK(j[messages_field].is_array(), "field \"messages\" must be an array");
+    GRPO_CHECK(j[messages_field].is_array(), "field \"", messages_field, "\" must be an array");
     const Json& messages = j[messages_field];
     return chat_prompt(*c.tok, has_pictures ? template_messages(messages, true) : messages,
                        j.value("tools", c.tools ? *c.tools : Json()));
@@ -254,7 +254,8 @@ std::vector<std::string> picture_paths(const Json& j, const LineContext& c) {
 int64_t placeholders_of(const Json& j) {
   if (j.contains("input_ids")) return -1;
   for (const char* name : {"messages", "prompt"})
-    if (j.contains(name) && j[name].is_array()) return count_image_placeholders(nlohmann::json::parse(j[name].dump()));
+    if (j.contains(name) && j[name].is_array())
+      return count_image_placeholders(nlohmann::json::parse(j[name].dump()));
   if (j.contains("prompt") && j["prompt"].is_string())
     return count_image_placeholders(nlohmann::json::array({{{"role", "user"}, {"content", j["prompt"]}}}));
   return 0;
