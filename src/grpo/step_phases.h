@@ -64,7 +64,10 @@ struct StepBatch {
   // Extra results of the reward functions (verl's "acc", ...): sum and count over this rank's generated
   // samples, logged as reward/<key>/mean.
   std::map<std::string, std::pair<double, int64_t>> reward_extras;
+  // The step's parts on this rank's clock: generating (with several ranks, until every rank's groups are
+  // here: waiting for the slowest is part of generating) and scoring this rank's responses.
   double gen_s = 0, reward_s = 0;
+  double slowest_gen_s = 0;  // the slowest rank's generation alone, for the rollout's tokens/s
 };
 
 // advantages: the chosen estimator's, over every response token of the StepBatch (critic/advantages), and

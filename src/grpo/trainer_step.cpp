@@ -223,6 +223,8 @@ StepBatch GrpoTrainer::collect_batch(int64_t step) {
     if (comm_.size() == 1) {
       gen = generate(prompts, index, step, gb);
       sc = score(gen);
+      b.gen_s += gen.seconds;
+      b.reward_s += sc.seconds;
     } else {  // this rank's share of the prompts, then every rank's groups
       const std::vector<std::vector<int64_t>> shares =
           prompt_shares(prompts, cfg_.actor_rollout_ref.rollout.n, expected_response_tokens_, comm_.size());
@@ -230,10 +232,16 @@ StepBatch GrpoTrainer::collect_batch(int64_t step) {
       for (int64_t i : shares[comm_.rank()]) mine.push_back(prompts[i]);
       gen = generate(mine, shares[comm_.rank()], step, gb);
       sc = score(gen);
-      gather_groups(comm_, shares, prompts, gen, sc);
+      b.reward_s += sc.seconds;
+      const auto t_gather = Clock::now();
+      const double own_gen_s = gen.seconds;
+      {
+        comm::WaitLabel label(&comm_, "gen");
+        gather_groups(comm_, shares, prompts, gen, sc);  // gen.seconds becomes the slowest rank's
+      }
+      b.gen_s += own_gen_s + seconds_since(t_gather);
     }
-    b.gen_s += gen.seconds;
-    b.reward_s += sc.seconds;
+    b.slowest_gen_s += gen.seconds;
     b.function_names = sc.function_names;
     b.per_function.resize(sc.function_names.size());
     b.reward_failures.resize(sc.failures.size());
@@ -538,22 +546,31 @@ nlohmann::json GrpoTrainer::train_step(int64_t step) {
 void GrpoTrainer::add_step_costs(nlohmann::json& m, const std::map<std::string, double>& phase_s, double step_s,
                                  const comm::CommStats& comm_start, double cpu_start) {
   // Communication on the critical path, by the phase whose wait it was (labels: comm::WaitLabel above);
-  // a wait outside the phases is in `other`.
+  // the waits outside the phases are under the label "other".
   std::map<std::string, double> comm_s;
-  double comm_total = 0;
   if (comm_.size() > 1) comm_s = comm_.take_critical_path_waits();
-  for (const auto& [label, s] : comm_s) comm_total += s;
-  // Each phase without its communication (rank 0's own wait for an operation is at least the least wait
-  // that counts as communication, so none goes below 0 but by rounding); `other` is the rest of the step
-  // (prompt sampling, gathering the groups, batching, metrics), so that the parts add up to the step.
-  double parts = comm_total;
+  // Each phase without its communication. A phase's share of communication is at most the phase's time:
+  // an operation is filed under rank 0's last wait for it, so waits for one operation in two phases (a
+  // prefetch waited for early, then again) can put more under a label than that phase lasted. What does
+  // not fit there, and the waits outside the phases, fill at most the rest of the step; `other` is what
+  // remains (prompt sampling, gathering the groups, batching, metrics). So the parts add up to the step,
+  // none negative, however loaded the ranks are.
+  double in_phases = 0, comm_unplaced = 0, comm_total = 0;
+  for (const auto& [label, s] : comm_s)
+    if (!phase_s.count(label)) comm_unplaced += s;
   for (const auto& [phase, s] : phase_s) {
     const auto c = comm_s.find(phase);
-    const double own = std::max(0.0, s - (c != comm_s.end() ? c->second : 0.0));
-    m["timing_s/" + phase] = own;
-    parts += own;
+    const double waited = c != comm_s.end() ? c->second : 0.0;
+    const double comm_in_phase = std::min(waited, s);
+    comm_unplaced += waited - comm_in_phase;
+    comm_total += comm_in_phase;
+    m["timing_s/" + phase] = s - comm_in_phase;
+    in_phases += s;
   }
-  m["timing_s/other"] = std::max(0.0, step_s - parts);
+  const double rest = std::max(0.0, step_s - in_phases);
+  comm_unplaced = std::min(comm_unplaced, rest);
+  comm_total += comm_unplaced;
+  m["timing_s/other"] = rest - comm_unplaced;
   m["timing_s/step"] = step_s;
   // [bytes sent, CPU seconds] of this rank during the step, summed over the ranks.
   const comm::CommStats c = comm_.stats();
@@ -623,7 +640,7 @@ nlohmann::json GrpoTrainer::step_metrics(const StepBatch& batch, const Advantage
   m["perf/packing_efficiency"] =
       up.train_tokens > 0 ? static_cast<double>(up.useful_tokens) / static_cast<double>(up.train_tokens) : 1.0;
   m["perf/throughput"] = (batch.gen_tokens + batch.prompt_tokens) / std::max(1e-9, step_s * comm_.size());
-  m["perf/rollout_tokens_per_s"] = batch.gen_tokens / std::max(1e-9, batch.gen_s);
+  m["perf/rollout_tokens_per_s"] = batch.gen_tokens / std::max(1e-9, batch.slowest_gen_s);
   m["perf/train_tokens"] = up.train_tokens;
   m["perf/peak_rss_bytes"] = peak_rss_bytes();
   m["training/epoch"] = state_.epoch;
@@ -648,7 +665,7 @@ nlohmann::json GrpoTrainer::skipped_step_metrics(const StepBatch& batch, double 
   for (size_t f = 0; f < batch.function_names.size(); ++f)
     m["reward/" + batch.function_names[f] + "/failures"] = batch.reward_failures[f];
   m["perf/throughput"] = (batch.gen_tokens + batch.prompt_tokens) / std::max(1e-9, step_s);
-  m["perf/rollout_tokens_per_s"] = batch.gen_tokens / std::max(1e-9, batch.gen_s);
+  m["perf/rollout_tokens_per_s"] = batch.gen_tokens / std::max(1e-9, batch.slowest_gen_s);
   m["perf/train_tokens"] = 0;
   m["perf/peak_rss_bytes"] = peak_rss_bytes();
   m["training/epoch"] = state_.epoch;
