@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 namespace grpo::test {
@@ -29,8 +30,12 @@ inline CommandResult run_grpo(const std::string& args, const std::string& redire
 }
 
 // Before running `grpo` under mpirun: Open MPI may run as root, and under ASan its own allocations at exit
-// are not the binary's leaks (tests/lsan_openmpi.supp says why).
-inline void prepare_mpirun_env() {
+// are not the binary's leaks (tests/lsan_openmpi.supp says why). Launches keep their session files under
+// `session_dir` (created; the test's own folder): two launchers starting at once in parallel tests race
+// to create Open MPI's shared /tmp/ompi.<host>.<uid> and one fails with "File exists".
+inline void prepare_mpirun_env(const std::string& session_dir) {
+  std::filesystem::create_directories(session_dir);
+  setenv("OMPI_MCA_orte_tmpdir_base", session_dir.c_str(), 1);
   setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
   setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   const std::string asan = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";

@@ -334,10 +334,11 @@ bool Engine::start_turn_work(Run& run, Sequence& s) {
   const std::span<const int32_t> gen = std::span<const int32_t>(s.tokens).subspan(s.prompt_len);
   const TurnEnd turn{s.request, s.sample, s.turns.assistant_turns, gen.subspan(s.turn_begin),
                      std::string_view(s.text.text()).substr(s.turn_text_begin)};
+  const auto asked = std::chrono::steady_clock::now();  // the wait starts when the reply is asked for
   std::future<TurnReply> work = mt.handler->on_turn_end(turn);
   if (!work.valid()) return false;
   s.pending = std::move(work);
-  s.parked_at = std::chrono::steady_clock::now();
+  s.parked_at = asked;
   run.scheduler.park(&s);
   stats_.parked_peak = std::max<int64_t>(stats_.parked_peak, static_cast<int64_t>(run.scheduler.parked().size()));
   return true;

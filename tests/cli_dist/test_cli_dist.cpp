@@ -226,10 +226,10 @@ void expect_same_metrics(const std::vector<Json>& a, const std::vector<Json>& b,
 class CliDist : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    test::prepare_mpirun_env();
     dir_ = (fs::temp_directory_path() / ("grpo_cli_dist_" + std::to_string(getpid()))).string();
     fs::remove_all(dir_);
     fs::create_directories(dir_);
+    test::prepare_mpirun_env(dir_ + "/mpi");
     const test::CommandResult init = test::run_grpo("init --arch qwen3 --preset tiny --seed 1 --out " + dir_ + "/model");
     ASSERT_EQ(init.status, 0) << init.output;
     std::string train_data, val_data;

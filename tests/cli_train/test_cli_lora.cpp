@@ -148,7 +148,7 @@ TEST_F(CliLora, TrainSavesPeftAdapterAndResumesExactly) {
 
   // Two ranks train the same adapter (up to the order of fp32 sums).
   if (std::string(kLoraMpiexec).empty() || std::getenv("GRPO_SKIP_MPI")) return;
-  test::prepare_mpirun_env();
+  test::prepare_mpirun_env(dir_ + "/mpi");
   const std::string two = dir_ + "/two";
   const test::CommandResult mr = test::run_grpo(
       "train " + dir_ + "/config.yaml --threads 1 --set trainer.default_local_dir=" + two, "2>&1",

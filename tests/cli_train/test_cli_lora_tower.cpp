@@ -170,7 +170,7 @@ TEST(CliLoraTower, TrainSavesTheTowerAdaptersResumesExactlyAndMatchesOnTwoRanks)
 
   // Two ranks, each with its own prompts' pictures: one process's metrics.
   if (std::string(kTowerMpiexec).empty() || std::getenv("GRPO_SKIP_MPI")) return;
-  test::prepare_mpirun_env();
+  test::prepare_mpirun_env(dir + "/mpi");
   const test::CommandResult mr =
       train(dir + "/two", "", std::string(kTowerMpiexec) + " --allow-run-as-root --oversubscribe -x OMP_NUM_THREADS=1 -np 2");
   ASSERT_EQ(mr.status, 0) << mr.output;
