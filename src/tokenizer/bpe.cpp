@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "tokenizer/byte_level.h"
+#include "tokenizer/json_fields.h"
 #include "tokenizer/utf8.h"
 
 namespace grpo {
@@ -91,12 +92,6 @@ struct Candidate {
 // Min-heap order on (rank, pos): std heap functions keep the greatest first, so invert.
 bool after(const Candidate& a, const Candidate& b) { return a.rank != b.rank ? a.rank > b.rank : a.pos > b.pos; }
 
-std::string json_string_or_empty(const nlohmann::json& j, const char* key, const std::string& where) {
-  if (!j.contains(key) || j[key].is_null()) return "";
-  if (!j[key].is_string()) fail("[tokenizer] ", where, ".", key, ": expected a string or null");
-  return j[key].get<std::string>();
-}
-
 }  // namespace
 
 // ---- MergeTable ----
@@ -148,13 +143,13 @@ BpeModel BpeModel::from_json(const nlohmann::json& model, const std::string& whe
     fail("[tokenizer] ", where, ".continuing_subword_prefix: not supported (expected null or \"\")");
   if (!json_string_or_empty(model, "end_of_word_suffix", where).empty())
     fail("[tokenizer] ", where, ".end_of_word_suffix: not supported (expected null or \"\")");
-  if (model.value("byte_fallback", false))
+  if (json_bool(model, "byte_fallback", false, where))
     fail("[tokenizer] ", where, ".byte_fallback: not supported with byte-level BPE (expected false)");
 
   BpeModel m;
   m.cache_owner_ = next_cache_owner.fetch_add(1);
-  m.ignore_merges_ = model.value("ignore_merges", false);
-  m.fuse_unk_ = model.value("fuse_unk", false);
+  m.ignore_merges_ = json_bool(model, "ignore_merges", false, where);
+  m.fuse_unk_ = json_bool(model, "fuse_unk", false, where);
 
   if (!model.contains("vocab") || !model["vocab"].is_object())
     fail("[tokenizer] ", where, ".vocab: expected an object {token: id}");

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "tokenizer/json_fields.h"
 
 namespace grpo {
 namespace {
@@ -31,17 +32,11 @@ SplitBehavior parse_behavior(const nlohmann::json& j, const std::string& where) 
        "\" is not one of Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous");
 }
 
-bool get_bool(const nlohmann::json& j, const char* key, bool default_value, const std::string& where) {
-  if (!j.contains(key) || j[key].is_null()) return default_value;
-  if (!j[key].is_boolean()) fail("[tokenizer] ", where, ".", key, ": expected true or false");
-  return j[key].get<bool>();
-}
-
 SplitStep parse_split(const nlohmann::json& j, const std::string& where) {
   const nlohmann::json* pattern = j.contains("pattern") ? &j["pattern"] : nullptr;
   if (!pattern || !pattern->is_object() || pattern->size() != 1)
     fail("[tokenizer] ", where, ".pattern: expected {\"Regex\": ...} or {\"String\": ...}");
-  const bool invert = get_bool(j, "invert", false, where);
+  const bool invert = json_bool(j, "invert", false, where);
   if (!j.contains("behavior")) fail("[tokenizer] ", where, ": missing \"behavior\"");
   const SplitBehavior behavior = parse_behavior(j["behavior"], where);
   const std::string kind = pattern->begin().key();
@@ -161,8 +156,8 @@ PreTokenizer PreTokenizer::from_json(const nlohmann::json& j, const std::string&
       result.steps_before_byte_level_.push_back(parse_split(*node, path));
     } else if (type == "ByteLevel") {
       seen_byte_level = true;
-      result.add_prefix_space_ = get_bool(*node, "add_prefix_space", true, path);
-      if (get_bool(*node, "use_regex", true, path))
+      result.add_prefix_space_ = json_bool(*node, "add_prefix_space", true, path);
+      if (json_bool(*node, "use_regex", true, path))
         result.byte_level_steps_.emplace_back(Regex(kGpt2Pattern, path + " (GPT-2 pattern)"), "",
                                               SplitBehavior::kIsolated, false);
     } else {

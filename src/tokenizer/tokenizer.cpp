@@ -241,7 +241,7 @@ Tokenizer Tokenizer::from_json_text(const std::string& tokenizer_json, const std
         impl->chat_template = ct.get<std::string>();
       } else if (ct.is_array()) {
         for (const json& entry : ct)
-          if (entry.is_object() && entry.value("name", "") == "default" && entry.contains("template") &&
+          if (entry.is_object() && entry.contains("name") && entry["name"] == "default" && entry.contains("template") &&
               entry["template"].is_string())
             impl->chat_template = entry["template"].get<std::string>();
         if (impl->chat_template.empty())

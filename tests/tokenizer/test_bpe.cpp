@@ -133,6 +133,12 @@ TEST(Bpe, LoadErrorsNameTheMerge) {
   j = tiny_tokenizer_json({});
   j["model"]["continuing_subword_prefix"] = "##";
   expect_error(j, "continuing_subword_prefix");
+  // A flag of another type is named (found by fuzz_tokenizer: an object here escaped as nlohmann's error).
+  for (const char* flag : {"byte_fallback", "ignore_merges", "fuse_unk"}) {
+    j = tiny_tokenizer_json({});
+    j["model"][flag] = nlohmann::json::object();
+    expect_error(j, std::string(flag) + ": expected true or false");
+  }
 }
 
 // Ids number the vocab's entries: an id at or past the entry count is refused before any id-indexed table
