@@ -29,7 +29,7 @@ void setup_demo(CLI::App& app) {
                 "1..3 (default easy); tools mult, mixed, hard or 1..5 (default mult)");
   c->add_option("--columns-fraction,--worked-fraction,--tool-fraction", o->worked_fraction,
                 "Fraction of SFT responses worked out (arith: digit by digit; shapes: listing the shapes; tools: "
-                "calling the calculator); default 0.25, tools 0.4");
+                "calling the calculator); default arith 0.25, shapes 1, tools 0.4");
   c->add_option("--preset", o->preset, "Model preset (default: arith small, shapes and tools tiny)");
   c->add_option("--sft-set", o->sft_overrides, "Override an SFT config key (repeatable)");
   c->add_option("--grpo-set", o->grpo_overrides, "Override a GRPO config key (repeatable)");
@@ -40,14 +40,16 @@ void setup_demo(CLI::App& app) {
     if (*threads > 0) set_num_threads(*threads);
     DemoResult r = run_demo(*o);
     std::printf("held-out accuracy after SFT:  %5.1f%%  (%.0f s)\n", 100 * r.sft_accuracy, r.sft_seconds);
-    std::printf("held-out accuracy after GRPO: %5.1f%%  (%.0f s)\n", 100 * r.grpo_accuracy, r.grpo_seconds);
+    std::printf("held-out accuracy after GRPO: %5.1f%%  (%.0f s; the model of step %lld)\n", 100 * r.grpo_accuracy,
+                r.grpo_seconds, static_cast<long long>(r.grpo_step));
     if (r.sft_tool_call_share >= 0)
       std::printf("tool-call share after SFT: %.1f%%  after GRPO: %.1f%%\n", 100 * r.sft_tool_call_share,
                   100 * r.grpo_tool_call_share);
     std::printf("reports: %s  %s\n", r.sft_report.c_str(), r.grpo_report.c_str());
     nlohmann::json j = {{"sft_accuracy", r.sft_accuracy}, {"grpo_accuracy", r.grpo_accuracy},
                         {"sft_seconds", r.sft_seconds},   {"grpo_seconds", r.grpo_seconds},
-                        {"sft_report", r.sft_report},     {"grpo_report", r.grpo_report}};
+                        {"sft_report", r.sft_report},     {"grpo_report", r.grpo_report},
+                        {"grpo_step", r.grpo_step}};
     if (r.sft_tool_call_share >= 0) {
       j["sft_tool_call_share"] = r.sft_tool_call_share;
       j["grpo_tool_call_share"] = r.grpo_tool_call_share;

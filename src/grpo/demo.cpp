@@ -13,10 +13,38 @@
 #include "grpo/example_configs.h"
 #include "grpo/sft.h"
 #include "data/shapes.h"
+#include "grpo/session.h"
 #include "grpo/trainer.h"
 #include "tools/tool_set.h"
 
 namespace grpo {
+
+namespace {
+
+// Accuracy of the model in `model_dir` on `data_path`, evaluated as GRPO's validation with `config`.
+double model_accuracy(const Config& config, const std::string& model_dir, const std::string& data_path) {
+  Config c = config;
+  c.actor_rollout_ref.model.path = model_dir;
+  c.data.train_files = {data_path};  // the session needs prompts to train on; none are used
+  c.data.val_files = {data_path};
+  const std::unique_ptr<Session> s = Session::open(c, /*require_response=*/false, SessionRollout::ValidateOnly);
+  return evaluate(*s->engine, s->val.examples, validation_options(*s), nullptr).accuracy;
+}
+
+}  // namespace
+
+ChosenCheckpoint best_validated_checkpoint(const TrainSummary& g, const std::string& run_dir) {
+  ChosenCheckpoint best;
+  best.val_accuracy = -1;
+  for (size_t i = 0; i < g.val_steps.size(); ++i) {
+    const std::string dir = cat(run_dir, "/checkpoints/global_step_", g.val_steps[i]);
+    if (g.val_steps[i] > 0 && g.val_accuracy[i] >= best.val_accuracy && file_exists(dir + "/config.json"))
+      best = {g.val_steps[i], g.val_accuracy[i], dir};
+  }
+  GRPO_CHECK(best.step > 0, "[demo] ", run_dir, "/checkpoints: no checkpoint of a GRPO validation after training "
+             "began (trainer.test_freq, trainer.total_training_steps)");
+  return best;
+}
 
 DemoOptions demo_defaults(DemoOptions o) {
   GRPO_CHECK(o.task == "arith" || o.task == "shapes" || o.task == "tools",
@@ -27,7 +55,9 @@ DemoOptions demo_defaults(DemoOptions o) {
   if (o.difficulty.empty()) o.difficulty = arith ? "2" : shapes ? "easy" : "mult";
   // tools: 0.4 (still a minority) gives the tiny model enough calls to learn to copy the expression into the
   // call and the result into the answer; at 0.25 GRPO's samples almost never got a call right.
-  if (o.worked_fraction < 0) o.worked_fraction = arith || shapes ? 0.25 : 0.4;
+  // shapes: 1, every response lists the shapes; the direct answers of a mix let GRPO drop the listing,
+  // and direct answers never learn to count the shapes of one colour (docs/performance.md).
+  if (o.worked_fraction < 0) o.worked_fraction = arith ? 0.25 : shapes ? 1.0 : 0.4;
   // shapes: GRPO on 10,000 problems the SFT never saw (on the SFT's own, memorised ones it finds little
   // to learn); arith's and tools' GRPO use the SFT problems.
   if (o.rl_examples < 0) o.rl_examples = shapes ? 10000 : 0;
@@ -116,25 +146,47 @@ DemoResult run_demo(const DemoOptions& options) {
     std::fprintf(stderr, "[demo] 2-3/4 GRPO starts from the SFT model %s (no init, no SFT)\n", sft_model.c_str());
   }
 
+  // With a validation split of its own (shapes), GRPO validates on it too, with a checkpoint at every
+  // validation, and the demo measures the checkpoint it validates best on the test set; otherwise GRPO
+  // validates on the test set and its last validation is the result.
+  const bool choose_on_val = !val_path.empty();
   std::fprintf(stderr, "[demo] 4/4 GRPO (%s) from the SFT model\n", grpo_yaml.c_str());
   std::vector<std::string> grpo_sets = {"data.train_files=" + (rl_path.empty() ? train_path : rl_path),
-                                        "data.val_files=" + test_path};
+                                        "data.val_files=" + (choose_on_val ? val_path : test_path)};
   grpo_sets.push_back("actor_rollout_ref.model.path=" + sft_model);
   grpo_sets.push_back("trainer.default_local_dir=" + out + "/grpo");
   grpo_sets.insert(grpo_sets.end(), tool_sets.begin(), tool_sets.end());
   grpo_sets.insert(grpo_sets.end(), opt.grpo_overrides.begin(), opt.grpo_overrides.end());
   TrainOptions grpo_options;
   grpo_options.overwrite = true;
-  const Config grpo_config = load_config(grpo_yaml, grpo_sets);
+  Config grpo_config = load_config(grpo_yaml, grpo_sets);
+  if (choose_on_val) {
+    GRPO_CHECK(grpo_config.trainer.test_freq > 0, "[demo] trainer.test_freq = ", grpo_config.trainer.test_freq,
+               ": the shapes demo chooses GRPO's model among its validations on val.jsonl; expected > 0");
+    grpo_config.trainer.save_freq = grpo_config.trainer.test_freq;  // a checkpoint for every validation
+    grpo_config.trainer.val_before_train = true;
+  }
   GrpoTrainer trainer(grpo_config, grpo_options);
-  TrainSummary g = trainer.run();
-  r.grpo_accuracy = g.val_accuracy.empty() ? 0.0 : g.val_accuracy.back();
-  // From an earlier SFT model, or an SFT that validated on its own split: the SFT model's accuracy on the
-  // test set is GRPO's validation before training (val_before_train).
-  if (tool_task && !g.val_tool_call_share.empty()) r.grpo_tool_call_share = g.val_tool_call_share.back();
-  if ((!opt.sft_model.empty() || !val_path.empty()) && grpo_config.trainer.val_before_train && !g.val_accuracy.empty()) {
-    r.sft_accuracy = g.val_accuracy.front();
-    if (tool_task && !g.val_tool_call_share.empty()) r.sft_tool_call_share = g.val_tool_call_share.front();
+  const TrainSummary g = trainer.run();
+  if (choose_on_val) {
+    const ChosenCheckpoint best = best_validated_checkpoint(g, out + "/grpo");
+    r.grpo_step = best.step;
+    std::fprintf(stderr, "[demo] GRPO's best validation on %s: step %lld of %lld (accuracy %.3f); the SFT model and "
+                 "that checkpoint on %s:\n", val_path.c_str(), static_cast<long long>(best.step),
+                 static_cast<long long>(g.steps), best.val_accuracy, test_path.c_str());
+    r.sft_accuracy = model_accuracy(grpo_config, sft_model, test_path);
+    r.grpo_accuracy = model_accuracy(grpo_config, best.dir, test_path);
+    std::fprintf(stderr, "[demo] %s: %.3f  %s: %.3f\n", sft_model.c_str(), r.sft_accuracy, best.dir.c_str(),
+                 r.grpo_accuracy);
+  } else {
+    r.grpo_accuracy = g.val_accuracy.empty() ? 0.0 : g.val_accuracy.back();
+    r.grpo_step = g.steps;
+    // From an earlier SFT model: its accuracy on the test set is GRPO's validation before training.
+    if (!opt.sft_model.empty() && grpo_config.trainer.val_before_train && !g.val_accuracy.empty()) {
+      r.sft_accuracy = g.val_accuracy.front();
+      if (tool_task && !g.val_tool_call_share.empty()) r.sft_tool_call_share = g.val_tool_call_share.front();
+    }
+    if (tool_task && !g.val_tool_call_share.empty()) r.grpo_tool_call_share = g.val_tool_call_share.back();
   }
   r.grpo_seconds = g.seconds;
   r.grpo_report = out + "/grpo/report.html";

@@ -8,7 +8,9 @@
 //    DeepStack, M-RoPE) with the byte-level tokenizer, SFT (examples/shapes-sft.yaml) then GRPO
 //    (examples/shapes-grpo.yaml) on further problems the SFT never saw. The SFT stops early when the
 //    model already reads the pictures well (sft.stop_at_val_accuracy, checked on a validation split of its
-//    own), so that GRPO has room to improve whatever the data's draw and the CPU's summation order.
+//    own), so that GRPO has room to improve whatever the data's draw and the CPU's summation order. GRPO
+//    validates on that split too, with a checkpoint at every validation, and the result is the checkpoint
+//    that validated best, measured on the test set (as the SFT model is).
 //  - tools: the calculator task (data/calc.h: four- and five-digit products; 40% of the SFT responses
 //    call the built-in calculator, the others answer directly), a `tiny`
 //    byte-level Qwen3 model, SFT (examples/tools-sft.yaml) then multi-turn GRPO with the calculator
@@ -19,6 +21,8 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "grpo/trainer.h"
 
 namespace grpo {
 
@@ -46,9 +50,12 @@ struct DemoOptions {
 DemoOptions demo_defaults(DemoOptions o);
 
 struct DemoResult {
-  // Both on the test set. When the SFT validated on a split of its own, sft_accuracy is GRPO's validation
-  // before training (the SFT model on the test set).
+  // Both on the test set. sft_accuracy is the SFT's last validation, or, when the SFT validated on a split
+  // of its own or did not run (sft_model), the SFT model validated as GRPO validates.
   double sft_accuracy = 0, grpo_accuracy = 0;
+  // The GRPO step whose model grpo_accuracy measures: with a validation split of its own (shapes), the
+  // checkpoint that validated best on it; otherwise the last step.
+  int64_t grpo_step = 0;
   double sft_seconds = 0, grpo_seconds = 0;
   // tools: the share of held-out (greedy) responses that call the calculator; -1 for the other tasks.
   double sft_tool_call_share = -1, grpo_tool_call_share = -1;
@@ -56,5 +63,15 @@ struct DemoResult {
 };
 
 DemoResult run_demo(const DemoOptions& opt);
+
+// GRPO's model chosen on a validation split: among the validations after training began (TrainSummary's
+// val_steps > 0), the one with the highest accuracy whose checkpoint <run_dir>/checkpoints/global_step_N
+// exists, the later one of equals (it trained longer). An error names run_dir when there is none.
+struct ChosenCheckpoint {
+  int64_t step = 0;
+  double val_accuracy = 0;
+  std::string dir;
+};
+ChosenCheckpoint best_validated_checkpoint(const TrainSummary& g, const std::string& run_dir);
 
 }  // namespace grpo

@@ -213,19 +213,26 @@ void GrpoTrainer::next_prompts(std::vector<const Example*>* out) {
   state_.epoch_position += B;
 }
 
-nlohmann::json GrpoTrainer::validate() {
-  GRPO_PROFILE("testing");
+EvalOptions validation_options(const Session& s) {
+  const Config& c = s.config;
   EvalOptions eo;
-  const ValKwargs& vk = cfg_.actor_rollout_ref.rollout.val_kwargs;
+  const ValKwargs& vk = c.actor_rollout_ref.rollout.val_kwargs;
   eo.sampling.temperature = static_cast<float>(vk.temperature);
   eo.sampling.top_p = static_cast<float>(vk.top_p);
   eo.sampling.top_k = vk.top_k > 0 ? static_cast<int32_t>(vk.top_k) : 0;
-  eo.max_new_tokens = static_cast<int32_t>(cfg_.data.max_response_length);
-  eo.stop_ids = s_->stop_ids;
-  eo.seed = static_cast<uint64_t>(cfg_.trainer.seed);
-  eo.pictures = [this](const Example& ex) { return s_->pictures(ex, s_->val); };
+  eo.max_new_tokens = static_cast<int32_t>(c.data.max_response_length);
+  eo.stop_ids = s.stop_ids;
+  eo.seed = static_cast<uint64_t>(c.trainer.seed);
+  eo.pictures = [&s](const Example& ex) { return s.pictures(ex, s.val); };
   eo.n = static_cast<int32_t>(vk.n);
-  if (s_->tools) eo.turns = s_->tools->options;
+  if (s.tools) eo.turns = s.tools->options;
+  return eo;
+}
+
+nlohmann::json GrpoTrainer::validate() {
+  GRPO_PROFILE("testing");
+  const EvalOptions eo = validation_options(*s_);
+  const ValKwargs& vk = cfg_.actor_rollout_ref.rollout.val_kwargs;
   ErrorContext what("validation: ", s_->val.examples.size(), " prompts x ", vk.n, " responses of at most ",
                     eo.max_new_tokens, " tokens");
   const EvalResult r = evaluate(comm_, *s_->engine, s_->val.examples, eo, &rewards_);
@@ -252,6 +259,7 @@ TrainSummary GrpoTrainer::run() {
   auto log_val = [&](int64_t step) {
     nlohmann::json v = validate();
     sum.val_accuracy.push_back(v["val/accuracy"].get<double>());
+    sum.val_steps.push_back(step);
     if (v.contains("val/tools/call_share")) sum.val_tool_call_share.push_back(v["val/tools/call_share"].get<double>());
     if (logger_)
       logger_->log(step, v,

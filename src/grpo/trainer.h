@@ -42,9 +42,14 @@ struct TrainSummary {
   int64_t steps = 0;
   double seconds = 0;
   std::vector<double> val_accuracy;  // every validation, in order (before training first when enabled)
+  std::vector<int64_t> val_steps;    // the step of each (0: before training)
   std::vector<double> val_tool_call_share;  // multi-turn: the same validations' share of responses calling a tool
   std::string final_checkpoint;
 };
+
+// GRPO's validation settings (greedy or actor_rollout_ref.rollout.val_kwargs, data.max_response_length,
+// the session's stop ids, pictures and tools), for evaluating a model as the loop's validation does.
+EvalOptions validation_options(const Session& s);
 
 class GrpoTrainer {
  public:

@@ -1,6 +1,8 @@
 // `grpo demo --sft-model DIR`: GRPO from an earlier SFT model, without the init and the SFT (how the
 // README's table of estimators and losses is reproduced): the run starts from that model, its accuracy
 // after SFT is GRPO's validation before training, and a folder without a model is a clear error.
+// `grpo demo --task shapes` validates GRPO on its own validation split with a checkpoint at every
+// validation, and reports the checkpoint that validated best as GRPO measures it on the test set.
 // `grpo demo --task tools` end to end at a tiny size (a few steps; learning is the demo's own business).
 #include <gtest/gtest.h>
 
@@ -43,6 +45,57 @@ TEST(CliDemo, GrpoStartsFromAnEarlierSftModel) {
   ASSERT_TRUE(metrics.front().contains("val/accuracy")) << metrics.front().dump();
   EXPECT_EQ(summary.at("sft_accuracy").get<double>(), metrics.front().at("val/accuracy").get<double>());
   EXPECT_EQ(summary.at("grpo_accuracy").get<double>(), metrics.back().at("val/accuracy").get<double>());
+}
+
+TEST(CliDemo, ShapesDemoChoosesGrpoModelOnItsValidationSplitAndMeasuresItOnTheTestSet) {
+  grpo::test::TempDir tmp;
+  const std::string model = tmp.path() + "/model", out = tmp.path() + "/demo";
+  const grpo::test::CommandResult init = run_grpo("init --arch qwen3-vl --preset tiny --seed 1 --out " + model);
+  ASSERT_EQ(init.status, 0) << init.output;
+  const std::string sets =
+      " --train 16 --test 8 --rl 16 --threads 1"
+      " --grpo-set data.train_batch_size=2 --grpo-set actor_rollout_ref.actor.ppo_mini_batch_size=2"
+      " --grpo-set actor_rollout_ref.rollout.n=2 --grpo-set data.max_response_length=8 --grpo-set reward.overlong_buffer.len=4"
+      " --grpo-set algorithm.filter_groups.enable=false";
+  const grpo::test::CommandResult r =
+      run_grpo("demo --task shapes --sft-model " + model + " --out " + out + " --val 8" + sets +
+                   " --grpo-set trainer.total_training_steps=4 --grpo-set trainer.test_freq=2",
+               "2>/dev/null");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const Json summary = Json::parse(r.output.substr(r.output.rfind('{')));
+  const std::string config = grpo::read_file(out + "/grpo/config.yaml");
+  EXPECT_NE(config.find(out + "/data/val.jsonl"), std::string::npos) << "GRPO validates on val.jsonl:\n" << config;
+  EXPECT_EQ(config.find(out + "/data/test.jsonl"), std::string::npos) << config;
+  // Validations at steps 0, 2 and 4, a checkpoint at each after training began; the choice is the best
+  // of those (the later of equals).
+  int64_t best_step = -1;
+  double best = -1;
+  std::vector<int64_t> val_steps;
+  for (const Json& m : grpo::read_metrics(out + "/grpo/metrics.jsonl")) {
+    if (!m.contains("val/accuracy")) continue;
+    const int64_t step = m.at("step").get<int64_t>();
+    val_steps.push_back(step);
+    if (step > 0 && m.at("val/accuracy").get<double>() >= best) {
+      best = m.at("val/accuracy").get<double>();
+      best_step = step;
+    }
+  }
+  EXPECT_EQ(val_steps, (std::vector<int64_t>{0, 2, 4}));
+  for (int64_t step : {2, 4})
+    EXPECT_TRUE(fs::exists(out + "/grpo/checkpoints/global_step_" + std::to_string(step) + "/model.safetensors")) << step;
+  ASSERT_EQ(summary.at("grpo_step").get<int64_t>(), best_step) << r.output;
+  // The accuracies are on the test set: GRPO's own validation of the same models there, before training
+  // (--val 0: the demo validates on the test set, which is the same with or without val.jsonl).
+  const std::string chosen = out + "/grpo/checkpoints/global_step_" + std::to_string(best_step);
+  for (const auto& [start, reported] : {std::pair{model, "sft_accuracy"}, std::pair{chosen, "grpo_accuracy"}}) {
+    const grpo::test::CommandResult t = run_grpo("demo --task shapes --val 0 --sft-model " + start + " --out " +
+                                                     tmp.path() + "/test-run" + sets +
+                                                     " --grpo-set trainer.total_training_steps=1",
+                                                 "2>/dev/null");
+    ASSERT_EQ(t.status, 0) << t.output;
+    const Json ts = Json::parse(t.output.substr(t.output.rfind('{')));
+    EXPECT_EQ(summary.at(reported).get<double>(), ts.at("sft_accuracy").get<double>()) << reported;
+  }
 }
 
 TEST(CliDemo, ToolsDemoRunsMultiTurnWithTheCalculatorAndReportsToolCallShares) {
