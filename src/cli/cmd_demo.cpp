@@ -21,8 +21,9 @@ void setup_demo(CLI::App& app) {
   c->add_option("--test", o->test_examples, "Held-out problems (default: arith 500, shapes 300, tools 300)");
   c->add_option("--rl", o->rl_examples, "shapes: GRPO's own problems, in neither train nor test (default 10000; 0: "
                                         "GRPO on the training problems)");
-  c->add_option("--val", o->val_examples, "shapes: the SFT's validation problems, which decide when it stops, in no "
-                                         "other split (default 300; 0: the SFT validates on the test set)");
+  c->add_option("--val", o->val_examples, "shapes: validation problems in no other split, which decide when the SFT "
+                                         "stops and which GRPO checkpoint is kept (default 300; 0: both runs validate "
+                                         "on the test set, and GRPO's last step is kept)");
   c->add_option("--seed", o->seed, "Seed");
   c->add_option("--difficulty", o->difficulty,
                 "Levels: arith easy, medium, hard, mixed or 1..5 (default 2); shapes easy, medium, hard, mixed or "

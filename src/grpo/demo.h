@@ -3,8 +3,8 @@
 //  - arith (default): the arithmetic task (two-digit + and -, a quarter of the worked responses column by
 //    column), a `small` byte-level Qwen3 model, SFT (examples/arith-sft.yaml) then GRPO
 //    (examples/arith-grpo.yaml).
-//  - shapes: the visual task (pictures of coloured shapes, questions answered by a number or a colour; a
-//    quarter of the responses list the shapes before answering), a Qwen3-VL-shaped model (vision tower,
+//  - shapes: the visual task (pictures of coloured shapes, questions answered by a number or a colour;
+//    every SFT response lists the shapes before answering), a Qwen3-VL-shaped model (vision tower,
 //    DeepStack, M-RoPE) with the byte-level tokenizer, SFT (examples/shapes-sft.yaml) then GRPO
 //    (examples/shapes-grpo.yaml) on further problems the SFT never saw. The SFT stops early when the
 //    model already reads the pictures well (sft.stop_at_val_accuracy, checked on a validation split of its
