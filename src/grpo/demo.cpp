@@ -119,6 +119,27 @@ DemoResult run_demo(const DemoOptions& options) {
   write_file_atomic(grpo_yaml, arith ? kArithGrpoYaml : shapes ? kShapesGrpoYaml : kToolsGrpoYaml);
   std::vector<std::string> tool_sets;
   if (tool_task) tool_sets.push_back("actor_rollout_ref.rollout.multi_turn.tool_config_path=" + tool_config);
+  // With a validation split of its own (shapes), GRPO validates on it too, with a checkpoint at every
+  // validation, and the demo measures the checkpoint it validates best on the test set; otherwise GRPO
+  // validates on the test set and its last validation is the result.
+  const bool choose_on_val = !val_path.empty();
+  auto grpo_config_from = [&](const std::string& model) {
+    std::vector<std::string> sets = {"data.train_files=" + (rl_path.empty() ? train_path : rl_path),
+                                     "data.val_files=" + (choose_on_val ? val_path : test_path),
+                                     "actor_rollout_ref.model.path=" + model,
+                                     "trainer.default_local_dir=" + out + "/grpo"};
+    sets.insert(sets.end(), tool_sets.begin(), tool_sets.end());
+    sets.insert(sets.end(), opt.grpo_overrides.begin(), opt.grpo_overrides.end());
+    Config c = load_config(grpo_yaml, sets);
+    if (choose_on_val) {
+      GRPO_CHECK(c.trainer.test_freq > 0, "[demo] trainer.test_freq = ", c.trainer.test_freq,
+                 ": the shapes demo chooses GRPO's model among its validations on val.jsonl; expected > 0");
+      c.trainer.save_freq = c.trainer.test_freq;  // a checkpoint for every validation
+      c.trainer.val_before_train = true;
+    }
+    return c;
+  };
+  grpo_config_from(init);  // GRPO's settings checked before the SFT, the longest wait before an error
   std::string sft_model = opt.sft_model;
   if (sft_model.empty()) {
     const std::string arch = shapes ? "qwen3-vl" : "qwen3";
@@ -146,26 +167,10 @@ DemoResult run_demo(const DemoOptions& options) {
     std::fprintf(stderr, "[demo] 2-3/4 GRPO starts from the SFT model %s (no init, no SFT)\n", sft_model.c_str());
   }
 
-  // With a validation split of its own (shapes), GRPO validates on it too, with a checkpoint at every
-  // validation, and the demo measures the checkpoint it validates best on the test set; otherwise GRPO
-  // validates on the test set and its last validation is the result.
-  const bool choose_on_val = !val_path.empty();
   std::fprintf(stderr, "[demo] 4/4 GRPO (%s) from the SFT model\n", grpo_yaml.c_str());
-  std::vector<std::string> grpo_sets = {"data.train_files=" + (rl_path.empty() ? train_path : rl_path),
-                                        "data.val_files=" + (choose_on_val ? val_path : test_path)};
-  grpo_sets.push_back("actor_rollout_ref.model.path=" + sft_model);
-  grpo_sets.push_back("trainer.default_local_dir=" + out + "/grpo");
-  grpo_sets.insert(grpo_sets.end(), tool_sets.begin(), tool_sets.end());
-  grpo_sets.insert(grpo_sets.end(), opt.grpo_overrides.begin(), opt.grpo_overrides.end());
   TrainOptions grpo_options;
   grpo_options.overwrite = true;
-  Config grpo_config = load_config(grpo_yaml, grpo_sets);
-  if (choose_on_val) {
-    GRPO_CHECK(grpo_config.trainer.test_freq > 0, "[demo] trainer.test_freq = ", grpo_config.trainer.test_freq,
-               ": the shapes demo chooses GRPO's model among its validations on val.jsonl; expected > 0");
-    grpo_config.trainer.save_freq = grpo_config.trainer.test_freq;  // a checkpoint for every validation
-    grpo_config.trainer.val_before_train = true;
-  }
+  const Config grpo_config = grpo_config_from(sft_model);
   GrpoTrainer trainer(grpo_config, grpo_options);
   const TrainSummary g = trainer.run();
   if (choose_on_val) {

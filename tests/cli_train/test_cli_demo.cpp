@@ -98,6 +98,17 @@ TEST(CliDemo, ShapesDemoChoosesGrpoModelOnItsValidationSplitAndMeasuresItOnTheTe
   }
 }
 
+TEST(CliDemo, ShapesDemoWithoutGrpoValidationsStopsBeforeTheSft) {
+  grpo::test::TempDir tmp;
+  const std::string out = tmp.path() + "/demo";
+  const grpo::test::CommandResult r = run_grpo("demo --task shapes --out " + out +
+                                               " --train 16 --test 4 --rl 4 --val 4 --grpo-set trainer.test_freq=-1");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("[demo] trainer.test_freq = -1"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(out + "/init")) << "stopped before the model was made";
+  EXPECT_FALSE(fs::exists(out + "/sft")) << "stopped before the SFT";
+}
+
 TEST(CliDemo, ToolsDemoRunsMultiTurnWithTheCalculatorAndReportsToolCallShares) {
   grpo::test::TempDir tmp;
   const std::string out = tmp.path() + "/demo";
