@@ -22,15 +22,23 @@ using grpo::test::run_grpo;
 using Json = nlohmann::json;
 namespace fs = std::filesystem;
 
+// GRPO at its smallest: 2 prompts x 2 samples, one optimizer step per training step, no DAPO filtering.
+constexpr const char* kTinyGrpo =
+    " --grpo-set data.train_batch_size=2 --grpo-set actor_rollout_ref.actor.ppo_mini_batch_size=2"
+    " --grpo-set actor_rollout_ref.rollout.n=2 --grpo-set algorithm.filter_groups.enable=false";
+
+// A random-initialised `tiny` model of `arch` (seed 1) in <dir>.
+void init_tiny_model(const std::string& arch, const std::string& dir) {
+  const grpo::test::CommandResult init = run_grpo("init --arch " + arch + " --preset tiny --seed 1 --out " + dir);
+  ASSERT_EQ(init.status, 0) << init.output;
+}
+
 TEST(CliDemo, GrpoStartsFromAnEarlierSftModel) {
   grpo::test::TempDir tmp;
   const std::string model = tmp.path() + "/model", out = tmp.path() + "/demo";
-  const grpo::test::CommandResult init = run_grpo("init --arch qwen3 --preset tiny --seed 1 --out " + model);
-  ASSERT_EQ(init.status, 0) << init.output;
+  ASSERT_NO_FATAL_FAILURE(init_tiny_model("qwen3", model));
   const std::string sets =
-      " --grpo-set trainer.total_training_steps=1 --grpo-set data.train_batch_size=2"
-      " --grpo-set actor_rollout_ref.actor.ppo_mini_batch_size=2 --grpo-set actor_rollout_ref.rollout.n=2"
-      " --grpo-set data.max_response_length=8 --grpo-set algorithm.filter_groups.enable=false";
+      std::string(kTinyGrpo) + " --grpo-set trainer.total_training_steps=1 --grpo-set data.max_response_length=8";
   const grpo::test::CommandResult r = run_grpo("demo --sft-model " + model + " --out " + out +
                                                    " --train 16 --test 4 --threads 1" + sets,
                                                "2>/dev/null");
@@ -50,13 +58,9 @@ TEST(CliDemo, GrpoStartsFromAnEarlierSftModel) {
 TEST(CliDemo, ShapesDemoChoosesGrpoModelOnItsValidationSplitAndMeasuresItOnTheTestSet) {
   grpo::test::TempDir tmp;
   const std::string model = tmp.path() + "/model", out = tmp.path() + "/demo";
-  const grpo::test::CommandResult init = run_grpo("init --arch qwen3-vl --preset tiny --seed 1 --out " + model);
-  ASSERT_EQ(init.status, 0) << init.output;
-  const std::string sets =
-      " --train 16 --test 8 --rl 16 --threads 1"
-      " --grpo-set data.train_batch_size=2 --grpo-set actor_rollout_ref.actor.ppo_mini_batch_size=2"
-      " --grpo-set actor_rollout_ref.rollout.n=2 --grpo-set data.max_response_length=8 --grpo-set reward.overlong_buffer.len=4"
-      " --grpo-set algorithm.filter_groups.enable=false";
+  ASSERT_NO_FATAL_FAILURE(init_tiny_model("qwen3-vl", model));
+  const std::string sets = std::string(" --train 16 --test 8 --rl 16 --threads 1") + kTinyGrpo +
+                           " --grpo-set data.max_response_length=8 --grpo-set reward.overlong_buffer.len=4";
   const grpo::test::CommandResult r =
       run_grpo("demo --task shapes --sft-model " + model + " --out " + out + " --val 8" + sets +
                    " --grpo-set trainer.total_training_steps=4 --grpo-set trainer.test_freq=2",
@@ -113,11 +117,9 @@ TEST(CliDemo, ToolsDemoRunsMultiTurnWithTheCalculatorAndReportsToolCallShares) {
   grpo::test::TempDir tmp;
   const std::string out = tmp.path() + "/demo";
   const std::string sets =
-      " --sft-set sft.batch_size=8 --sft-set sft.epochs=1"
-      " --grpo-set trainer.total_training_steps=1 --grpo-set data.train_batch_size=2"
-      " --grpo-set actor_rollout_ref.actor.ppo_mini_batch_size=2 --grpo-set actor_rollout_ref.rollout.n=2"
-      " --grpo-set data.max_response_length=48 --sft-set data.max_response_length=48"
-      " --grpo-set algorithm.filter_groups.enable=false";
+      std::string(kTinyGrpo) + " --sft-set sft.batch_size=8 --sft-set sft.epochs=1"
+      " --grpo-set trainer.total_training_steps=1"
+      " --grpo-set data.max_response_length=48 --sft-set data.max_response_length=48";
   const grpo::test::CommandResult r =
       run_grpo("demo --task tools --out " + out + " --train 16 --test 4 --tool-fraction 0.5 --threads 1" + sets,
                "2>/dev/null");
