@@ -1,4 +1,4 @@
-// `grpo bench dist --np N [--vl]`: the communication table (grpo/dist_bench.h). Writes a random preset model
+// `grpo bench dist --np N [--vl]`: the communication table (bench/dist_bench.h). Writes a random preset model
 // and arithmetic prompts (--vl: a Qwen3-VL model and the shapes task's pictures and questions) into a work
 // folder, runs `grpo train` on them with one rank and, through mpirun (one
 // thread per rank, --oversubscribe), with N ranks in the baseline and optimised ways; prints each command,
@@ -7,12 +7,12 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "cli/bench_folder.h"
+#include "bench/bench_folder.h"
 #include "cli/child_process.h"
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/files.h"
-#include "grpo/dist_bench.h"
+#include "bench/dist_bench.h"
 
 namespace grpo::cli {
 namespace {

@@ -1,6 +1,6 @@
 // `grpo bench grpo [--vl]`: the mission's table. Writes a random preset model and arithmetic prompts (--vl: a
 // Qwen3-VL model and the shapes task's pictures and questions) into a work folder, runs `grpo train` on
-// them in child processes (every optimisation on, each one off alone, all off; see grpo/grpo_bench.h),
+// them in child processes (every optimisation on, each one off alone, all off; see bench/grpo_bench.h),
 // prints the tables (--vl: also the vision tower's time in rollout and training, its patches/s and the
 // fraction of the GEMM peak, measured afterwards in this process on a 2048^3 GEMM with the runs' threads)
 // and, as the last stdout line, a JSON object.
@@ -9,12 +9,12 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "cli/bench_folder.h"
+#include "bench/bench_folder.h"
 #include "cli/child_process.h"
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/files.h"
-#include "grpo/grpo_bench.h"
+#include "bench/grpo_bench.h"
 #include "kernels/measure.h"
 #include "core/threads.h"
 

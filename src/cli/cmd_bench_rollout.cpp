@@ -23,7 +23,7 @@
 #include "model/init.h"
 #include "model/lora.h"
 #include "model/presets.h"
-#include "rollout/rollout_bench.h"
+#include "bench/rollout_bench.h"
 
 namespace grpo::cli {
 namespace {

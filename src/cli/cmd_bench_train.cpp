@@ -17,7 +17,7 @@
 #include "kernels/measure.h"
 #include "model/init.h"
 #include "model/presets.h"
-#include "train/train_bench.h"
+#include "bench/train_bench.h"
 
 namespace grpo::cli {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "cli/command.h"
 #include "core/threads.h"
-#include "grpo/demo.h"
+#include "demo/demo.h"
 
 namespace grpo::cli {
 namespace {

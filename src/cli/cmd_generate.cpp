@@ -34,7 +34,7 @@
 #include "core/threads.h"
 #include "data/vision_data.h"
 #include "data/prompting.h"
-#include "grpo/tool_turns.h"
+#include "loop/tool_turns.h"
 #include "image/preprocess.h"
 #include "rollout/decoder_model.h"
 #include "rollout/engine.h"

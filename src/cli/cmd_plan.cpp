@@ -1,4 +1,4 @@
-// `grpo plan CONFIG [--np N] [--set k=v ...]`: the memory plan of a GRPO run per rank (grpo/memory_plan.h)
+// `grpo plan CONFIG [--np N] [--set k=v ...]`: the memory plan of a GRPO run per rank (plan/memory_plan.h)
 // before anything is allocated: from the config, the model's config.json and the data's lengths. Says
 // whether it fits this machine's memory (or --machine-memory), and if not, the cheapest change that does
 // (and exits with status 1).
@@ -6,9 +6,9 @@
 
 #include "cli/command.h"
 #include "core/error.h"
-#include "grpo/config.h"
-#include "grpo/memory_plan.h"
-#include "grpo/session.h"
+#include "config/config.h"
+#include "plan/memory_plan.h"
+#include "loop/session.h"
 #include "model/checkpoint.h"
 
 namespace grpo::cli {
@@ -37,7 +37,7 @@ void run_plan(const PlanArgs& a) {
     in.fixed_bytes = measured_fixed_overhead_bytes();
   } else {
     const std::unique_ptr<Session> s = Session::open_data(cfg, /*require_response=*/false);
-    in = memory_plan_inputs(*s, a.ranks);
+    in = memory_plan_inputs(s->config, s->model_config, s->train, s->val, a.ranks);
   }
   if (a.ranks_per_machine > 0) in.ranks_per_machine = a.ranks_per_machine;
   if (a.machine_gib > 0) in.available_bytes = static_cast<int64_t>(a.machine_gib * (1 << 30));

@@ -17,8 +17,8 @@
 #include "core/files.h"
 #include "data/dataset.h"
 #include "data/parquet/parquet_file.h"
-#include "grpo/config.h"
-#include "grpo/reward_setup.h"
+#include "config/config.h"
+#include "config/reward_setup.h"
 #include "reward/rewards.h"
 
 namespace grpo::cli {

@@ -9,10 +9,10 @@
 #include "comm/communicator.h"
 #include "core/error.h"
 #include "core/threads.h"
-#include "grpo/config.h"
-#include "grpo/run_check.h"
-#include "grpo/sft.h"
-#include "grpo/trainer.h"
+#include "config/config.h"
+#include "plan/run_check.h"
+#include "loop/sft.h"
+#include "loop/trainer.h"
 
 namespace grpo::cli {
 namespace {

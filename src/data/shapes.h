@@ -27,7 +27,7 @@ namespace grpo {
 
 constexpr int kShapesMaxLevel = 3;
 // The rows' data_source: the project's own task, scored by `math` when reward.functions is not set
-// (grpo/reward_setup.h), not by one of verl's rules.
+// (config/reward_setup.h), not by one of verl's rules.
 inline constexpr const char* kShapesDataSource = "shapes";
 
 enum class ShapeKind { Square, Circle, Triangle, Diamond };

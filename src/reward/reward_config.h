@@ -1,6 +1,6 @@
 // One entry of reward.functions in the run config: which reward function, its weight and its settings
 // (verl: verl's rules by data_source, reward/verl/verl_reward.h; python: reward/python_reward.h).
-// The config reader (grpo/config.h) fills it; reward/rewards.h builds the functions from it.
+// The config reader (config/config.h) fills it; reward/rewards.h builds the functions from it.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -1,5 +1,5 @@
 // Multi-turn rollouts: what the engine asks when a sample's assistant turn ends, and what it keeps per
-// sample. The engine knows nothing of tools or chat templates: a TurnHandler (grpo/tool_turns.h wires the
+// sample. The engine knows nothing of tools or chat templates: a TurnHandler (loop/tool_turns.h wires the
 // tools) looks at the turn that just ended and either lets the sample finish or starts work whose reply,
 // token ids rendered by the caller (a tool turn and the next assistant header), is prefilled onto the
 // sample before it decodes its next turn. While the work runs the sample is parked with its KV blocks kept.

@@ -1,5 +1,5 @@
 // The text of the turns of a conversation with tool calls, as the model sees them token for token, the
-// same for supervised fine-tuning (grpo/sft_conversation.h) and for multi-turn rollouts:
+// same for supervised fine-tuning (loop/sft_conversation.h) and for multi-turn rollouts:
 //   prompt (chat template, tools, generation prompt)
 //   assistant turn: content and <tool_call> blocks as Qwen3's template writes them, then the end token
 //   tool turn: what follows the end token when the results come back: the template's turn separator

@@ -48,7 +48,7 @@
 #include "core/files.h"
 #include "report/metrics.h"
 #include "report/report.h"
-#include "grpo/trainer_state.h"
+#include "loop/trainer_state.h"
 
 using namespace grpo;
 using Json = nlohmann::json;

@@ -22,7 +22,7 @@
 #include "core/files.h"
 #include "report/metrics.h"
 #include "run_metrics.h"
-#include "grpo/trainer_state.h"
+#include "loop/trainer_state.h"
 #include "model/weights.h"
 #include "train/optimizer.h"
 

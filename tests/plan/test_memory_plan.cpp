@@ -1,0 +1,344 @@
+// The memory plan (plan/memory_plan.h) against the allocations it predicts: the decoder's and the vision
+// tower's workspaces after a real forward, the parameter, gradient and moment buffers of a real Actor on 1
+// and 3 ranks' shards, the rollout engine's KV budget; and the verdicts: a run fits a large machine, not a
+// small one, where the suggested change fits.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "plan/memory_plan.h"
+#include "model/checkpoint.h"
+#include "model/lora.h"
+#include "config/part_options.h"
+#include "model/decoder.h"
+#include "model/presets.h"
+#include "model/vision.h"
+#include "model/weights.h"
+#include "rollout/decoder_model.h"
+#include "rollout/engine.h"
+#include "train/actor.h"
+#include "temp_dir.h"
+
+using namespace grpo;
+
+namespace {
+
+PackedBatch batch_of(const std::vector<int64_t>& lengths, int64_t vocab) {
+  PackedBatch b;
+  b.clear();
+  for (int64_t n : lengths) {
+    std::vector<int32_t> ids(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) ids[i] = static_cast<int32_t>((i * 7 + n) % vocab);
+    b.add_sequence(ids);
+  }
+  return b;
+}
+
+MemoryPlanInputs inputs_for(const ModelConfig& m, int ranks) {
+  MemoryPlanInputs in;
+  in.config.actor_rollout_ref.model.path = "unused";
+  in.config.data.train_batch_size = 4;
+  in.config.data.max_prompt_length = 40;
+  in.config.data.max_response_length = 60;
+  in.config.actor_rollout_ref.rollout.n = 4;
+  in.config.actor_rollout_ref.actor.ppo_mini_batch_size = 4;
+  in.config.actor_rollout_ref.actor.use_dynamic_bsz = true;
+  in.config.actor_rollout_ref.actor.ppo_max_token_len_per_gpu = 512;
+  in.model = m;
+  in.data.max_prompt_tokens = 30;
+  in.ranks = ranks;
+  in.ranks_per_machine = ranks;
+  in.available_bytes = int64_t{64} << 30;
+  in.fixed_bytes = int64_t{50} << 20;
+  return in;
+}
+
+// Resident bytes of [p, p + bytes) (mincore over its pages).
+int64_t resident_in(const void* p, size_t bytes) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(p) / page * page;
+  const size_t pages = (reinterpret_cast<uintptr_t>(p) + bytes - begin + page - 1) / page;
+  std::vector<unsigned char> in(pages);
+  EXPECT_EQ(mincore(reinterpret_cast<void*>(begin), pages * page, in.data()), 0);
+  int64_t n = 0;
+  for (unsigned char c : in) n += c & 1;
+  return n * static_cast<int64_t>(page);
+}
+
+}  // namespace
+
+TEST(MemoryPlan, DecoderActivationsAreTheWorkspaceForwardReserves) {
+  const ModelConfig m = preset_config("qwen3", "tiny");
+  ModelWeights w(m);
+  for (const bool bf16 : {false, true})
+    for (const bool ckpt : {false, true}) {
+      DecoderOptions o;
+      o.mode = bf16 ? ComputeMode::BF16 : ComputeMode::F32;
+      o.checkpoint_activations = ckpt;
+      Decoder d(w, o);
+      const PackedBatch b = batch_of({37, 90, 5}, m.vocab_size);
+      std::vector<float> lp(b.T()), ent(b.T());
+      d.forward(b, lp.data(), ent.data());
+      EXPECT_EQ(d.workspace_bytes(), Decoder::activation_bytes(m, o, b.T(), 90, false)) << bf16 << ckpt;
+      EXPECT_GT(Decoder::activation_bytes(m, o, b.T(), 90, false), Decoder::output_layer_bytes(m, o, b.T()));
+    }
+}
+
+TEST(MemoryPlan, VisionActivationsAreTheWorkspaceForwardReserves) {
+  const ModelConfig m = preset_config("qwen3-vl", "tiny");
+  ModelWeights w(m);
+  for (const bool ckpt : {false, true}) {
+    const VisionOptions o{ComputeMode::F32, ckpt};
+    VisionTower tower(w, o);
+    const std::vector<ImageGrid> grids{{1, 4, 6}, {1, 2, 2}};
+    const int64_t rows = 24 + 4;
+    std::vector<float> pixels(static_cast<size_t>(rows * m.vision.patch_dim()), 0.25f);
+    tower.forward(pixels.data(), grids, "test");
+    EXPECT_EQ(tower.workspace_bytes(), VisionTower::activation_bytes(m.vision, o, rows)) << ckpt;
+    // With adapters on the tower (LoRA rank 8): their rows too.
+    LoraConfig lc;
+    lc.rank = 8;
+    lc.target = ModuleSelector::from_json("all-linear", "test");
+    const LoraAdapters lora(m, lc, "test");
+    VisionTower adapted(w, o);
+    adapted.set_lora(&lora);
+    adapted.forward(pixels.data(), grids, "test");
+    EXPECT_EQ(adapted.workspace_bytes(), VisionTower::activation_bytes(m.vision, o, rows, 8)) << ckpt;
+    EXPECT_GT(adapted.workspace_bytes(), tower.workspace_bytes());
+  }
+}
+
+TEST(MemoryPlan, ParameterGradientAndMomentTermsAreTheActorsBuffers) {
+  const ModelConfig m = preset_config("qwen3", "tiny");
+  ModelWeights w(m);
+  const MemoryPlan one = plan_memory(inputs_for(m, 1));
+  EXPECT_EQ(one.term("weights"), w.params().numel() * 4);
+  EXPECT_EQ(one.term("master"), 0);
+  Arena grads(DType::F32);
+  declare_parameters(m, grads);
+  EXPECT_EQ(one.term("gradients"), grads.numel() * 4);
+  const train::AdamW adam(m);
+  EXPECT_EQ(one.term("optimizer"), (adam.end() - adam.begin()) * 8);
+  EXPECT_EQ(one.term("gradient shard"), 0);
+
+  // Three ranks: rank 0's shard of the partition the actor uses, f32 gradients still whole.
+  const MemoryPlan three = plan_memory(inputs_for(m, 3));
+  const comm::Partition part = train::parameter_partition(w.params().numel(), 3);
+  EXPECT_EQ(three.term("optimizer"), part.size(0) * 8);
+  EXPECT_EQ(three.term("gradient shard"), part.size(0) * 4);
+  EXPECT_EQ(three.term("gradients"), grads.numel() * 4);
+  EXPECT_GT(three.term("communication"), 0);
+
+  MemoryPlanInputs bf = inputs_for(m, 1);
+  bf.config.mixed_precision.enabled = true;
+  const MemoryPlan b = plan_memory(bf);
+  EXPECT_EQ(b.term("master"), w.params().numel() * 4);
+  w.bf16();
+  EXPECT_EQ(b.term("weights"), w.bf16_arena()->numel() * 2);
+}
+
+TEST(MemoryPlan, KvTermIsTheEnginesBudget) {
+  const ModelConfig m = preset_config("qwen3", "tiny");
+  const MemoryPlanInputs in = inputs_for(m, 1);
+  const rollout::EngineConfig ec = engine_config(in.config, m, 16);
+  const rollout::KvCacheShape shape{m.num_hidden_layers, m.num_key_value_heads, m.head_dim, ec.block_size, ec.kv_dtype};
+  ModelWeights w(m);
+  rollout::DecoderRolloutModel model(w, ComputeMode::F32, ec.block_size);
+  rollout::EngineConfig fixed = ec;
+  fixed.kv_memory_bytes = in.available_bytes / 2;  // the engine's fraction of the plan's machine
+  const rollout::Engine engine(model, fixed);
+  EXPECT_EQ(plan_memory(in).term("KV cache"), engine.kv_budget().bytes);
+  EXPECT_EQ(engine.kv_budget().bytes, rollout::kv_budget_for(ec, shape, in.available_bytes).bytes);
+}
+
+// A step gives back the KV cache and the rollout workspaces after its rollout, the activations after its
+// update: the peak is the larger of the rollout and the training, not their sum; and the engine's release
+// leaves none of the KV cache resident.
+TEST(MemoryPlan, RolloutAndTrainingBuffersAreResidentOnlyInTheirPhase) {
+  const ModelConfig m = preset_config("qwen3", "tiny");
+  MemoryPlanInputs in = inputs_for(m, 1);
+  in.config.actor_rollout_ref.actor.use_kl_loss = true;
+  in.config.actor_rollout_ref.actor.kl_loss_coef = 0.01;
+  const MemoryPlan p = plan_memory(in);
+  const int64_t kv = p.term("KV cache"), ws = p.term("rollout workspaces"), acts = p.term("activations");
+  ASSERT_GT(kv, 0);
+  ASSERT_GT(ws, 0);
+  ASSERT_GT(acts, 0);
+  ASSERT_GT(p.term("reference activations"), 0);
+  for (const MemoryTerm& t : p.terms) {
+    if (t.name == "KV cache" || t.name == "rollout workspaces") {
+      EXPECT_EQ(t.rollout_first, t.name == "KV cache" ? kv : ws);
+      EXPECT_EQ(t.rollout_later, t.rollout_first);
+      EXPECT_EQ(t.training, 0) << t.name;
+      EXPECT_EQ(t.save, 0) << t.name;
+    }
+    if (t.name == "activations" || t.name == "output layer" || t.name == "reference activations") {
+      EXPECT_EQ(t.rollout_first, 0) << t.name;
+      EXPECT_EQ(t.rollout_later, 0) << t.name;
+      EXPECT_EQ(t.save, 0) << t.name;
+    }
+  }
+  EXPECT_EQ(p.peak, std::max({p.load, p.rollout_first, p.training, p.rollout_later, p.save}));
+  EXPECT_EQ(p.rollout_later - p.training, kv + ws - acts - p.term("output layer") - p.term("reference activations"));
+
+  const rollout::EngineConfig ec = engine_config(in.config, m, 16);
+  ModelWeights w(m);
+  rollout::DecoderRolloutModel model(w, ComputeMode::F32, ec.block_size);
+  rollout::EngineConfig big = ec;
+  big.kv_memory_bytes = int64_t{8} << 20;
+  big.kv_max_blocks = 0;
+  rollout::Engine engine(model, big);
+  std::vector<rollout::Request> reqs(4);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    reqs[i].prompt = {1, 2, 3, static_cast<int32_t>(i + 4)};
+    reqs[i].n = 4;
+    reqs[i].max_new_tokens = 60;
+    reqs[i].seed = 3;
+    reqs[i].id = i;
+  }
+  engine.generate(reqs);
+  const ops::PagedKvView kvv = engine.kv_cache().view();
+  const size_t kv_bytes = static_cast<size_t>(kvv.num_layers * kvv.layer_elems() * ops::kv_dtype_size(kvv.dtype));
+  EXPECT_GT(resident_in(kvv.k, kv_bytes), 0);
+  engine.release_memory();
+  EXPECT_EQ(resident_in(kvv.k, kv_bytes), 0);
+  EXPECT_EQ(resident_in(kvv.v, kv_bytes), 0);
+}
+
+TEST(MemoryPlan, CheckpointingAndZero3ShrinkTheirTerms) {
+  const ModelConfig m = preset_config("qwen3", "small");
+  MemoryPlanInputs in = inputs_for(m, 2);
+  const MemoryPlan base = plan_memory(in);
+  in.config.actor_rollout_ref.model.enable_gradient_checkpointing = true;
+  const MemoryPlan ckpt = plan_memory(in);
+  EXPECT_LT(ckpt.term("activations"), base.term("activations") / 2);
+  in.config.actor_rollout_ref.actor.fsdp_config.reshard_after_forward = true;
+  const MemoryPlan z3 = plan_memory(in);
+  EXPECT_LT(z3.terms[1].training, ckpt.terms[1].training);  // the f32 weights while training
+  EXPECT_EQ(z3.terms[1].rollout_later, ckpt.terms[1].rollout_later);  // gathered whole for the rollout
+}
+
+TEST(MemoryPlan, VerdictAndCheapestChange) {
+  const ModelConfig m = preset_config("qwen3", "small");
+  MemoryPlanInputs in = inputs_for(m, 1);
+  const MemoryPlan big = plan_memory(in);
+  EXPECT_TRUE(big.fits());
+  EXPECT_EQ(explain_memory_plan(big).find("cheapest"), std::string::npos);
+  // A machine a little smaller than the peak: checkpointing (the first change tried) brings it under.
+  in.available_bytes = big.peak - big.term("activations") / 4;
+  const MemoryPlan small = plan_memory(in);
+  EXPECT_FALSE(small.fits());
+  const std::optional<PlanChange> ch = cheapest_fitting_change(in);
+  ASSERT_TRUE(ch.has_value());
+  EXPECT_TRUE(ch->plan.fits());
+  EXPECT_EQ(ch->sets.front(), "actor_rollout_ref.model.enable_gradient_checkpointing=true");
+  EXPECT_NE(explain_memory_plan(small).find("cheapest change that fits: activation checkpointing"), std::string::npos);
+  // A machine smaller than the weights alone: every rank holds them whole, nothing helps.
+  in.available_bytes = big.term("weights") / 2 + big.term("fixed");
+  EXPECT_FALSE(cheapest_fitting_change(in).has_value());
+  EXPECT_NE(explain_memory_plan(plan_memory(in)).find("no change tried makes it fit"), std::string::npos);
+}
+
+// Ranks on one machine map the same checkpoint file while loading: the machine holds every rank's peak but
+// the file once; when loading is not the peak phase, the peak times the ranks.
+TEST(MemoryPlan, RanksOfAMachineShareTheMappedCheckpoint) {
+  const ModelConfig m = preset_config("qwen3", "small");
+  MemoryPlanInputs in = inputs_for(m, 2);
+  in.checkpoint_bytes = int64_t{3} << 30;  // a file larger than anything later: loading is the peak
+  const MemoryPlan p = plan_memory(in);
+  ASSERT_EQ(p.peak_phase, "load");
+  EXPECT_EQ(p.mapped_file, in.checkpoint_bytes);
+  const int64_t later = std::max({p.rollout_first, p.training, p.rollout_later, p.save});
+  EXPECT_EQ(p.machine_bytes(), std::max(2 * p.load - in.checkpoint_bytes, 2 * later));
+  EXPECT_LT(p.machine_bytes(), 2 * p.peak);
+  in.ranks_per_machine = 1;  // one rank a machine: its own peak
+  EXPECT_EQ(plan_memory(in).machine_bytes(), p.peak);
+  in.ranks_per_machine = 2;
+  in.checkpoint_bytes = 1;  // a tiny file: a later phase is the peak, every rank holds it
+  const MemoryPlan q = plan_memory(in);
+  ASSERT_NE(q.peak_phase, "load");
+  EXPECT_EQ(q.machine_bytes(), 2 * q.peak);
+}
+
+// LoRA: the plan counts what the LoRA code allocates. The base frozen in bf16 under mixed precision: the
+// bf16 arena whole, and of the f32 arena only the pages its norms and embedding were written to (no
+// gradients, no moments for it); the adapters' weights, gradients and moments in their own layout, sharded
+// over ranks like the actor's.
+TEST(MemoryPlan, LoraTermsAreWhatTheLoraCodeAllocates) {
+  const ModelConfig m = preset_config("qwen3", "tiny");
+  test::TempDir dir;
+  {
+    const ModelWeights w(m);
+    save_checkpoint(dir.path(), m, w.named_tensors(), DType::F32);
+  }
+  const auto frozen = ModelWeights::load_frozen_bf16(dir.path());
+  MemoryPlanInputs in = inputs_for(m, 1);
+  in.config.mixed_precision.enabled = true;
+  in.config.actor_rollout_ref.model.lora_rank = 8;
+  in.config.actor_rollout_ref.model.target_modules = {"q_proj", "v_proj", "down_proj"};
+  in.lora_rank = 8;
+  const MemoryPlan p = plan_memory(in);
+
+  LoraAdapters lora(m, lora_config(in.config), "test");
+  EXPECT_EQ(lora_adapter_numel(in.config, m, 8), lora.params().numel());
+  DecoderOptions dopt;
+  dopt.mode = ComputeMode::BF16;
+  train::Actor actor(*frozen, dopt, train::MicroBatching{}, train::AdamWConfig{}, nullptr, {}, true, &lora);
+  EXPECT_EQ(p.trained_parameters, actor.trained_numel());
+  EXPECT_EQ(p.term("adapters"), lora.params().numel() * 4);
+  EXPECT_EQ(p.term("gradients"), actor.trained_numel() * 4);
+  EXPECT_EQ(p.term("optimizer"), (actor.optimizer().end() - actor.optimizer().begin()) * 8);
+  EXPECT_EQ(p.term("weights"), frozen->bf16_arena()->numel() * 2);
+  const TensorView f32 = frozen->params().flat();
+  const int64_t f32_resident = resident_in(f32.data, static_cast<size_t>(f32.numel()) * 4);
+  EXPECT_EQ(p.term("master"), f32_resident);
+  EXPECT_LT(f32_resident, f32.numel() * 4 / 2);  // the GEMM weights' pages were never written
+  EXPECT_EQ(p.term("optimizer") + p.term("gradients") + p.term("adapters"), lora.params().numel() * 16);
+  EXPECT_EQ(p.term("checkpoint gather"), 0);
+
+  // Granules: every granule holding a tensor other than a GEMM weight, counted once.
+  Arena layout(DType::F32);
+  declare_parameters(m, layout);
+  int64_t written = 0;
+  for (const TensorSpec& t : expected_tensors(m))
+    if (layout.has(t.name) && !is_gemm_weight(t.name)) written += st_numel(t.shape) * 4;
+  EXPECT_EQ(frozen_base_f32_bytes(m, 4), written);
+  EXPECT_EQ(frozen_base_f32_bytes(m, int64_t{1} << 40), layout.numel() * 4);  // one granule: the whole arena
+
+  // f32 LoRA: the base whole in f32, no bf16 copy; two ranks: the adapters' partition.
+  in.config.mixed_precision.enabled = false;
+  in.ranks = in.ranks_per_machine = 2;
+  const MemoryPlan two = plan_memory(in);
+  const comm::Partition part = train::parameter_partition(lora.params().numel(), 2);
+  EXPECT_EQ(two.term("weights"), layout.numel() * 4);
+  EXPECT_EQ(two.term("master"), 0);
+  EXPECT_EQ(two.term("optimizer"), part.size(0) * 8);
+  EXPECT_EQ(two.term("gradient shard"), part.size(0) * 4);
+  EXPECT_EQ(two.term("communication"), 2 * part.size(0) * 4);  // one f32 reduce-scatter of the adapters
+  EXPECT_EQ(two.term("checkpoint gather"), lora.params().numel() * 8);
+}
+
+// The cheapest change offers LoRA as a run that starts: ZeRO-3 off (the actor refuses LoRA with it).
+TEST(MemoryPlan, LoraChangeTurnsZero3Off) {
+  const ModelConfig m = preset_config("qwen3", "small");
+  MemoryPlanInputs in = inputs_for(m, 2);
+  in.config.actor_rollout_ref.model.enable_gradient_checkpointing = true;
+  in.config.actor_rollout_ref.actor.fsdp_config.reshard_after_forward = true;
+  const MemoryPlan full = plan_memory(in);
+  MemoryPlanInputs lora = in;
+  lora.lora_rank = 32;
+  lora.config.actor_rollout_ref.actor.fsdp_config.reshard_after_forward = false;
+  const MemoryPlan lp = plan_memory(lora);
+  ASSERT_LT(lp.peak, full.peak);
+  in.available_bytes = (lp.peak + full.peak) / 2 * in.ranks_per_machine;
+  const std::optional<PlanChange> ch = cheapest_fitting_change(in);
+  ASSERT_TRUE(ch.has_value());
+  EXPECT_NE(ch->description.find("LoRA (rank 32)"), std::string::npos) << ch->description;
+  EXPECT_NE(std::find(ch->sets.begin(), ch->sets.end(), "actor_rollout_ref.actor.fsdp_config.reshard_after_forward=false"),
+            ch->sets.end());
+  EXPECT_EQ(ch->plan.peak, lp.peak);
+}
