@@ -2,8 +2,9 @@
 // holds 7,179 responses (hand-picked edge cases, random combinations of answer fragments, random strings
 // of answer-like characters, geometry answers in many equivalent forms) with the score
 // (and math_dapo's acc) that verl's default_compute_score gave them, run from verl-project/verl's
-// verl/utils/reward_score/ and hiyouga/MathRuler with sympy 1.11 and pylatexenc 2.10. Every case must
-// match exactly. The data_source dispatch and its errors are checked too.
+// verl/utils/reward_score/ and hiyouga/MathRuler with sympy 1.11 and pylatexenc 2.10; the math_dapo rows
+// as verl 0.9 (1dda039) scores them, with its \boxed{} fallback (two rows changed from -1 to 1). Every
+// case must match exactly. The data_source dispatch and its errors are checked too.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -74,6 +75,20 @@ TEST(VerlRules, QuirksKeptAsVerlHasThem) {
   EXPECT_EQ(wrong.extra[0].second, 0.0);
   EXPECT_EQ(right.score, 1.0);
   EXPECT_EQ(right.extra[0].second, 1.0);
+  // DAPO without an "Answer:" line (verl 0.9): the last \boxed{} of the last 100 characters, compared with the
+  // ground truth as it is (no normalisation), the innermost of nested boxes, an unclosed box none.
+  const auto boxed = verl::dapo_score("So \\boxed{5}", "5");
+  EXPECT_EQ(boxed.score, 1.0);
+  EXPECT_EQ(boxed.extra[0].second, 1.0);
+  EXPECT_EQ(verl::dapo_score("Answer: 4\n\\boxed{5}", "5").score, -1.0) << "an Answer: line wins over a box";
+  EXPECT_EQ(verl::dapo_score("Answer: [INVALID]\n\\boxed{5}", "5").score, 1.0) << "a line that reads [INVALID]";
+  EXPECT_EQ(verl::dapo_score("\\boxed{5}" + std::string(91, 'x'), "5").score, 1.0);
+  EXPECT_EQ(verl::dapo_score("\\boxed{5}" + std::string(92, 'x'), "5").score, -1.0) << "the box's \\ is cut";
+  EXPECT_EQ(verl::dapo_score("\\boxed{ 5}", "5").score, -1.0);
+  EXPECT_EQ(verl::dapo_score("Answer:  5", "5").score, 1.0);
+  EXPECT_EQ(verl::dapo_score("\\boxed{\\frac12}", "\\frac{1}{2}").score, -1.0);
+  EXPECT_EQ(verl::dapo_score("\\boxed{\\boxed{5}}", "5").score, 1.0);
+  EXPECT_EQ(verl::dapo_score("\\boxed{5", "5").score, -1.0);
   // MATH: string normalisation, not values.
   EXPECT_EQ(verl::math_score("\\boxed{\\dfrac12}", "\\frac{1}{2}"), 1.0);
   EXPECT_EQ(verl::math_score("\\boxed{0.50}", "\\frac{1}{2}"), 0.0);

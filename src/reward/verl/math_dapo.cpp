@@ -1,4 +1,5 @@
-// verl's DAPO rule (math_dapo.py, Minerva answer extraction without strict_box_verify): see verl_rules.h.
+// verl's DAPO rule (math_dapo.py at verl 0.9: Minerva answer extraction, then the \boxed{} fallback of
+// verify() without strict_box_verify): see verl_rules.h.
 // The regular expressions of normalize_final_answer are written out as the scans they amount to, with
 // Python's semantics ('.' does not cross a newline; re.sub replaces every non-overlapping match).
 #include <array>
@@ -154,13 +155,35 @@ std::optional<PyStr> last_minerva_answer(const PyStr& s) {
   return found;
 }
 
+// last_boxed_only_string + remove_boxed: the text inside the last "\boxed{" up to the brace that balances it
+// (a "{" or "}" before it does not count), or nullopt when there is no "\boxed{" or it is never closed.
+std::optional<PyStr> last_box_content(const PyStr& s) {
+  static const PyStr kBox = U"\\boxed{";
+  const size_t idx = s.rfind(kBox);
+  if (idx == PyStr::npos) return std::nullopt;
+  int open = 0;
+  for (size_t i = idx; i < s.size(); ++i) {
+    if (s[i] == '{') ++open;
+    if (s[i] == '}' && --open == 0) return s.substr(idx + kBox.size(), i - idx - kBox.size());
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 RuleScore dapo_score(const std::string& response, const std::string& ground_truth) {
   const PyStr s = last(from_utf8(response), 300);
+  const PyStr truth = from_utf8(ground_truth);
+  static const PyStr kInvalid = U"[INVALID]";
   const auto extracted = last_minerva_answer(s);
-  const PyStr pred = normalize_final_answer(extracted ? *extracted : PyStr(U"[INVALID]"));
-  const bool correct = pred == normalize_final_answer(from_utf8(ground_truth));
+  const PyStr pred = normalize_final_answer(extracted ? *extracted : kInvalid);
+  bool correct = pred == normalize_final_answer(truth);
+  // verify(): whatever normalises to "[INVALID]" (no "Answer:" line, or one that reads so) falls back to the
+  // box of the last 100 characters, compared with the ground truth as it is, not normalised.
+  if (pred == kInvalid) {
+    const auto boxed = last_box_content(last(s, 100));
+    if (boxed) correct = *boxed == truth;
+  }
   return RuleScore{correct ? 1.0 : -1.0, {{"acc", correct ? 1.0 : 0.0}}};
 }
 

@@ -24,8 +24,10 @@ double gsm8k_score(const std::string& response, const std::string& ground_truth)
 // \fbox), compared with the ground truth after the Hendrycks MATH string normalisation (is_equiv).
 double math_score(const std::string& response, const std::string& ground_truth);
 
-// math_dapo.py (math_dapo, math, aime*): the last "Answer: ..." line within the last 300 characters,
-// normalised (Minerva), compared with the normalised ground truth: score +1 or -1, acc 1 or 0.
+// math_dapo.py (math_dapo, math, math_dapo_reasoning, aime*): the last "Answer: ..." line within the last
+// 300 characters, normalised (Minerva), compared with the normalised ground truth; where there is no such
+// line, the content of the last \boxed{} within the last 100 of those characters, compared with the ground
+// truth as it is. Score +1 or -1, acc 1 or 0.
 RuleScore dapo_score(const std::string& response, const std::string& ground_truth);
 
 // geo3k.py (hiyouga/geometry3k): 0.9 x mathruler's grade_answer on the last \boxed{} content + 0.1 x the
