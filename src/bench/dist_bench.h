@@ -11,7 +11,7 @@
 // neighbours too; CPU time measures what distributing costs). The first step of each run is a warm-up.
 // With R repeats the four runs go round R times in turn; each value is the median over the repeats, and the
 // ratios (scaling, comm share against the baseline) are medians of the ratios within each round, so that a
-// machine whose speed drifts between rounds (seen: the 1-rank step 30% apart on one VM) moves both sides.
+// machine whose speed drifts between rounds moves both sides of a ratio.
 // With --vl (a Qwen3-VL model on the shapes task's pictures) the table adds the vision tower's share of the
 // step (rank 0's tower seconds, rollout and training, over the step time).
 #pragma once

@@ -141,10 +141,10 @@ std::string format_number(const char* printf_format, double v) {
 namespace {
 
 std::string row(const char* name, const std::string& base, const std::string& opt, const std::string& change,
-                const char* mission) {
+                const char* reference) {
   char buf[256];
   std::snprintf(buf, sizeof buf, "| %-28s | %12s | %12s | %10s | %-22s |\n", name, base.c_str(), opt.c_str(),
-                change.c_str(), mission);
+                change.c_str(), reference);
   return buf;
 }
 
@@ -171,7 +171,7 @@ std::string grpo_bench_ablation_table(const std::vector<GrpoBenchRun>& runs) {
 }
 
 std::string grpo_bench_table(const GrpoBenchRun& o, const GrpoBenchRun& b) {
-  std::string t = row("metric", "baseline", "optimised", "change", "mission (8 GPUs)");
+  std::string t = row("metric", "baseline", "optimised", "change", "reference run (8 GPUs)");
   t += "|------------------------------|--------------|--------------|------------|------------------------|\n";
   t += row("step time (s)", format_number("%.2f", b.step_time_s), format_number("%.2f", o.step_time_s),
            relative(o.step_time_s, b.step_time_s), "-31%");

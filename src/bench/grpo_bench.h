@@ -1,4 +1,4 @@
-// The mission's table behind `grpo bench grpo`: the same GRPO steps (a preset model, random init, on the
+// The ablation table behind `grpo bench grpo`: the same GRPO steps (a preset model, random init, on the
 // built-in arithmetic prompts; with --vl a Qwen3-VL model on the shapes task's pictures) run with every
 // optimisation on, with each one turned off alone (what it
 // adds on its own), and with all of them off (the baseline), summarised from each run's metrics.jsonl.
@@ -15,7 +15,7 @@
 // use, capped by the memory fraction); the baseline's fixed micro-batch holds as many full-length
 // sequences as the optimised run's token budget (the same activation memory); responses ignore stop tokens
 // so every run generates and trains on exactly the same number of tokens per step: all of them
-// max_response_length long (lengths "fixed"), or each as long as drawn for it from the founding case's
+// max_response_length long (lengths "fixed"), or each as long as drawn for it from the reference run's
 // long-tailed distribution (lengths "long_tail", rollout/response_lengths.h: the same lengths in every run, in
 // a different order). The first step of each run is a warm-up (shape caches, workspaces) and is left out of
 // the means.
@@ -86,7 +86,9 @@ struct GrpoBenchRun {
 GrpoBenchRun summarise_grpo_bench_run(const std::string& metrics_path);
 
 // The human tables: every run against the all-on run (what each optimisation adds on its own), then the
-// mission's table (baseline = all off, optimised = all on, change, the mission's result).
+// summary (baseline = all off, optimised = all on, change) beside what the reference run reached with the
+// same optimisations (a Qwen3-VL-8B GRPO run on 8 accelerators: step -31%, rollout +45.6%, memory
+// utilisation 68% -> 85%).
 // v printed with a printf format of one double ("%.2f"), for the tables.
 std::string format_number(const char* printf_format, double v);
 

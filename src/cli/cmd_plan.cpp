@@ -6,6 +6,7 @@
 
 #include "cli/command.h"
 #include "core/error.h"
+#include "core/units.h"
 #include "config/config.h"
 #include "plan/memory_plan.h"
 #include "loop/session.h"

@@ -7,7 +7,7 @@
 // start-up naming the file and line (or --set), the key, the value and what is allowed. A YAML `null`
 // keeps the default. The resolved config (config_to_yaml) loads back to the same Config.
 //
-// Aliases accepted on input: use_dynamic_bsz, max_tokens_per_gpu (the mission's names),
+// Aliases accepted on input: use_dynamic_bsz, max_tokens_per_gpu (short names),
 // actor_rollout_ref.actor.max_tokens_per_gpu, actor_rollout_ref.actor.optim.lr_scheduler_type (=
 // warmup_style), actor_rollout_ref.actor.optim.clip_grad (= actor.grad_clip), actor_rollout_ref.nccl_timeout
 // (= trainer.comm_timeout_s), reward_model.overlong_buffer.* and

@@ -78,17 +78,12 @@ void gemv(float* y, const float* x, const void* W, DType w_dtype, int64_t B, int
 // columns (the AMX body stages x there in tile order), at every level, so that workspaces do not depend on it.
 int64_t gemv_x_scratch_elems(int64_t B, int64_t K);
 
-// Largest batch for which gemv beats ops::gemm (bench_kernels_paged.cpp, one thread, N=1536/K=512 and
-// N=512/K=1536). AVX-512 (the 2-core Zen 4 machine, 4-row tiles): f32 ties at B = 16 (295 vs 305 us) and
-// loses at 32 (589 vs 529); bf16 wins up to B = 32 (251 vs 262 us at N=512/K=1536), loses at 64 (585 vs
-// 487 us) and is 0.8x oneDNN's speed at B = 128. AVX2 (the 2-core Zen 3 machine): f32 1.01-1.04x oneDNN at
-// B = 32, 0.92-0.97x at 64; bf16 (against oneDNN's f32 GEMM) 1.03-1.09x at 32, 0.93-0.95x at 64.
+// Largest batch for which gemv beats ops::gemm, per level and weight dtype (measured with
+// bench_kernels_paged.cpp: docs/performance.md, "GEMV against oneDNN's GEMM").
 constexpr int64_t kGemvMaxBatchF32Avx512 = 16;
 constexpr int64_t kGemvMaxBatchBf16Avx512 = 32;
 constexpr int64_t kGemvMaxBatchAvx2 = 32;  // f32 and bf16
-// At amx, bf16 weights: the tiles against oneDNN's AMX GEMM has not been measured yet (no AMX machine):
-// the AVX-512 value stands until `grpo bench rollout` measures it there.
-int64_t gemv_max_batch(DType w_dtype);     // for the instruction set in use
+int64_t gemv_max_batch(DType w_dtype);  // for the instruction set in use (amx: the AVX-512 values)
 
 // How the rollout's matmuls run. BatchInvariant: gemv at every batch size, so a row's result never depends
 // on the rest of the batch (the default: rollouts reproducible whatever the scheduling). Fastest: gemv up

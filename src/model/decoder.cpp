@@ -202,7 +202,7 @@ LoraBf16 Decoder::lora_bf16(const bf16_t* in_bf) const {
   return LoraBf16{in_bf, s_.dy_bf, s_.lora_w_bf, s_.lora_u_bf, s_.lora_du_bf};
 }
 
-void Decoder::lora_forward(int64_t l, LayerActs& a, int gi, float* out, const float* in, const bf16_t* in_bf) {
+void Decoder::lora_forward(int64_t l, LayerActs& a, LoraGroupIndex gi, float* out, const float* in, const bf16_t* in_bf) {
   if (!lora_) return;
   LoraModule mods[3];
   const float* A = nullptr;
@@ -215,7 +215,7 @@ void Decoder::lora_forward(int64_t l, LayerActs& a, int gi, float* out, const fl
                      lora_->scale(), opt_.mode == ComputeMode::BF16 ? &bf : nullptr);
 }
 
-void Decoder::lora_backward(int64_t l, LayerActs& a, int gi, const LoraTensors* lg, float* din, const float* dout,
+void Decoder::lora_backward(int64_t l, LayerActs& a, LoraGroupIndex gi, const LoraTensors* lg, float* din, const float* dout,
                             const float* in, const bf16_t* in_bf) {
   if (!lora_) return;
   LoraModule mods[3];
@@ -241,7 +241,7 @@ void Decoder::layer_forward(int64_t l, LayerActs& a, float* x_out) {
 
   k_->rmsnorm_forward(a.h1, a.rstd1, a.x_in, static_cast<float*>(p.attn_norm), T, C, eps);
   linear(s_.qkv, a.h1, a.h1_bf, p.wqkv, w16(&LayerTensors::wqkv), T, Q + 2 * KV, C);
-  lora_forward(l, a, 0, s_.qkv, a.h1, a.h1_bf);
+  lora_forward(l, a, kLoraQkvGroup, s_.qkv, a.h1, a.h1_bf);
   if (p.bqkv) add_bias(s_.qkv, static_cast<float*>(p.bqkv), T, Q + 2 * KV);
   split_qkv(a.q_pre, a.k_pre, a.v, s_.qkv, T, Q, KV);
   if (c_.qk_norm) {
@@ -253,14 +253,14 @@ void Decoder::layer_forward(int64_t l, LayerActs& a, float* x_out) {
   k_->attention_forward(a.o, a.lse, a.q, a.k, a.v, b.cu_seqlens.data(), b.S(), T, H, K, D,
                          1.0f / std::sqrt(static_cast<float>(D)), s_.attn_ws);
   linear(a.x_mid, a.o, a.o_bf, p.wo, w16(&LayerTensors::wo), T, C, Q);
-  lora_forward(l, a, 1, a.x_mid, a.o, a.o_bf);
+  lora_forward(l, a, kLoraOGroup, a.x_mid, a.o, a.o_bf);
   k_->add_inplace(a.x_mid, a.x_in, T * C);
   k_->rmsnorm_forward(a.h2, a.rstd2, a.x_mid, static_cast<float*>(p.mlp_norm), T, C, eps);
   linear(a.gu, a.h2, a.h2_bf, p.wgu, w16(&LayerTensors::wgu), T, 2 * F, C);
-  lora_forward(l, a, 2, a.gu, a.h2, a.h2_bf);
+  lora_forward(l, a, kLoraGateUpGroup, a.gu, a.h2, a.h2_bf);
   k_->swiglu_forward(a.act, a.gu, T, F);
   linear(x_out, a.act, a.act_bf, p.wdown, w16(&LayerTensors::wdown), T, C, F);
-  lora_forward(l, a, 3, x_out, a.act, a.act_bf);
+  lora_forward(l, a, kLoraDownGroup, x_out, a.act, a.act_bf);
   k_->add_inplace(x_out, a.x_mid, T * C);
 }
 
@@ -281,17 +281,17 @@ void Decoder::layer_backward(int64_t l, LayerActs& a, const ModelTensors* g, con
   // MLP: s_.dx holds dL/dx_out on entry.
   linear_backward(s_.dact, GW(&LayerTensors::wdown), s_.dx, a.act, a.act_bf, p.wdown, w16(&LayerTensors::wdown), T,
                   C, F);
-  lora_backward(l, a, 3, lg, s_.dact, s_.dx, a.act, a.act_bf);
+  lora_backward(l, a, kLoraDownGroup, lg, s_.dact, s_.dx, a.act, a.act_bf);
   k_->swiglu_backward(s_.dgu, s_.dact, a.gu, T, F);
   linear_backward(s_.dtmp, GW(&LayerTensors::wgu), s_.dgu, a.h2, a.h2_bf, p.wgu, w16(&LayerTensors::wgu), T, 2 * F,
                   C);
-  lora_backward(l, a, 2, lg, s_.dtmp, s_.dgu, a.h2, a.h2_bf);
+  lora_backward(l, a, kLoraGateUpGroup, lg, s_.dtmp, s_.dgu, a.h2, a.h2_bf);
   k_->rmsnorm_backward(s_.dtmp, GN(&LayerTensors::mlp_norm), s_.dtmp, a.x_mid, G(p.mlp_norm), a.rstd2, T, C,
                        s_.rms_ws);
   k_->add_inplace(s_.dx, s_.dtmp, T * C);  // dL/dx_mid
   // Attention.
   linear_backward(s_.dO, GW(&LayerTensors::wo), s_.dx, a.o, a.o_bf, p.wo, w16(&LayerTensors::wo), T, C, Q);
-  lora_backward(l, a, 1, lg, s_.dO, s_.dx, a.o, a.o_bf);
+  lora_backward(l, a, kLoraOGroup, lg, s_.dO, s_.dx, a.o, a.o_bf);
   k_->attention_backward(s_.dq, s_.dk, s_.dv, s_.dO, a.q, a.k, a.v, a.o, a.lse, b.cu_seqlens.data(), b.S(), T, H,
                           K, D, 1.0f / std::sqrt(static_cast<float>(D)), s_.attn_ws);
   rope(s_.dq, H, /*backward=*/true);
@@ -306,7 +306,7 @@ void Decoder::layer_backward(int64_t l, LayerActs& a, const ModelTensors* g, con
   if (gl && gl->bqkv) bias_grad(G(gl->bqkv), s_.dqkv, T, Q + 2 * KV);
   linear_backward(s_.dtmp, GW(&LayerTensors::wqkv), s_.dqkv, a.h1, a.h1_bf, p.wqkv, w16(&LayerTensors::wqkv), T,
                   Q + 2 * KV, C);
-  lora_backward(l, a, 0, lg, s_.dtmp, s_.dqkv, a.h1, a.h1_bf);
+  lora_backward(l, a, kLoraQkvGroup, lg, s_.dtmp, s_.dqkv, a.h1, a.h1_bf);
   k_->rmsnorm_backward(s_.dtmp, GN(&LayerTensors::attn_norm), s_.dtmp, a.x_in, G(p.attn_norm), a.rstd1, T, C,
                        s_.rms_ws);
   k_->add_inplace(s_.dx, s_.dtmp, T * C);  // dL/dx_in

@@ -157,10 +157,10 @@ class Decoder {
   // LoRA of group `gi` of kLoraGroups (the linears of layer l that read `in` [T, K] and write `out`
   // [T, packed]): out[:, slot rows] += s (in A^T) B^T, keeping in A^T in a.lora_u[gi]. in_bf: the base
   // linear's bf16 copy of `in` (bf16 mode: the adapters' GEMMs read it).
-  void lora_forward(int64_t l, LayerActs& a, int gi, float* out, const float* in, const bf16_t* in_bf);
+  void lora_forward(int64_t l, LayerActs& a, LoraGroupIndex gi, float* out, const float* in, const bf16_t* in_bf);
   // Its backward: din [T, K] += s (dout B) A, dA and dB (+=) into lg (null: only din). In bf16 mode it reads
   // s_.dy_bf, the base linear's bf16 copy of dout, which linear_backward has just written.
-  void lora_backward(int64_t l, LayerActs& a, int gi, const LoraTensors* lg, float* din, const float* dout,
+  void lora_backward(int64_t l, LayerActs& a, LoraGroupIndex gi, const LoraTensors* lg, float* din, const float* dout,
                      const float* in, const bf16_t* in_bf);
   LoraBf16 lora_bf16(const bf16_t* in_bf) const;  // the bf16 operands and scratch of the adapters' GEMMs
   // out [T, N] = in [T, K] W^T (W [N, K]); in bf16 mode reads in_bf (converted here from in) and the bf16 W.

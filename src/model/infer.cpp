@@ -125,7 +125,7 @@ void InferenceModel::matmul(float* y, const float* x, bf16_t* x_bf, const void* 
   ops::decode_matmul(y, x, bf ? x_bf : nullptr, bf ? w16 : w32, bf ? DType::BF16 : DType::F32, T, N, K, matmul_);
 }
 
-void InferenceModel::lora(int64_t l, int gi, float* y, const float* x, float* u, float* bt, int64_t T) const {
+void InferenceModel::lora(int64_t l, LoraGroupIndex gi, float* y, const float* x, float* u, float* bt, int64_t T) const {
   if (!lora_) return;
   LoraModule mods[3];
   const float* A = nullptr;
@@ -178,7 +178,7 @@ void InferenceModel::forward(const InferStep& st, const ops::PagedKvView& kv, fl
     const LayerTensors* pb = p16 ? &p16->layers[l] : nullptr;
     ops::rmsnorm_forward(b.h, b.rstd, b.x, F32(p.attn_norm), T, C, eps);
     matmul(b.qkv, b.h, b.x_bf, p.wqkv, pb ? pb->wqkv : nullptr, T, Q + 2 * KV, C);
-    lora(l, 0, b.qkv, b.h, b.lora_u, b.lora_bt, T);
+    lora(l, kLoraQkvGroup, b.qkv, b.h, b.lora_u, b.lora_bt, T);
     if (p.bqkv) add_bias(b.qkv, F32(p.bqkv), T, Q + 2 * KV);
     split_qkv(b.q, b.k, b.v, b.qkv, T, Q, KV);
     if (c.qk_norm) {
@@ -196,14 +196,14 @@ void InferenceModel::forward(const InferStep& st, const ops::PagedKvView& kv, fl
     ops::paged_attention(b.o, b.q, kv, l, st.block_table_indptr, st.block_table, st.seq_index, st.positions, T, st.S,
                          H, scale, b.attn_ws);
     matmul(b.tmp, b.o, b.x_bf, p.wo, pb ? pb->wo : nullptr, T, C, Q);
-    lora(l, 1, b.tmp, b.o, b.lora_u, b.lora_bt, T);
+    lora(l, kLoraOGroup, b.tmp, b.o, b.lora_u, b.lora_bt, T);
     ops::add_inplace(b.x, b.tmp, T * C);
     ops::rmsnorm_forward(b.h, b.rstd, b.x, F32(p.mlp_norm), T, C, eps);
     matmul(b.gu, b.h, b.x_bf, p.wgu, pb ? pb->wgu : nullptr, T, 2 * F, C);
-    lora(l, 2, b.gu, b.h, b.lora_u, b.lora_bt, T);
+    lora(l, kLoraGateUpGroup, b.gu, b.h, b.lora_u, b.lora_bt, T);
     ops::swiglu_forward(b.act, b.gu, T, F);
     matmul(b.tmp, b.act, b.x_bf, p.wdown, pb ? pb->wdown : nullptr, T, C, F);
-    lora(l, 3, b.tmp, b.act, b.lora_u, b.lora_bt, T);
+    lora(l, kLoraDownGroup, b.tmp, b.act, b.lora_u, b.lora_bt, T);
     ops::add_inplace(b.x, b.tmp, T * C);
     if (l < deepstack)  // DeepStack feature l joins the image-pad rows after text layer l
       for (int64_t t = 0; t < T; ++t)

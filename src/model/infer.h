@@ -85,7 +85,7 @@ class InferenceModel {
               int64_t K) const;
   // y [T, packed] += s (x A^T) B^T for the adapted slots of group gi (kLoraGroups) of layer l: one decode
   // matmul for the group's A matrices, then each B through ops::add_low_rank; u [T, 3r], bt [r, out] scratch.
-  void lora(int64_t l, int gi, float* y, const float* x, float* u, float* bt, int64_t T) const;
+  void lora(int64_t l, LoraGroupIndex gi, float* y, const float* x, float* u, float* bt, int64_t T) const;
 
   ModelWeights& w_;
   ComputeMode mode_;

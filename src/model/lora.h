@@ -68,7 +68,9 @@ LoraSlotShape lora_slot_shape(const ModelConfig& c, LoraSlot s);
 struct LoraGroup {
   int first, last;
 };
-constexpr LoraGroup kLoraGroups[] = {{0, 2}, {3, 3}, {4, 5}, {6, 6}};
+// The groups by the input they read; the index into kLoraGroups.
+enum LoraGroupIndex : int { kLoraQkvGroup = 0, kLoraOGroup = 1, kLoraGateUpGroup = 2, kLoraDownGroup = 3 };
+constexpr LoraGroup kLoraGroups[] = {{0, 2}, {3, 3}, {4, 5}, {6, 6}};  // [LoraGroupIndex] slots first..last
 
 struct LoraPair {
   float* A = nullptr;  // [r, in]  null: the module has no adapter

@@ -7,6 +7,7 @@
 
 #include "core/arena.h"
 #include "core/checked.h"
+#include "core/units.h"
 #include "config/part_options.h"
 #include "kernels/plain_ops.h"
 #include "model/decoder.h"
@@ -99,18 +100,6 @@ MicroBatchSize largest_micro_batch(int64_t samples, int64_t seq_len, const train
 }
 
 }  // namespace
-
-std::string human_bytes(int64_t bytes) {
-  char buf[64];
-  const double b = static_cast<double>(bytes);
-  if (bytes >= (int64_t{1} << 30))
-    std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1 << 30));
-  else if (bytes >= (int64_t{1} << 20))
-    std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1 << 20));
-  else
-    std::snprintf(buf, sizeof buf, "%.1f KiB", b / (1 << 10));
-  return buf;
-}
 
 DataLengths config_lengths(const Config& c) {
   DataLengths d;

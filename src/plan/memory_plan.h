@@ -132,6 +132,5 @@ std::optional<PlanChange> cheapest_fitting_change(const MemoryPlanInputs& in);
 std::string format_memory_plan(const MemoryPlan& p);
 // "[memory] weights 1.2 GiB | master ... | peak 9.8 GiB (training) of 20.0 GiB available: fits"
 std::string memory_log_line(const MemoryPlan& p);
-std::string human_bytes(int64_t bytes);
 
 }  // namespace grpo

@@ -18,7 +18,7 @@ class DecoderRolloutModel : public RolloutModel {
   int64_t num_kv_heads() const override { return model_.config().num_key_value_heads; }
   int64_t head_dim() const override { return model_.config().head_dim; }
   int64_t max_positions() const override { return model_.config().max_position_embeddings; }
-  void forward(const StepBatch& b, const ops::PagedKvView& kv, float* logits, Workspace& ws) override {
+  void forward(const ForwardBatch& b, const ops::PagedKvView& kv, float* logits, Workspace& ws) override {
     InferStep st{b.tokens, b.positions, b.seq_index, b.slots, b.T, b.S, b.block_table_indptr, b.block_table,
                  b.logits_rows, b.R, b.mrope_positions, b.features};
     model_.forward(st, kv, logits, ws);

@@ -15,6 +15,7 @@
 #include "core/profiler.h"
 #include "core/rng.h"
 #include "core/threads.h"
+#include "core/units.h"
 #include "rollout/scheduler.h"
 #include "rollout/sequence.h"
 
@@ -49,19 +50,6 @@ int64_t kv_blocks_for(std::span<const Request> requests, int64_t max_seqs, int64
   }
   return blocks;
 }
-
-namespace {
-std::string human_bytes(int64_t bytes) {
-  char buf[64];
-  if (bytes >= (int64_t{1} << 30))
-    std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
-  else if (bytes >= (int64_t{1} << 20))
-    std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
-  else
-    std::snprintf(buf, sizeof buf, "%.1f KiB", static_cast<double>(bytes) / (1 << 10));
-  return buf;
-}
-}  // namespace
 
 std::string KvBudget::describe() const {
   char frac[32];
@@ -444,7 +432,7 @@ bool Engine::step(Run& run) {
     const bool decode = plan[s].num_tokens == 1 && !seq.is_prompt() && seq.generated() > 0;
     (decode ? stats_.decode_tokens : stats_.prefill_tokens) += plan[s].num_tokens;
   }
-  const StepBatch batch{tokens, positions, seq_index, slots, T, S, indptr, table, rows, R, mrope, features};
+  const ForwardBatch batch{tokens, positions, seq_index, slots, T, S, indptr, table, rows, R, mrope, features};
   model_ws_.reset();
   {
     GRPO_PROFILE("rollout_forward");

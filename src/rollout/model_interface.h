@@ -1,5 +1,5 @@
 // The interface between the rollout engine and a decoder model. The engine packs each step's tokens
-// (decodes and prefill chunks of many sequences) into a StepBatch; the model runs them over the paged KV
+// (decodes and prefill chunks of many sequences) into a ForwardBatch; the model runs them over the paged KV
 // cache and returns next-token logits for the requested rows. The real decoder (src/model) implements it.
 // A vision-language model also encodes each prompt with pictures once (encode_prompt: the vision tower,
 // M-RoPE positions); the engine then passes every step's rope positions and image-pad features.
@@ -18,7 +18,7 @@
 namespace grpo::rollout {
 
 // One forward step of the engine over a packed set of tokens.
-struct StepBatch {
+struct ForwardBatch {
   const int32_t* tokens = nullptr;     // [T] token ids to process
   const int32_t* positions = nullptr;  // [T] absolute positions within their sequence
   const int32_t* seq_index = nullptr;  // [T] index into the step's sequences (0..S-1), a sequence's tokens contiguous
@@ -45,7 +45,7 @@ class RolloutModel {
   // positions 0..positions[t] of each token's sequence), and writes logits [R, V] for batch.logits_rows.
   // Must be deterministic, and a token's results must not depend on the other tokens of the batch for the
   // engine's results to be independent of scheduling.
-  virtual void forward(const StepBatch& batch, const ops::PagedKvView& kv, float* logits, Workspace& ws) = 0;
+  virtual void forward(const ForwardBatch& batch, const ops::PagedKvView& kv, float* logits, Workspace& ws) = 0;
   // Bytes of workspace forward() needs for up to max_tokens tokens of up to max_seqs sequences (paged
   // attention's scratch also depends on the cache's block size, which the model is built with).
   virtual size_t workspace_bytes(int64_t max_tokens, int64_t max_seqs) const = 0;

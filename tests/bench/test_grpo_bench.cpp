@@ -1,7 +1,7 @@
 // Tests of `grpo bench grpo`'s pieces: the runs' overrides load as valid configs that switch exactly the
 // named optimisations off, with the same work (fixed-length responses) and memory-matched micro-batches in
 // every run; the summary of a metrics file (warm-up step left out, peak RSS the maximum) feeds the tables
-// and the JSON keys the mission's table needs; `bench dist`'s repeats give medians and per-round ratios.
+// and the JSON keys the ablation table needs; `bench dist`'s repeats give medians and per-round ratios.
 #include <gtest/gtest.h>
 
 #include <algorithm>

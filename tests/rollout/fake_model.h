@@ -45,7 +45,7 @@ class FakeModel : public RolloutModel {
   size_t workspace_bytes(int64_t T, int64_t S) const override {
     return static_cast<size_t>((6 * T * C + ops::paged_attention_ws_floats(T, H, block_size_)) * 4 + 16 * 64);
   }
-  void forward(const StepBatch& b, const ops::PagedKvView& kv, float* logits, Workspace& ws) override {
+  void forward(const ForwardBatch& b, const ops::PagedKvView& kv, float* logits, Workspace& ws) override {
     ++forward_calls;
     const int64_t T = b.T;
     float* x = ws.take<float>(T * C, "fake x");          // [T, C]

@@ -71,7 +71,7 @@ std::vector<float> fresh_logits(FakeModel& model, const std::vector<int32_t>& to
   }
   const int32_t indptr[2] = {0, static_cast<int32_t>(blocks.size())};
   const int32_t row = static_cast<int32_t>(T - 1);
-  const StepBatch b{tokens.data(), pos.data(), seq.data(), slots.data(), T, 1, indptr, blocks.data(), &row, 1};
+  const ForwardBatch b{tokens.data(), pos.data(), seq.data(), slots.data(), T, 1, indptr, blocks.data(), &row, 1};
   Workspace ws(model.workspace_bytes(T, 1));
   std::vector<float> logits(FakeModel::V);
   model.forward(b, kv.view(), logits.data(), ws);
@@ -491,7 +491,7 @@ TEST(Engine, ReleasingMemoryBetweenRolloutsGivesTheSameResults) {
 TEST(Engine, ModelErrorLeavesTheCacheWhole) {
   struct FailingModel : fake::FakeModel {
     FailingModel() : FakeModel(4) {}
-    void forward(const StepBatch& b, const ops::PagedKvView& kv, float* logits, Workspace& ws) override {
+    void forward(const ForwardBatch& b, const ops::PagedKvView& kv, float* logits, Workspace& ws) override {
       if (forward_calls == 6 && !failed) {
         failed = true;
         throw Error("[fake] forward failed");

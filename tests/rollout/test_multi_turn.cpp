@@ -117,7 +117,7 @@ double recomputed_logprob(FakeModel& model, const std::vector<int32_t>& prefix, 
   }
   const int32_t indptr[2] = {0, static_cast<int32_t>(blocks.size())};
   const int32_t row = static_cast<int32_t>(T - 1);
-  const StepBatch b{prefix.data(), pos.data(), seq.data(), slots.data(), T, 1, indptr, blocks.data(), &row, 1};
+  const ForwardBatch b{prefix.data(), pos.data(), seq.data(), slots.data(), T, 1, indptr, blocks.data(), &row, 1};
   Workspace ws(model.workspace_bytes(T, 1));
   std::vector<float> logits(FakeModel::V);
   model.forward(b, kv.view(), logits.data(), ws);
