@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The test command of the README: installs dependencies, builds, runs every test (CTest) at the CPU's level
-# (amx on an AMX machine), runs them again with GRPO_ISA=avx2 (the AVX2 kernels and emulated bf16 GEMM,
+# The test command of the README: installs dependencies, builds, checks the format of the lines changed since
+# .clang-format and that file-private names are unique per target (compile-only), runs every test (CTest) at
+# the CPU's level (amx on an AMX machine), runs them again with GRPO_ISA=avx2 (the AVX2 kernels and emulated bf16 GEMM,
 # whatever this CPU has), then builds the engine under AddressSanitizer + UndefinedBehaviorSanitizer (the
 # test code under ASan) and runs the tests, then runs the libFuzzer targets briefly.
 # Usage: scripts/test.sh   (env: GRPO_FUZZ_SECONDS, default 20 per target)
@@ -12,6 +13,10 @@ phase() { echo "== $* (at $(( (SECONDS - start) / 60 )) min $(( (SECONDS - start
 
 phase "release build + tests"
 "$here/scripts/setup.sh" "$here/build"
+
+phase "format of the changed lines + file-private names per target (compile-only)"
+"$here/scripts/check_format.sh"
+"$here/scripts/check_unity_names.sh" "$here/build-names"
 (cd "$here/build" && ctest --output-on-failure -j"$jobs" --timeout 900)
 
 phase "release tests again at GRPO_ISA=avx2"
