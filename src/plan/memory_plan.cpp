@@ -373,10 +373,15 @@ int64_t MemoryPlan::machine_bytes() const {
 
 MemoryPlanInputs memory_plan_inputs(const Config& config, const ModelConfig& model, const Dataset& train,
                                     const Dataset& val, int ranks) {
+  return memory_plan_inputs(config, model, data_lengths(train, val), ranks);
+}
+
+MemoryPlanInputs memory_plan_inputs(const Config& config, const ModelConfig& model, const DataLengths& data,
+                                    int ranks) {
   MemoryPlanInputs in;
   in.config = config;
   in.model = model;
-  in.data = data_lengths(train, val);
+  in.data = data;
   in.ranks = std::max(1, ranks);
   in.lora_rank = config.actor_rollout_ref.model.lora_rank;
   const TrainerConfig& t = config.trainer;
