@@ -1,7 +1,7 @@
 // `grpo train` (GRPO post-training) and `grpo sft` (supervised warm start): an optional YAML config with
 // verl's key names plus overrides, as `--set key=value` or bare `key=value` (verl's run scripts: Hydra's
 // `+key=value` / `++key=value`, `--config-path` / `--config-name`); `--check` validates everything the run
-// would read and trains nothing. See examples/, docs/verl.md and `grpo train --help-config`.
+// would read, and its memory plan, and trains nothing. See examples/, docs/verl.md and `grpo train --help-config`.
 #include <cstdio>
 #include <sstream>
 
@@ -55,8 +55,11 @@ Config load_run_config(const TrainArgs& a, const char* command, ConfigNotes& not
 }
 
 // --check: prints the run's summary and its problems; non-zero exit when it would not start.
-void run_check_cmd(const Config& cfg, const ConfigNotes& notes, RunKind kind) {
-  const RunCheck check = check_run(cfg, notes, kind);
+void run_check_cmd(const Config& cfg, const ConfigNotes& notes, RunKind kind, const TrainArgs& a) {
+  RunCheckOptions options;
+  options.ranks = comm::world().size();
+  options.ignore_memory_plan = a.ignore_memory_plan;
+  const RunCheck check = check_run(cfg, notes, kind, options);
   std::printf("%s", describe(check).c_str());
   std::fflush(stdout);
   if (!check.ok()) fail("[check] ", check.problems.size(), " problem(s) listed above");
@@ -74,7 +77,7 @@ void run_train(const TrainArgs& a) {
   if (a.threads > 0) set_num_threads(a.threads);
   ConfigNotes notes;
   Config cfg = load_run_config(a, "train", notes);
-  if (a.check) return run_check_cmd(cfg, notes, RunKind::Grpo);
+  if (a.check) return run_check_cmd(cfg, notes, RunKind::Grpo, a);
   print_notes(cfg, notes);
   TrainOptions opt;
   opt.resume_dir = a.resume;
@@ -93,7 +96,7 @@ void run_sft_cmd(const TrainArgs& a) {
   if (a.threads > 0) set_num_threads(a.threads);
   ConfigNotes notes;
   Config cfg = load_run_config(a, "sft", notes);
-  if (a.check) return run_check_cmd(cfg, notes, RunKind::Sft);
+  if (a.check) return run_check_cmd(cfg, notes, RunKind::Sft, a);
   print_notes(cfg, notes);
   SftSummary s = run_sft(cfg, /*quiet=*/false, a.overwrite);
   if (comm::launch_rank() == 0)
@@ -112,8 +115,8 @@ void add_config_options(CLI::App* c, TrainArgs& a, const char* example) {
                 "Hydra: the verl config the overrides apply to (ppo_trainer, ppo_megatron_trainer, dapo_trainer)");
   c->add_option("--config-path", a.config_path, "Hydra: where verl finds --config-name (read and not needed here)");
   c->add_flag("--check", a.check,
-              "Validate config, data, model (config.json, tokenizer; no weights) and rewards, print the run's plan, "
-              "and train nothing (exit status 0 when the run would start)");
+              "Validate config, data, model (config.json, tokenizer; no weights), the memory plan and rewards, print "
+              "the run's plan, and train nothing (exit status 0 when the run would start)");
   c->add_option("--threads", a.threads, "Threads (default: all cores)");
 }
 

@@ -154,137 +154,206 @@ int64_t MemoryPlan::term(const std::string& name) const {
   return 0;
 }
 
-MemoryPlan plan_memory(const MemoryPlanInputs& in) {
-  MemoryPlan p;
-  p.in = in;
+namespace {
+
+// The run's set-up as the plan sizes it.
+struct PlanSetup {
+  int N = 1;  // ranks
+  bool bf16 = false, dist = false, lora = false;
+  // LoRA: the base is frozen and whole on every rank (ZeRO-3 shards trained parameters only); under mixed
+  // precision it is held once, in bf16 (ModelWeights::load_frozen_bf16).
+  bool zero3 = false, frozen16 = false, frozen_tower = false;
+};
+
+PlanSetup plan_setup(const MemoryPlanInputs& in) {
+  const ActorConfig& ac = in.config.actor_rollout_ref.actor;
+  PlanSetup u;
+  u.N = std::max(1, in.ranks);
+  u.bf16 = in.config.mixed_precision.enabled;
+  u.dist = u.N > 1;
+  u.lora = in.lora_rank > 0;
+  u.zero3 = u.dist && ac.fsdp_config.reshard_after_forward && !u.lora;
+  u.frozen16 = u.lora && u.bf16;
+  u.frozen_tower = in.model.has_vision() && ac.freeze_vision_tower;
+  return u;
+}
+
+// Parameters: the f32 arena (the masters), the bf16 shadow, the trained layout and this rank's shard: of
+// the model, or with LoRA of the adapters' own arena.
+struct ParameterSizes {
+  int64_t numel = 0, numel16 = 0;  // elements of the f32 and the bf16 layouts
+  int64_t P32 = 0, P16 = 0;        // bytes of the f32 arena and of the bf16 shadow (0 in f32 mode)
+  int64_t base32 = 0;              // bytes of the f32 arena (of a base frozen in bf16: what its loader writes)
+  comm::Partition part, adapter_part;
+  int64_t adapter_elems = 0, trained = 0, moment_elems = 0;
+  LayerSplit layers;
+};
+
+ParameterSizes parameter_sizes(const MemoryPlanInputs& in, const PlanSetup& u, MemoryPlan& p) {
+  const ModelConfig& m = in.model;
+  ParameterSizes z;
+  z.numel = layout_numel(m, DType::F32);
+  z.numel16 = layout_numel(m, DType::BF16);
+  z.P32 = z.numel * 4;
+  z.P16 = u.bf16 ? z.numel16 * 2 : 0;
+  z.base32 = u.frozen16 ? frozen_base_f32_bytes(m, static_cast<int64_t>(Buffer::commit_granularity(z.P32))) : z.P32;
+  p.parameters = parameter_count(m);
+  z.part = train::parameter_partition(z.numel, u.N);
+  z.adapter_elems = u.lora ? (in.lora_numel > 0 ? in.lora_numel : lora_adapter_numel(in.config, m, in.lora_rank)) : 0;
+  z.adapter_part = train::parameter_partition(z.adapter_elems, u.N);
+  z.trained = u.lora ? z.adapter_elems : layout_numel(m, DType::F32, !u.frozen_tower);
+  p.trained_parameters = z.trained;
+  p.shard_elems = u.lora ? z.adapter_part.size(0) : z.part.size(0);
+  z.moment_elems = u.dist ? p.shard_elems : z.trained;
+  z.layers = layer_split(m, z.part);
+  return z;
+}
+
+// The weights' bytes in each phase (f32 arena, bf16 shadow).
+struct WeightBytes {
+  int64_t w32_train = 0, w16_train = 0, w32_later = 0;
+};
+
+// ZeRO-3 while training: the root, rank 0's part of the layers and a window of two gathered layers. In
+// bf16 mode the GEMM weights are gathered into the bf16 shadow only, so from step 2 on the f32 copies of
+// the other ranks' GEMM weights stay dropped.
+WeightBytes weight_bytes(const PlanSetup& u, const ParameterSizes& z) {
+  WeightBytes w{z.P32, z.P16, z.P32};
+  if (!u.zero3) return w;
+  const LayerSplit& ls = z.layers;
+  const int64_t root = z.numel - (ls.hi - ls.lo);
+  w.w32_train = (root + ls.own + (u.bf16 ? 0 : 2 * ls.largest_layer)) * 4;
+  if (u.bf16) {
+    w.w16_train = (z.numel16 - (ls.hi - ls.lo) + ls.own + 2 * ls.largest_layer) * 2;
+    const double others = 1.0 - static_cast<double>(ls.own) / static_cast<double>(std::max<int64_t>(1, ls.hi - ls.lo));
+    w.w32_later = z.P32 - static_cast<int64_t>(others * static_cast<double>(ls.gemm)) * 4;
+  }
+  return w;
+}
+
+// Bytes of the training phase's activations: the actor's, the reference's, and the vision tower's.
+struct TrainingBytes {
+  int64_t acts = 0, head = 0, vision = 0;  // the actor's decoder, its output layer's chunks, the tower
+  int64_t ref_weights = 0, ref_acts = 0;   // the KL reference's second set of weights and its decoder
+  MicroBatchSize mb;
+  bool pictures = false;  // the prompts have pictures the model reads
+  DecoderOptions dopt;
+};
+
+// Training activations: the largest micro-batch of the actor (also the old log-prob passes) and of the
+// reference, every sample of the longest prompt and a full-length response. The reference model (KL): its
+// own decoder, and a second set of weights (with LoRA, the frozen base without the adapters: no second set).
+TrainingBytes training_bytes(const MemoryPlanInputs& in, const PlanSetup& u, const ParameterSizes& z) {
   const Config& c = in.config;
   const ModelConfig& m = in.model;
   const ActorConfig& ac = c.actor_rollout_ref.actor;
-  const RolloutConfig& rc = c.actor_rollout_ref.rollout;
-  const int N = std::max(1, in.ranks);
-  const bool bf16 = c.mixed_precision.enabled, dist = N > 1;
-  const bool lora = in.lora_rank > 0;
-  // LoRA: the base is frozen and whole on every rank (ZeRO-3 shards trained parameters only); under mixed
-  // precision it is held once, in bf16 (ModelWeights::load_frozen_bf16).
-  const bool zero3 = dist && ac.fsdp_config.reshard_after_forward && !lora;
-  const bool frozen16 = lora && bf16;
-  const bool frozen_tower = m.has_vision() && ac.freeze_vision_tower;
-
-  // Parameters: the f32 arena (the masters), the bf16 shadow, the trained layout and this rank's shard: of
-  // the model, or with LoRA of the adapters' own arena.
-  const int64_t numel = layout_numel(m, DType::F32), numel16 = layout_numel(m, DType::BF16);
-  const int64_t P32 = numel * 4, P16 = bf16 ? numel16 * 2 : 0;
-  const int64_t base32 = frozen16 ? frozen_base_f32_bytes(m, static_cast<int64_t>(Buffer::commit_granularity(P32))) : P32;
-  p.parameters = parameter_count(m);
-  const comm::Partition part = train::parameter_partition(numel, N);
-  const int64_t adapter_elems = lora ? (in.lora_numel > 0 ? in.lora_numel : lora_adapter_numel(c, m, in.lora_rank)) : 0;
-  const comm::Partition adapter_part = train::parameter_partition(adapter_elems, N);
-  const int64_t trained = lora ? adapter_elems : layout_numel(m, DType::F32, !frozen_tower);
-  p.trained_parameters = trained;
-  p.shard_elems = lora ? adapter_part.size(0) : part.size(0);
-  const int64_t moment_elems = dist ? p.shard_elems : trained;
-  const LayerSplit ls = layer_split(m, part);
-
-  // ZeRO-3 while training: the root, rank 0's part of the layers and a window of two gathered layers. In
-  // bf16 mode the GEMM weights are gathered into the bf16 shadow only, so from step 2 on the f32 copies of
-  // the other ranks' GEMM weights stay dropped.
-  int64_t w32_train = P32, w16_train = P16, w32_later = P32;
-  if (zero3) {
-    const int64_t root = numel - (ls.hi - ls.lo);
-    w32_train = (root + ls.own + (bf16 ? 0 : 2 * ls.largest_layer)) * 4;
-    if (bf16) {
-      w16_train = (numel16 - (ls.hi - ls.lo) + ls.own + 2 * ls.largest_layer) * 2;
-      const double others = 1.0 - static_cast<double>(ls.own) / static_cast<double>(std::max<int64_t>(1, ls.hi - ls.lo));
-      w32_later = P32 - static_cast<int64_t>(others * static_cast<double>(ls.gemm)) * 4;
-    }
-  }
-
-  // Training activations: the largest micro-batch of the actor (also the old log-prob passes) and of the
-  // reference, every sample of the longest prompt and a full-length response.
+  TrainingBytes t;
   const int64_t seq_len = std::min(in.data.max_prompt_tokens + c.data.max_response_length, m.max_position_embeddings);
-  const int64_t mini_samples = checked_mul(std::min(ac.ppo_mini_batch_size, c.data.train_batch_size), rc.n,
-                                           "[plan] ppo_mini_batch_size x rollout.n");
-  const MicroBatchSize mb = largest_micro_batch(mini_samples, seq_len, actor_micro_batching(c), N);
-  p.micro_batch_tokens = mb.tokens;
-  p.micro_batch_longest = mb.longest;
-  const DecoderOptions dopt = decoder_options(c);
-  const bool pictures = m.has_vision() && in.data.max_prompt_patches > 0;
-  const int64_t acts =
-      mb.tokens > 0 ? static_cast<int64_t>(Decoder::activation_bytes(m, dopt, mb.tokens, mb.longest, pictures, in.lora_rank)) : 0;
-  const int64_t head = mb.tokens > 0 ? static_cast<int64_t>(Decoder::output_layer_bytes(m, dopt, mb.tokens)) : 0;
-  int64_t vision_train = 0;
-  if (pictures && mb.sequences > 0)
-    vision_train = static_cast<int64_t>(VisionTower::activation_bytes(
-        m.vision, VisionOptions{dopt.mode, dopt.checkpoint_activations}, mb.sequences * in.data.max_prompt_patches,
-        frozen_tower ? 0 : in.lora_rank));  // LoRA on an unfrozen tower: its adapters' rows (if it selects any)
-
-  // The reference model (KL): its own decoder, and a second set of weights (with LoRA, the frozen base
-  // without the adapters: no second set).
-  int64_t ref_weights = 0, ref_acts = 0;
-  if ((ac.use_kl_loss && ac.kl_loss_coef != 0) || c.algorithm.use_kl_in_reward) {
-    const MicroBatchSize rmb = largest_micro_batch(mini_samples, seq_len, ref_micro_batching(c), N);
-    ref_weights = lora ? 0 : P32 + P16;
-    ref_acts = rmb.tokens > 0 ? static_cast<int64_t>(Decoder::activation_bytes(m, dopt, rmb.tokens, rmb.longest, pictures)) : 0;
+  const int64_t mini_samples = checked_mul(std::min(ac.ppo_mini_batch_size, c.data.train_batch_size),
+                                           c.actor_rollout_ref.rollout.n, "[plan] ppo_mini_batch_size x rollout.n");
+  t.mb = largest_micro_batch(mini_samples, seq_len, actor_micro_batching(c), u.N);
+  t.dopt = decoder_options(c);
+  t.pictures = m.has_vision() && in.data.max_prompt_patches > 0;
+  if (t.mb.tokens > 0) {
+    t.acts =
+        static_cast<int64_t>(Decoder::activation_bytes(m, t.dopt, t.mb.tokens, t.mb.longest, t.pictures, in.lora_rank));
+    t.head = static_cast<int64_t>(Decoder::output_layer_bytes(m, t.dopt, t.mb.tokens));
   }
+  if (t.pictures && t.mb.sequences > 0)
+    t.vision = static_cast<int64_t>(VisionTower::activation_bytes(
+        m.vision, VisionOptions{t.dopt.mode, t.dopt.checkpoint_activations},
+        t.mb.sequences * in.data.max_prompt_patches,
+        u.frozen_tower ? 0 : in.lora_rank));  // LoRA on an unfrozen tower: its adapters' rows (if it selects any)
+  if ((ac.use_kl_loss && ac.kl_loss_coef != 0) || c.algorithm.use_kl_in_reward) {
+    const MicroBatchSize rmb = largest_micro_batch(mini_samples, seq_len, ref_micro_batching(c), u.N);
+    t.ref_weights = u.lora ? 0 : z.P32 + z.P16;
+    t.ref_acts = rmb.tokens > 0
+                     ? static_cast<int64_t>(Decoder::activation_bytes(m, t.dopt, rmb.tokens, rmb.longest, t.pictures))
+                     : 0;
+  }
+  return t;
+}
 
-  // The rollout: the engine's KV rule sizes the cache for every rank's samples; each rank generates for its
-  // share of the groups (a group stays on one rank) and touches only the blocks that share holds at once.
+// Bytes of the rollout phase: the KV cache, the engine's and the model's step workspaces, the tower.
+struct RolloutBytes {
+  int64_t kv = 0, workspaces = 0, bucket = 0, vision = 0;
+  rollout::KvBudget budget;
+};
+
+// The rollout: the engine's KV rule sizes the cache for every rank's samples; each rank generates for its
+// share of the groups (a group stays on one rank) and touches only the blocks that share holds at once.
+RolloutBytes rollout_bytes(const MemoryPlanInputs& in, const PlanSetup& u, const TrainingBytes& t, MemoryPlan& p) {
+  const Config& c = in.config;
+  const ModelConfig& m = in.model;
+  const RolloutConfig& rc = c.actor_rollout_ref.rollout;
+  const int N = u.N;
+  RolloutBytes r;
   const int64_t train_samples = checked_mul(c.data.train_batch_size, rc.n, "[plan] train_batch_size x rollout.n");
-  const int64_t samples = std::max(train_samples, checked_mul(in.data.val_prompts, rc.val_kwargs.n, "[plan] validation samples"));
+  const int64_t samples =
+      std::max(train_samples, checked_mul(in.data.val_prompts, rc.val_kwargs.n, "[plan] validation samples"));
   const rollout::EngineConfig ec = engine_config(c, m, samples);
   const rollout::KvCacheShape shape{m.num_hidden_layers, m.num_key_value_heads, m.head_dim, ec.block_size, ec.kv_dtype};
   // A budget that holds no block is the engine's start-up error: such a machine cannot run the rollout.
-  const int64_t asked = ec.kv_memory_bytes > 0 ? ec.kv_memory_bytes
-                                               : static_cast<int64_t>(ec.kv_memory_fraction * static_cast<double>(in.available_bytes));
+  const int64_t asked = ec.kv_memory_bytes > 0
+                            ? ec.kv_memory_bytes
+                            : static_cast<int64_t>(ec.kv_memory_fraction * static_cast<double>(in.available_bytes));
   p.kv_holds_a_block = rollout::KvCache::blocks_for_bytes(shape, asked) >= 1;
-  const rollout::KvBudget kb = p.kv_holds_a_block ? rollout::kv_budget_for(ec, shape, in.available_bytes) : rollout::KvBudget{};
+  r.budget = p.kv_holds_a_block ? rollout::kv_budget_for(ec, shape, in.available_bytes) : rollout::KvBudget{};
   const int64_t rank_prompts = (c.data.train_batch_size + N - 1) / N;
   const int64_t rank_samples = std::max(rank_prompts * rc.n, (in.data.val_prompts + N - 1) / N * rc.val_kwargs.n);
   const int64_t rank_blocks = engine_config(c, m, std::max<int64_t>(1, rank_samples)).kv_max_blocks;
-  p.kv_blocks = std::min(kb.blocks, rank_blocks);
-  const int64_t kv = p.kv_blocks * rollout::KvCache::bytes_per_block(shape);
+  p.kv_blocks = std::min(r.budget.blocks, rank_blocks);
+  r.kv = p.kv_blocks * rollout::KvCache::bytes_per_block(shape);
   const int64_t group = std::max(rc.n, rc.val_kwargs.n);
   const int64_t at_once = std::max(std::min(rc.max_num_seqs, rank_samples), std::min(rank_samples, group));
-  const int64_t prompt_tokens = (rc.share_group_prompt ? rank_prompts : rank_prompts * rc.n) * in.data.max_prompt_tokens;
-  const int64_t bucket = rollout::workspace_bucket(ec, std::max(at_once, prompt_tokens));
-  p.rollout_bucket = bucket;
+  const int64_t prompt_tokens =
+      (rc.share_group_prompt ? rank_prompts : rank_prompts * rc.n) * in.data.max_prompt_tokens;
+  r.bucket = rollout::workspace_bucket(ec, std::max(at_once, prompt_tokens));
+  p.rollout_bucket = r.bucket;
   rollout::EngineConfig touched = ec;  // logits rows written: at most the samples that run at once
   touched.max_seqs = std::min(ec.max_seqs, at_once);
-  const int64_t rollout_ws = rollout::step_workspace_bytes(touched, bucket, m.vocab_size, m.max_position_embeddings) +
-                             static_cast<int64_t>(InferenceModel::workspace_bytes_for(m, bucket, std::min(bucket, ec.max_seqs),
-                                                                                ec.block_size, in.lora_rank));
-  int64_t vision_rollout = 0;
-  if (pictures) {
+  r.workspaces = rollout::step_workspace_bytes(touched, r.bucket, m.vocab_size, m.max_position_embeddings) +
+                 static_cast<int64_t>(InferenceModel::workspace_bytes_for(m, r.bucket, std::min(r.bucket, ec.max_seqs),
+                                                                          ec.block_size, in.lora_rank));
+  if (t.pictures) {
     const int64_t pads = in.data.max_prompt_patches / m.vision.merge_factor();
     const int64_t deepstack = static_cast<int64_t>(m.vision.deepstack_visual_indexes.size());
     const int64_t prompts = std::max(rank_prompts, (in.data.val_prompts + N - 1) / N);
-    vision_rollout = static_cast<int64_t>(VisionTower::activation_bytes(m.vision, VisionOptions{dopt.mode, false}, in.data.max_prompt_patches,
-                                                                   frozen_tower ? 0 : in.lora_rank)) +
-                     prompts * pads * (1 + deepstack) * m.hidden_size * 4 +                     // PromptVision features
-                     c.data.train_batch_size * in.data.max_prompt_patches * m.vision.patch_dim() * 4;  // the step's pixels (all ranks' prompts)
+    r.vision = static_cast<int64_t>(VisionTower::activation_bytes(m.vision, VisionOptions{t.dopt.mode, false},
+                                                                  in.data.max_prompt_patches,
+                                                                  u.frozen_tower ? 0 : in.lora_rank)) +
+               prompts * pads * (1 + deepstack) * m.hidden_size * 4 +  // PromptVision features
+               c.data.train_batch_size * in.data.max_prompt_patches * m.vision.patch_dim() *
+                   4;  // the step's pixels (all ranks' prompts)
   }
+  return r;
+}
 
-  // Several ranks: the reduce-scatter's wire buffers and the bf16-mode all-gather's staging; with LoRA one
-  // reduce-scatter of the whole adapter gradients (every rank's piece of this rank's shard received, the
-  // whole range encoded when the wire is not f32).
-  int64_t comm = 0;
-  if (dist) {
-    const train::DataParallel dp = data_parallel_config(c);
-    const int64_t wb = dp.reduce_wire == comm::Wire::F32 ? 4 : 2;
-    if (lora) {
-      comm = N * adapter_part.size(0) * wb + (dp.reduce_wire == comm::Wire::F32 ? 0 : adapter_elems * wb);
-    } else {
-      comm = dp.bucket_elems * wb + (dp.reduce_wire == comm::Wire::F32 ? 0 : dp.bucket_elems * wb) +
-             (dp.reduce_per_micro_batch ? dp.bucket_elems / N * 4 : 0);
-      if (bf16) comm += ls.packed_all + (zero3 ? ls.packed_layer : 0);
-    }
-  }
+// Several ranks: the reduce-scatter's wire buffers and the bf16-mode all-gather's staging; with LoRA one
+// reduce-scatter of the whole adapter gradients (every rank's piece of this rank's shard received, the
+// whole range encoded when the wire is not f32).
+int64_t communication_bytes(const Config& c, const PlanSetup& u, const ParameterSizes& z) {
+  if (!u.dist) return 0;
+  const train::DataParallel dp = data_parallel_config(c);
+  const int64_t wb = dp.reduce_wire == comm::Wire::F32 ? 4 : 2;
+  if (u.lora) return u.N * z.adapter_part.size(0) * wb + (dp.reduce_wire == comm::Wire::F32 ? 0 : z.adapter_elems * wb);
+  int64_t comm = dp.bucket_elems * wb + (dp.reduce_wire == comm::Wire::F32 ? 0 : dp.bucket_elems * wb) +
+                 (dp.reduce_per_micro_batch ? dp.bucket_elems / u.N * 4 : 0);
+  if (u.bf16) comm += z.layers.packed_all + (u.zero3 ? z.layers.packed_layer : 0);
+  return comm;
+}
 
-  const int64_t adapters = adapter_elems * 4;
+// The table's rows: name, bytes in each phase, how each is sized.
+void add_terms(const MemoryPlanInputs& in, const PlanSetup& u, const ParameterSizes& z, const WeightBytes& w,
+               const TrainingBytes& t, const RolloutBytes& r, int64_t comm, MemoryPlan& p) {
+  const ModelConfig& m = in.model;
+  const bool lora = u.lora, bf16 = u.bf16, zero3 = u.zero3, dist = u.dist, frozen16 = u.frozen16;
+  const int64_t P16 = z.P16, P32 = z.P32, base32 = z.base32;
+  const int64_t adapters = z.adapter_elems * 4;
   // Loading: the checkpoint's mapped file, and for a base frozen in bf16 one GEMM weight at a time in f32.
   p.mapped_file = in.checkpoint_bytes > 0 ? in.checkpoint_bytes : p.parameters * dtype_size(m.dtype);
   const int64_t file = p.mapped_file + (frozen16 ? largest_gemm_weight(m) * 4 : 0);
-  const int64_t grads = trained * 4, grad_shard = dist ? p.shard_elems * 4 : 0, moments = moment_elems * 8;
+  const int64_t grads = z.trained * 4, grad_shard = dist ? p.shard_elems * 4 : 0, moments = z.moment_elems * 8;
 
   // name, load, rollout (step 1), training, rollout (later steps), how; saving holds what later rollouts do
   auto add = [&](const char* name, int64_t load, int64_t r1, int64_t train, int64_t r2, std::string how) {
@@ -304,10 +373,13 @@ MemoryPlan plan_memory(const MemoryPlanInputs& in) {
     add("weights", P16, P16, P16, P16, "the frozen base in bf16 (LoRA)");
     add("master", base32, base32, base32, base32, "f32 norms, biases, embeddings (no f32 GEMM weights, the tower's neither)");
   } else if (bf16) {
-    add("weights", 0, P16, w16_train, P16, zero3 ? "bf16 shadow; ZeRO-3 training: root + shard + 2 layers" : "bf16 shadow of the layout");
-    add("master", P32, P32, w32_train, w32_later, zero3 ? "f32 arena; ZeRO-3: root + shard while training" : "f32 arena (the masters)");
+    add("weights", 0, P16, w.w16_train, P16,
+        zero3 ? "bf16 shadow; ZeRO-3 training: root + shard + 2 layers" : "bf16 shadow of the layout");
+    add("master", P32, P32, w.w32_train, w.w32_later,
+        zero3 ? "f32 arena; ZeRO-3: root + shard while training" : "f32 arena (the masters)");
   } else {
-    add("weights", P32, P32, w32_train, w32_later, zero3 ? "f32 arena; ZeRO-3 training: root + shard + 2 layers" : "f32 arena");
+    add("weights", P32, P32, w.w32_train, w.w32_later,
+        zero3 ? "f32 arena; ZeRO-3 training: root + shard + 2 layers" : "f32 arena");
     add("master", 0, 0, 0, 0, "the f32 weights are the masters");
   }
   add("gradients", 0, 0, grads, grads,
@@ -315,28 +387,33 @@ MemoryPlan plan_memory(const MemoryPlanInputs& in) {
   add("gradient shard", 0, 0, grad_shard, grad_shard, "this rank's reduced shard");
   add("optimizer", 0, 0, moments, moments, cat("AdamW m, v", dist ? " of the shard" : "", lora ? " (adapters)" : ""));
   add("adapters", adapters, adapters, adapters, adapters, lora ? "LoRA weights (f32)" : "no LoRA");
-  add_training("activations", acts - head,
-               cat(mb.tokens, "-token micro-batch", dopt.checkpoint_activations ? ", checkpointed" : ""));
-  add_training("output layer", head, "the fused output layer's chunk buffers");
-  add_training("vision activations", vision_train, "the tower on the micro-batch's pictures");
-  add_rollout("KV cache", kv,
-              cat(p.kv_blocks, " of ", kb.blocks, " blocks of ", kb.block_size, " tokens, ", ops::kv_dtype_name(kb.dtype)));
-  add_rollout("rollout workspaces", rollout_ws, cat("steps of up to ", bucket, " tokens"));
-  add("vision rollout", 0, vision_rollout, vision_rollout, vision_rollout, "the tower on one prompt, features, pixels");
+  add_training("activations", t.acts - t.head,
+               cat(t.mb.tokens, "-token micro-batch", t.dopt.checkpoint_activations ? ", checkpointed" : ""));
+  add_training("output layer", t.head, "the fused output layer's chunk buffers");
+  add_training("vision activations", t.vision, "the tower on the micro-batch's pictures");
+  add_rollout("KV cache", r.kv,
+              cat(p.kv_blocks, " of ", r.budget.blocks, " blocks of ", r.budget.block_size, " tokens, ",
+                  ops::kv_dtype_name(r.budget.dtype)));
+  add_rollout("rollout workspaces", r.workspaces, cat("steps of up to ", r.bucket, " tokens"));
+  add("vision rollout", 0, r.vision, r.vision, r.vision, "the tower on one prompt, features, pixels");
   add("communication", 0, 0, comm, comm, "reduce-scatter buckets, all-gather staging");
-  add("reference model", ref_weights > 0 ? P32 : 0, ref_weights, ref_weights, ref_weights,
-      ref_weights > 0 ? "weights of the KL reference (f32 + bf16)" : "no second set of weights");
-  add_training("reference activations", ref_acts,
+  add("reference model", t.ref_weights > 0 ? P32 : 0, t.ref_weights, t.ref_weights, t.ref_weights,
+      t.ref_weights > 0 ? "weights of the KL reference (f32 + bf16)" : "no second set of weights");
+  add_training("reference activations", t.ref_acts,
                lora ? "decoder of the KL reference (the frozen base)" : "decoder of the KL reference");
   add("checkpoint file", file, 0, 0, 0,
       frozen16 ? "safetensors mapped while loading, one GEMM weight in f32" : "safetensors mapped while loading");
   // Saving on rank 0: the f32 weights whole again (ZeRO-3 gathers for the rollout, bf16 mode gathers the
   // masters; LoRA saves the adapters only) and, on several ranks, the moments of every shard in the whole
   // layout.
-  for (MemoryTerm& t : p.terms)
-    if (!lora && t.name == (bf16 ? "master" : "weights")) t.save = P32;
+  for (MemoryTerm& term : p.terms)
+    if (!lora && term.name == (bf16 ? "master" : "weights")) term.save = P32;
   add("checkpoint gather", 0, 0, 0, 0, "rank 0 saving: every rank's AdamW moments");
-  p.terms.back().save = dist ? (lora ? adapter_elems : numel) * 8 : 0;  // the actor's partition, whole
+  p.terms.back().save = dist ? (lora ? z.adapter_elems : z.numel) * 8 : 0;  // the actor's partition, whole
+}
+
+// The sums per phase and the peak.
+void add_up_phases(MemoryPlan& p) {
   for (const MemoryTerm& t : p.terms) {
     p.load += t.load;
     p.rollout_first += t.rollout_first;
@@ -350,6 +427,23 @@ MemoryPlan plan_memory(const MemoryPlanInputs& in) {
       {p.rollout_first, "rollout"}, {p.training, "training"}, {p.rollout_later, "rollout (step 2+)"}, {p.save, "save"}};
   for (const auto& [bytes, name] : phases)
     if (bytes > p.peak) p.peak = bytes, p.peak_phase = name;
+}
+
+}  // namespace
+
+MemoryPlan plan_memory(const MemoryPlanInputs& in) {
+  MemoryPlan p;
+  p.in = in;
+  const PlanSetup u = plan_setup(in);
+  const ParameterSizes z = parameter_sizes(in, u, p);
+  const WeightBytes w = weight_bytes(u, z);
+  const TrainingBytes t = training_bytes(in, u, z);
+  p.micro_batch_tokens = t.mb.tokens;
+  p.micro_batch_longest = t.mb.longest;
+  const RolloutBytes r = rollout_bytes(in, u, t, p);
+  const int64_t comm = communication_bytes(in.config, u, z);
+  add_terms(in, u, z, w, t, r, comm, p);
+  add_up_phases(p);
   return p;
 }
 
@@ -362,10 +456,15 @@ int64_t MemoryPlan::machine_bytes() const {
 
 MemoryPlanInputs memory_plan_inputs(const Config& config, const ModelConfig& model, const Dataset& train,
                                     const Dataset& val, int ranks) {
+  return memory_plan_inputs(config, model, data_lengths(train, val), ranks);
+}
+
+MemoryPlanInputs memory_plan_inputs(const Config& config, const ModelConfig& model, const DataLengths& data,
+                                    int ranks) {
   MemoryPlanInputs in;
   in.config = config;
   in.model = model;
-  in.data = data_lengths(train, val);
+  in.data = data;
   in.ranks = std::max(1, ranks);
   in.lora_rank = config.actor_rollout_ref.model.lora_rank;
   const TrainerConfig& t = config.trainer;

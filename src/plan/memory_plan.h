@@ -113,6 +113,8 @@ MemoryPlan plan_memory(const MemoryPlanInputs& in);
 // which trainer.n_gpus_per_node (or all, when 0 and trainer.nnodes is 0) share this machine.
 MemoryPlanInputs memory_plan_inputs(const Config& config, const ModelConfig& model, const Dataset& train,
                                     const Dataset& val, int ranks);
+// The same from the data's lengths (data_lengths of the datasets).
+MemoryPlanInputs memory_plan_inputs(const Config& config, const ModelConfig& model, const DataLengths& data, int ranks);
 // The plan's table, and when it does not fit, the cheapest change that makes it fit (or that none does).
 std::string explain_memory_plan(const MemoryPlan& p);
 

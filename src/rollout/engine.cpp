@@ -386,6 +386,22 @@ bool Engine::step(Run& run) {
   if (plan.empty() && !run.scheduler.parked().empty()) return false;
   GRPO_CHECK(!plan.empty(), "[rollout] the scheduler could not place any sequence (", kv_->available_blocks(),
              " of ", kv_->num_blocks(), " blocks available)");
+  const StepInputs in = build_step_inputs(run, plan);
+  model_ws_.reset();
+  {
+    GRPO_PROFILE("rollout_forward");
+    model_.forward(in.batch, kv_->view(), in.logits, model_ws_);
+  }
+  run.scheduler.commit();
+  ++stats_.steps;
+  draw_tokens(run, plan, in.logits);
+  fork_prompts(run, plan);
+  for (Run::SampleJob& job : run.jobs) append_draw(run, *job.seq, job.out);
+  if (!config_.continuous_batching && run.live_samples == 0) end_static_batch(run);
+  return true;
+}
+
+Engine::StepInputs Engine::build_step_inputs(Run& run, std::span<const ScheduledSeq> plan) {
   const int64_t bs = config_.block_size, V = model_.vocab_size();
   int64_t T = 0, R = 0, nblocks = 0;
   for (const ScheduledSeq& p : plan) {
@@ -432,18 +448,14 @@ bool Engine::step(Run& run) {
     const bool decode = plan[s].num_tokens == 1 && !seq.is_prompt() && seq.generated() > 0;
     (decode ? stats_.decode_tokens : stats_.prefill_tokens) += plan[s].num_tokens;
   }
-  const ForwardBatch batch{tokens, positions, seq_index, slots, T, S, indptr, table, rows, R, mrope, features};
-  model_ws_.reset();
-  {
-    GRPO_PROFILE("rollout_forward");
-    model_.forward(batch, kv_->view(), logits, model_ws_);
-  }
-  run.scheduler.commit();
-  ++stats_.steps;
+  return {ForwardBatch{tokens, positions, seq_index, slots, T, S, indptr, table, rows, R, mrope, features}, logits};
+}
 
-  // Draws: a prompt's row serves its n samples, each with its own RNG.
+void Engine::draw_tokens(Run& run, std::span<const ScheduledSeq> plan, const float* logits) {
+  const int64_t V = model_.vocab_size();
+  // A prompt's row serves its n samples, each with its own RNG.
   run.jobs.clear();
-  r = 0;
+  int64_t r = 0;
   for (const ScheduledSeq& p : plan) {
     if (!p.wants_logits) continue;
     Sequence* seq = p.seq;
@@ -454,26 +466,26 @@ bool Engine::step(Run& run) {
     }
     ++r;
   }
-  {
-    GRPO_PROFILE("rollout_sample");
-    const int nt = std::max(1, std::min(num_threads(), static_cast<int>(samplers_.size())));
-    const int64_t njobs = static_cast<int64_t>(run.jobs.size());
-    std::exception_ptr error;  // an exception may not leave the parallel region: the first is rethrown
+  GRPO_PROFILE("rollout_sample");
+  const int nt = std::max(1, std::min(num_threads(), static_cast<int>(samplers_.size())));
+  const int64_t njobs = static_cast<int64_t>(run.jobs.size());
+  std::exception_ptr error;  // an exception may not leave the parallel region: the first is rethrown
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (njobs > 1 && njobs * V > (1 << 16))
-    for (int64_t j = 0; j < njobs; ++j) {
-      Run::SampleJob& job = run.jobs[j];
-      const Request& req = run.requests[job.seq->request];
-      try {
-        job.out = samplers_[omp_get_thread_num()].sample(logits + job.row * V, req.sampling, job.seq->rng);
-      } catch (...) {
+  for (int64_t j = 0; j < njobs; ++j) {
+    Run::SampleJob& job = run.jobs[j];
+    const Request& req = run.requests[job.seq->request];
+    try {
+      job.out = samplers_[omp_get_thread_num()].sample(logits + job.row * V, req.sampling, job.seq->rng);
+    } catch (...) {
 #pragma omp critical(grpo_rollout_sample_error)
-        if (!error) error = std::current_exception();
-      }
+      if (!error) error = std::current_exception();
     }
-    if (error) std::rethrow_exception(error);
   }
+  if (error) std::rethrow_exception(error);
+}
 
-  // Forks first (plan order), then every draw is appended and checked for a stop.
+// Forks first (plan order): a prompt's samples take its tokens and share its blocks.
+void Engine::fork_prompts(Run& run, std::span<const ScheduledSeq> plan) {
   for (const ScheduledSeq& p : plan) {
     Sequence* seq = p.seq;
     if (!p.wants_logits || !seq->is_prompt()) continue;
@@ -486,54 +498,59 @@ bool Engine::step(Run& run) {
     run.scheduler.fork(seq, run.fork_buf);
     seq->finished = true;
   }
-  for (Run::SampleJob& job : run.jobs) {
-    Sequence& s = *job.seq;
-    const Request& req = run.requests[s.request];
-    s.tokens.push_back(job.out.token);
-    if (s.result_len >= 0) {  // static-batch padding: decoded, discarded
-      ++stats_.padding_tokens;
-      if (s.generated() >= req.max_new_tokens || static_cast<int64_t>(s.tokens.size()) >= model_.max_positions()) {
-        s.finished = true;
-        run.scheduler.finish(&s);
-      }
-      continue;
-    }
-    s.logprobs.push_back(job.out.logprob);
-    if (run.turns.handler) s.mask.push_back(1);
-    ++stats_.generated_tokens;
-    const std::span<const int32_t> gen = std::span<const int32_t>(s.tokens).subspan(s.prompt_len);
-    const bool stop_id = std::find(req.stop_token_ids.begin(), req.stop_token_ids.end(), job.out.token) !=
-                         req.stop_token_ids.end();
-    if (stop_id) {
-      s.text.flush(gen.first(gen.size() - 1));
-      s.finish_reason = FinishReason::Stop;
-    } else if (s.text.push(gen)) {
-      s.finish_reason = FinishReason::Stop;
-    } else if (!req.stop_lengths.empty() && s.generated() >= req.stop_lengths[s.sample]) {  // its drawn end
-      s.text.flush(gen);
-      s.finish_reason = FinishReason::Stop;
-    } else if (s.generated() >= req.max_new_tokens || static_cast<int64_t>(s.tokens.size()) >= model_.max_positions()) {
-      s.finish_reason = s.text.flush(gen) ? FinishReason::Stop : FinishReason::Length;
-    } else {
-      continue;
-    }
-    if (run.turns.handler && start_turn_work(run, s)) continue;
-    end_sample(run, s);
-    const bool length = s.generated() >= req.max_new_tokens || static_cast<int64_t>(s.tokens.size()) >= model_.max_positions();
-    if (config_.continuous_batching || length) {
+}
+
+// The draw appended to its sample and checked for a stop: the sample ends, parks for its turn's reply, or
+// (static batch) keeps decoding as padding.
+void Engine::append_draw(Run& run, Sequence& s, const SampledToken& draw) {
+  const Request& req = run.requests[s.request];
+  s.tokens.push_back(draw.token);
+  if (s.result_len >= 0) {  // static-batch padding: decoded, discarded
+    ++stats_.padding_tokens;
+    if (s.generated() >= req.max_new_tokens || static_cast<int64_t>(s.tokens.size()) >= model_.max_positions()) {
       s.finished = true;
       run.scheduler.finish(&s);
-    } else {
-      s.result_len = s.generated();  // keeps decoding as padding
     }
+    return;
   }
-  if (!config_.continuous_batching && run.live_samples == 0)  // the batch's longest sample has stopped
-    for (Sequence& s : run.seqs)
-      if (s.result_len >= 0 && !s.finished) {
-        s.finished = true;
-        run.scheduler.finish(&s);
-      }
-  return true;
+  s.logprobs.push_back(draw.logprob);
+  if (run.turns.handler) s.mask.push_back(1);
+  ++stats_.generated_tokens;
+  const std::span<const int32_t> gen = std::span<const int32_t>(s.tokens).subspan(s.prompt_len);
+  const bool stop_id =
+      std::find(req.stop_token_ids.begin(), req.stop_token_ids.end(), draw.token) != req.stop_token_ids.end();
+  if (stop_id) {
+    s.text.flush(gen.first(gen.size() - 1));
+    s.finish_reason = FinishReason::Stop;
+  } else if (s.text.push(gen)) {
+    s.finish_reason = FinishReason::Stop;
+  } else if (!req.stop_lengths.empty() && s.generated() >= req.stop_lengths[s.sample]) {  // its drawn end
+    s.text.flush(gen);
+    s.finish_reason = FinishReason::Stop;
+  } else if (s.generated() >= req.max_new_tokens || static_cast<int64_t>(s.tokens.size()) >= model_.max_positions()) {
+    s.finish_reason = s.text.flush(gen) ? FinishReason::Stop : FinishReason::Length;
+  } else {
+    return;
+  }
+  if (run.turns.handler && start_turn_work(run, s)) return;
+  end_sample(run, s);
+  const bool length =
+      s.generated() >= req.max_new_tokens || static_cast<int64_t>(s.tokens.size()) >= model_.max_positions();
+  if (config_.continuous_batching || length) {
+    s.finished = true;
+    run.scheduler.finish(&s);
+  } else {
+    s.result_len = s.generated();  // keeps decoding as padding
+  }
+}
+
+// A static batch whose longest sample has stopped: its padding ends.
+void Engine::end_static_batch(Run& run) {
+  for (Sequence& s : run.seqs)
+    if (s.result_len >= 0 && !s.finished) {
+      s.finished = true;
+      run.scheduler.finish(&s);
+    }
 }
 
 }  // namespace grpo::rollout

@@ -35,6 +35,7 @@
 namespace grpo::rollout {
 
 struct Sequence;
+struct ScheduledSeq;
 
 struct EngineConfig {
   int64_t block_size = 16;
@@ -135,6 +136,18 @@ class Engine {
   void encode_pictures(Run& run);  // vision models: each request's PromptVision and prefix-cache keys
   void loop(Run& run, const ProgressFn& progress);  // steps until every sequence finished or aborted
   bool step(Run& run);  // false: nothing could be scheduled (every runnable sample waits on a parked one)
+  // A step's phases: the model's inputs for the planned sequences (in step_ws_) and its logits rows [R, V];
+  // a token drawn for each row's samples (run.jobs); the prompts' samples forked; each draw appended to its
+  // sample, which stops or goes on; a static batch's padding ended once every sample stopped.
+  struct StepInputs {
+    ForwardBatch batch;
+    float* logits = nullptr;
+  };
+  StepInputs build_step_inputs(Run& run, std::span<const ScheduledSeq> plan);
+  void draw_tokens(Run& run, std::span<const ScheduledSeq> plan, const float* logits);
+  void fork_prompts(Run& run, std::span<const ScheduledSeq> plan);
+  void append_draw(Run& run, Sequence& s, const SampledToken& draw);
+  void end_static_batch(Run& run);
   // Inserts the replies that are ready (wait: at least one, blocking) and resumes their samples.
   void take_replies(Run& run, bool wait);
   // A sample's turn ended with a stop: true when the handler took it (the sample is parked).

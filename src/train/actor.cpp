@@ -308,6 +308,22 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
       dec_.backward(dlp.data(), dent.data(), grad_tensors_);  // an armed reducer starts buckets from the hooks
     if (reduce) reducer_->launch_rest();
   }
+  const double sum_sq = reduce_update(st, shard, nonfinite);
+  st.packing_efficiency = st.tokens > 0 ? static_cast<double>(st.useful_tokens) / static_cast<double>(st.tokens) : 1.0;
+  const double ntok = std::max<int64_t>(1, st.response_tokens);
+  st.pg_clipfrac /= ntok;
+  st.pg_clipfrac_lower /= ntok;
+  st.ppo_kl /= ntok;
+  if (nonfinite > 0) {
+    st.skipped = true;
+    return st;
+  }
+  step_and_sync(st, shard, sum_sq, lr);
+  return st;
+}
+
+double Actor::reduce_update(UpdateStats& st, float* shard, double& nonfinite) {
+  const bool dist = comm_->size() > 1;
   double sum_sq = 0;
   if (dist) {
     if (lora_) {  // the adapters' gradients are small: one reduction after the last micro-batch
@@ -333,15 +349,11 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
   } else {
     sum_sq = ops::sum_squares(shard, grads_.numel());
   }
-  st.packing_efficiency = st.tokens > 0 ? static_cast<double>(st.useful_tokens) / static_cast<double>(st.tokens) : 1.0;
-  const double ntok = std::max<int64_t>(1, st.response_tokens);
-  st.pg_clipfrac /= ntok;
-  st.pg_clipfrac_lower /= ntok;
-  st.ppo_kl /= ntok;
-  if (nonfinite > 0) {
-    st.skipped = true;
-    return st;
-  }
+  return sum_sq;
+}
+
+void Actor::step_and_sync(UpdateStats& st, float* shard, double sum_sq, float lr) {
+  const bool dist = comm_->size() > 1;
   float* trained = lora_ ? lora_->params().flat().f32() : w_.params().flat().f32();
   StepReport r = adam_.step_shard(trained, shard, std::sqrt(sum_sq), adam_cfg_, lr);
   st.grad_norm = r.grad_norm;
@@ -367,7 +379,6 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
     }
     st.update_weights_s = seconds_since(t0);
   }
-  return st;
 }
 
 UpdateStats Actor::update_policy(const std::vector<TrainSample>& samples, const PolicyObjectiveConfig& loss,

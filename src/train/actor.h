@@ -190,6 +190,11 @@ class Actor {
   template <typename LossFn>
   UpdateStats run_update(const std::vector<TrainSample>& samples, LossFn&& loss_fn, float lr);
   void enter_training();  // ZeRO-3: drop the layers' other shards (once after each gather_for_rollout)
+  // After the micro-batches: the gradients reduced into this rank's shard and the statistics summed over the
+  // ranks (nonfinite: micro-batches whose loss was not finite); returns the gradients' sum of squares.
+  double reduce_update(UpdateStats& st, float* shard, double& nonfinite);
+  // The optimizer step on this rank's shard, then the updated weights where the rollout reads them.
+  void step_and_sync(UpdateStats& st, float* shard, double sum_sq, float lr);
   // ZeRO-3: a rank with nothing in a micro-batch still takes part in the other ranks' layer gathers (and
   // bucket reductions, started from the same events): its hooks see the events of a forward (and backward)
   // pass in Decoder's order.

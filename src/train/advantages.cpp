@@ -167,26 +167,16 @@ void check_inputs(const AdvantageOptions& opt, const AdvantageInputs& in) {
              "[advantages] reinforce_plus_plus needs algorithm.gamma in [0, 1], got ", opt.gamma);
 }
 
-}  // namespace
-
-TokenAdvantages estimate_advantages(const AdvantageOptions& opt, const AdvantageInputs& in) {
-  check_inputs(opt, in);
+// An outcome estimator's one value per response (to be broadcast over its tokens and masked), from each
+// response's score (the sum of its token rewards) and response length.
+std::vector<double> outcome_values(const AdvantageOptions& opt, const AdvantageInputs& in) {
   const int64_t B = in.B, T = in.T;
-  TokenAdvantages out;
-  out.advantages.assign(static_cast<size_t>(B * T), 0.0);
-  auto mask = [&](int64_t i, int64_t t) { return in.response_mask[i * T + t]; };
   std::vector<double> score(B, 0.0), length(B, 0.0);
   for (int64_t i = 0; i < B; ++i)
-    for (int64_t t = 0; t < T; ++t) score[i] += in.token_level_rewards[i * T + t], length[i] += mask(i, t);
+    for (int64_t t = 0; t < T; ++t)
+      score[i] += in.token_level_rewards[i * T + t], length[i] += in.response_mask[i * T + t];
   const std::vector<std::vector<int64_t>> groups = members_by_group(in.group);
-
-  // Outcome estimators give one value per response, broadcast over its tokens and masked.
   std::vector<double> value(B, 0.0);
-  auto broadcast = [&] {
-    for (int64_t i = 0; i < B; ++i)
-      for (int64_t t = 0; t < T; ++t) out.advantages[i * T + t] = value[i] * mask(i, t);
-    out.returns = out.advantages;
-  };
   auto group_scores = [&](const std::vector<int64_t>& g) {
     std::vector<double> v;
     for (int64_t i : g) v.push_back(score[i]);
@@ -204,7 +194,6 @@ TokenAdvantages estimate_advantages(const AdvantageOptions& opt, const Advantage
         for (int64_t i : g)
           value[i] = opt.scaling == AdvantageScaling::None ? score[i] - mean : (score[i] - mean) / (std + opt.eps);
       }
-      broadcast();
       break;
     }
     case AdvEstimator::GrpoPassk:
@@ -222,7 +211,6 @@ TokenAdvantages estimate_advantages(const AdvantageOptions& opt, const Advantage
         if (opt.scaling != AdvantageScaling::None) adv /= unbiased_std_of(v) + opt.eps;
         value[g[best]] = adv;
       }
-      broadcast();
       break;
     case AdvEstimator::Rloo:  // leave-one-out mean; a group of one keeps its score
       for (const auto& g : groups) {
@@ -233,7 +221,6 @@ TokenAdvantages estimate_advantages(const AdvantageOptions& opt, const Advantage
         const double n = static_cast<double>(g.size()), mean = mean_of(group_scores(g));
         for (int64_t i : g) value[i] = score[i] * n / (n - 1) - mean * n / (n - 1);
       }
-      broadcast();
       break;
     case AdvEstimator::Opo:  // length-weighted group mean as the baseline
       for (const auto& g : groups) {
@@ -243,7 +230,6 @@ TokenAdvantages estimate_advantages(const AdvantageOptions& opt, const Advantage
         const double baseline = den != 0 ? num / den : 0.0;
         for (int64_t i : g) value[i] = score[i] - baseline;
       }
-      broadcast();
       break;
     case AdvEstimator::Gpg: {
       int64_t nonzero = 0;
@@ -253,48 +239,73 @@ TokenAdvantages estimate_advantages(const AdvantageOptions& opt, const Advantage
         const double mean = g.size() == 1 ? 0.0 : mean_of(group_scores(g));
         for (int64_t i : g) value[i] = alpha * (score[i] - mean);  // verl's f_norm is 1
       }
-      broadcast();
       break;
     }
-    case AdvEstimator::ReinforcePlusPlusBaseline: {
+    case AdvEstimator::ReinforcePlusPlusBaseline:  // whitened over the batch afterwards
       for (const auto& g : groups) {
         const double mean = g.size() == 1 ? 0.0 : mean_of(group_scores(g));
         for (int64_t i : g) value[i] = score[i] - mean;
       }
-      for (int64_t i = 0; i < B; ++i)
-        for (int64_t t = 0; t < T; ++t) out.advantages[i * T + t] = value[i] * mask(i, t);
+      break;
+    case AdvEstimator::ReinforcePlusPlus:
+    case AdvEstimator::Remax:
+      GRPO_CHECK(false, "[advantages] not an outcome estimator");
+  }
+  return value;
+}
+
+// reinforce_plus_plus: discounted returns, reset after each response's end, whitened over the batch.
+void discounted_returns(const AdvantageOptions& opt, const AdvantageInputs& in, TokenAdvantages& out) {
+  const int64_t B = in.B, T = in.T;
+  out.returns.assign(static_cast<size_t>(B * T), 0.0);
+  for (int64_t i = 0; i < B; ++i) {
+    double running = 0;
+    for (int64_t t = T - 1; t >= 0; --t) {
+      running = in.token_level_rewards[i * T + t] + opt.gamma * running;
+      out.returns[i * T + t] = running;
+      running *= in.response_mask[i * T + t];
+    }
+  }
+  out.advantages = out.returns;
+  masked_whiten(out.advantages, in.response_mask);
+  for (size_t k = 0; k < out.advantages.size(); ++k) out.advantages[k] *= in.response_mask[k];
+}
+
+// remax: reward-to-go minus the greedy response's reward.
+void remax_advantages(const AdvantageInputs& in, TokenAdvantages& out) {
+  const int64_t B = in.B, T = in.T;
+  out.returns.assign(static_cast<size_t>(B * T), 0.0);
+  for (int64_t i = 0; i < B; ++i) {
+    double to_go = 0;
+    for (int64_t t = T - 1; t >= 0; --t) {
+      const auto m = in.response_mask[i * T + t];
+      to_go += in.token_level_rewards[i * T + t] * m;
+      out.returns[i * T + t] = to_go;
+      out.advantages[i * T + t] = to_go - in.reward_baselines[i] * m;
+    }
+  }
+}
+
+}  // namespace
+
+TokenAdvantages estimate_advantages(const AdvantageOptions& opt, const AdvantageInputs& in) {
+  check_inputs(opt, in);
+  const int64_t B = in.B, T = in.T;
+  TokenAdvantages out;
+  out.advantages.assign(static_cast<size_t>(B * T), 0.0);
+  if (opt.estimator == AdvEstimator::ReinforcePlusPlus) {
+    discounted_returns(opt, in, out);
+  } else if (opt.estimator == AdvEstimator::Remax) {
+    remax_advantages(in, out);
+  } else {  // outcome estimators: one value per response, broadcast over its tokens and masked
+    const std::vector<double> value = outcome_values(opt, in);
+    for (int64_t i = 0; i < B; ++i)
+      for (int64_t t = 0; t < T; ++t) out.advantages[i * T + t] = value[i] * in.response_mask[i * T + t];
+    if (opt.estimator == AdvEstimator::ReinforcePlusPlusBaseline) {
       masked_whiten(out.advantages, in.response_mask);
       for (size_t k = 0; k < out.advantages.size(); ++k) out.advantages[k] *= in.response_mask[k];
-      out.returns = out.advantages;
-      break;
     }
-    case AdvEstimator::ReinforcePlusPlus: {  // discounted returns, reset after each response's end
-      out.returns.assign(static_cast<size_t>(B * T), 0.0);
-      for (int64_t i = 0; i < B; ++i) {
-        double running = 0;
-        for (int64_t t = T - 1; t >= 0; --t) {
-          running = in.token_level_rewards[i * T + t] + opt.gamma * running;
-          out.returns[i * T + t] = running;
-          running *= mask(i, t);
-        }
-      }
-      out.advantages = out.returns;
-      masked_whiten(out.advantages, in.response_mask);
-      for (size_t k = 0; k < out.advantages.size(); ++k) out.advantages[k] *= in.response_mask[k];
-      break;
-    }
-    case AdvEstimator::Remax: {  // reward-to-go minus the greedy response's reward
-      out.returns.assign(static_cast<size_t>(B * T), 0.0);
-      for (int64_t i = 0; i < B; ++i) {
-        double to_go = 0;
-        for (int64_t t = T - 1; t >= 0; --t) {
-          to_go += in.token_level_rewards[i * T + t] * mask(i, t);
-          out.returns[i * T + t] = to_go;
-          out.advantages[i * T + t] = to_go - in.reward_baselines[i] * mask(i, t);
-        }
-      }
-      break;
-    }
+    out.returns = out.advantages;
   }
   return out;
 }

@@ -216,6 +216,163 @@ void check_batch(const PolicyObjectiveConfig& c, const PolicyBatch& b, const flo
              " needs entropy and dentropy");
 }
 
+// One sequence's tokens [t0, t1) with n of them in the loss, its weights (pg_seq_weight, seq_weight).
+struct SequenceSpan {
+  int64_t t0 = 0, t1 = 0;
+  double n = 0, pw = 0, w = 0;
+};
+
+// geo_mean: one loss per sequence, -mean(A) exp(mean of sign-clipped log-ratios); then the KL and entropy
+// terms per token, as for the other modes.
+void geo_mean_sequence(const PolicyObjectiveConfig& c, const PolicyBatch& b, const SequenceSpan& q, float* dlogp,
+                       float* dentropy, PolicyStats* st) {
+  const int64_t t0 = q.t0, t1 = q.t1;
+  const double n = q.n, pw = q.pw, w = q.w;
+  double sum_x = 0, sum_a = 0, log_is = 0;
+  for (int64_t t = t0; t < t1; ++t) {
+    if (b.mask[t] == 0.0f) continue;
+    const double d = static_cast<double>(b.logp[t]) - b.old_logp[t], A = b.adv[t];
+    const double sg = A > 0 ? 1.0 : A < 0 ? -1.0 : 0.0;
+    const double dc = std::clamp(d, -c.clip_ratio_low, c.clip_ratio_high);
+    sum_x += sg * std::min(sg * d, sg * dc);
+    sum_a += A;
+    if (b.is_weight) log_is += std::log(static_cast<double>(b.is_weight[t]) + 1e-10);
+    st->ppo_kl += -d;
+    st->clipfrac += (d != dc && A > 0);
+    st->clipfrac_lower += (d != dc && A < 0);
+    st->tokens += 1;
+  }
+  const double ratio = std::exp(sum_x / (n + 1e-8)), A_seq = sum_a / (n + 1e-8);
+  const double is_seq = b.is_weight ? std::exp(log_is / (n + 1e-8)) : 1.0;
+  st->pg_loss += pw * -A_seq * ratio * is_seq;
+  st->loss += pw * -A_seq * ratio * is_seq;
+  for (int64_t t = t0; t < t1; ++t) {
+    if (b.mask[t] == 0.0f) continue;
+    const double d = static_cast<double>(b.logp[t]) - b.old_logp[t], A = b.adv[t];
+    const double sg = A > 0 ? 1.0 : A < 0 ? -1.0 : 0.0;
+    const Clamped dc = clamp_grad(d, -c.clip_ratio_low, c.clip_ratio_high);
+    const double a = sg * d, bb = sg * dc.value;
+    const double dx = sg * pick_grad(a < bb, a == bb, sg, sg * dc.grad);
+    dlogp[t] = static_cast<float>(pw * -A_seq * ratio * is_seq * dx / (n + 1e-8));
+  }
+  for (int64_t t = t0; t < t1; ++t) {
+    if (b.mask[t] == 0.0f) continue;
+    if (c.kl_coef != 0) {
+      const KlValue kl = kl_penalty(b.logp[t], b.ref_logp[t], c.kl_type);
+      st->kl += w * kl.value;
+      st->loss += w * c.kl_coef * kl.value;
+      dlogp[t] += static_cast<float>(w * c.kl_coef * kl.dlogp);
+    }
+    if (b.entropy) {
+      st->entropy += w * b.entropy[t];
+      st->loss -= w * c.entropy_coef * b.entropy[t];
+    }
+    if (dentropy) dentropy[t] = static_cast<float>(-w * c.entropy_coef);
+  }
+}
+
+// A token's policy-gradient term under the per-token modes: log-prob lp, old log-prob old, advantage A;
+// gspo's sequence mean log-ratio; the cov modes' selection of token t.
+TokenPg token_pg(const PolicyObjectiveConfig& c, double lp, double old, double A, double log_ratio_mean,
+                 const std::vector<uint8_t>& selected, int64_t t) {
+  TokenPg pg;
+  switch (c.mode) {
+    case PgLossMode::Vanilla:
+      pg = vanilla_token(c, lp, old, A);
+      break;
+    case PgLossMode::Gspo: {  // token ratio sg(s) pi / sg(pi): value s, derivative s
+      const Clamped l = clamp_grad(log_ratio_mean, -INFINITY, 10.0);
+      const double r = std::exp(l.value);
+      pg = clipped_surrogate(A, r, r * l.grad, c.clip_ratio_low, c.clip_ratio_high);
+      pg.kl_metric = old - lp;
+      break;
+    }
+    case PgLossMode::Cispo:
+      pg = cispo_token(c, lp, old, A);
+      break;
+    case PgLossMode::Sapo:
+      pg = sapo_token(c, lp, old, A);
+      break;
+    case PgLossMode::ClipCov: {
+      const double r = std::exp(lp - old);
+      pg = clipped_surrogate(A, r, r, c.clip_ratio_low, c.clip_ratio_high);
+      if (selected[t]) pg.loss = 0, pg.dloss = 0;
+      pg.clipped = selected[t];
+      pg.kl_metric = old - lp;
+      break;
+    }
+    case PgLossMode::KlCov: {
+      const double d = lp - old, r = std::exp(d);
+      pg.loss = -A * r;
+      pg.dloss = -A * r;
+      if (selected[t]) {
+        pg.loss += c.ppo_kl_coef * std::abs(d);
+        pg.dloss += c.ppo_kl_coef * (d > 0 ? 1.0 : d < 0 ? -1.0 : 0.0);
+      }
+      pg.kl_metric = std::abs(d);
+      break;
+    }
+    case PgLossMode::Gpg:
+      pg.loss = -lp * A;
+      pg.dloss = -A;
+      break;
+    case PgLossMode::DppoTv:
+      pg = dppo_token(c, lp, old, A, false);
+      break;
+    case PgLossMode::DppoKl:
+      pg = dppo_token(c, lp, old, A, true);
+      break;
+    case PgLossMode::Dro: {
+      const double d = lp - old;
+      pg.loss = -(lp * A - 0.5 * c.dro_beta * d * d);
+      pg.dloss = -A + c.dro_beta * d;
+      pg.kl_metric = -d;
+      break;
+    }
+    case PgLossMode::GeoMean:
+      break;  // geo_mean_sequence
+  }
+  return pg;
+}
+
+// The per-token modes: each token's policy-gradient term, importance weight, KL and entropy terms.
+void token_sequence(const PolicyObjectiveConfig& c, const PolicyBatch& b, const SequenceSpan& q,
+                    const std::vector<uint8_t>& selected, float* dlogp, float* dentropy, PolicyStats* st) {
+  const int64_t t0 = q.t0, t1 = q.t1;
+  const double n = q.n, pw = q.pw, w = q.w;
+  double log_ratio_mean = 0;  // gspo: the sequence's mean log-ratio (detached)
+  if (c.mode == PgLossMode::Gspo) {
+    for (int64_t t = t0; t < t1; ++t)
+      if (b.mask[t] != 0.0f) log_ratio_mean += static_cast<double>(b.logp[t]) - b.old_logp[t];
+    log_ratio_mean /= std::max(n, 1.0);
+  }
+  for (int64_t t = t0; t < t1; ++t) {
+    if (b.mask[t] == 0.0f) continue;
+    const double lp = b.logp[t], old = b.old_logp[t], A = b.adv[t];
+    const TokenPg pg = token_pg(c, lp, old, A, log_ratio_mean, selected, t);
+    const double is = b.is_weight ? b.is_weight[t] : 1.0;
+    double loss = pw * pg.loss * is, grad = pw * pg.dloss * is;
+    st->pg_loss += loss;
+    if (c.kl_coef != 0) {
+      const KlValue kl = kl_penalty(lp, b.ref_logp[t], c.kl_type);
+      st->kl += w * kl.value;
+      loss += w * c.kl_coef * kl.value;
+      grad += w * c.kl_coef * kl.dlogp;
+    }
+    if (b.entropy) {
+      st->entropy += w * b.entropy[t];
+      loss -= w * c.entropy_coef * b.entropy[t];
+    }
+    if (dentropy) dentropy[t] = static_cast<float>(-w * c.entropy_coef);
+    dlogp[t] = static_cast<float>(grad);
+    st->loss += loss;
+    st->clipfrac += pg.clipped;
+    st->clipfrac_lower += pg.clipped_lower;
+    st->ppo_kl += pg.kl_metric;
+    st->tokens += 1;
+  }
+}
+
 }  // namespace
 
 void policy_objective(const PolicyObjectiveConfig& c, const PolicyBatch& b, float* dlogp, float* dentropy,
@@ -227,136 +384,20 @@ void policy_objective(const PolicyObjectiveConfig& c, const PolicyBatch& b, floa
   if (c.mode == PgLossMode::KlCov) selected = kl_cov_selection(c, b);
   if (c.mode == PgLossMode::ClipCov) selected = clip_cov_selection(c, b);
   for (int64_t s = 0; s < S; ++s) {
-    const int64_t t0 = b.begin[s], t1 = b.begin[s + 1];
-    double n = 0;
-    for (int64_t t = t0; t < t1; ++t) n += b.mask[t];
-    const double pw = b.pg_seq_weight[s], w = b.seq_weight[s];
-    for (int64_t t = t0; t < t1; ++t) {
+    SequenceSpan q;
+    q.t0 = b.begin[s];
+    q.t1 = b.begin[s + 1];
+    for (int64_t t = q.t0; t < q.t1; ++t) q.n += b.mask[t];
+    q.pw = b.pg_seq_weight[s];
+    q.w = b.seq_weight[s];
+    for (int64_t t = q.t0; t < q.t1; ++t) {
       dlogp[t] = 0.0f;
       if (dentropy) dentropy[t] = 0.0f;
     }
-    if (c.mode == PgLossMode::GeoMean) {  // one loss per sequence: -mean(A) exp(mean of sign-clipped log-ratios)
-      double sum_x = 0, sum_a = 0, log_is = 0;
-      for (int64_t t = t0; t < t1; ++t) {
-        if (b.mask[t] == 0.0f) continue;
-        const double d = static_cast<double>(b.logp[t]) - b.old_logp[t], A = b.adv[t];
-        const double sg = A > 0 ? 1.0 : A < 0 ? -1.0 : 0.0;
-        const double dc = std::clamp(d, -c.clip_ratio_low, c.clip_ratio_high);
-        sum_x += sg * std::min(sg * d, sg * dc);
-        sum_a += A;
-        if (b.is_weight) log_is += std::log(static_cast<double>(b.is_weight[t]) + 1e-10);
-        st->ppo_kl += -d;
-        st->clipfrac += (d != dc && A > 0);
-        st->clipfrac_lower += (d != dc && A < 0);
-        st->tokens += 1;
-      }
-      const double ratio = std::exp(sum_x / (n + 1e-8)), A_seq = sum_a / (n + 1e-8);
-      const double is_seq = b.is_weight ? std::exp(log_is / (n + 1e-8)) : 1.0;
-      st->pg_loss += pw * -A_seq * ratio * is_seq;
-      st->loss += pw * -A_seq * ratio * is_seq;
-      for (int64_t t = t0; t < t1; ++t) {
-        if (b.mask[t] == 0.0f) continue;
-        const double d = static_cast<double>(b.logp[t]) - b.old_logp[t], A = b.adv[t];
-        const double sg = A > 0 ? 1.0 : A < 0 ? -1.0 : 0.0;
-        const Clamped dc = clamp_grad(d, -c.clip_ratio_low, c.clip_ratio_high);
-        const double a = sg * d, bb = sg * dc.value;
-        const double dx = sg * pick_grad(a < bb, a == bb, sg, sg * dc.grad);
-        dlogp[t] = static_cast<float>(pw * -A_seq * ratio * is_seq * dx / (n + 1e-8));
-      }
-    } else {
-      double log_ratio_mean = 0;  // gspo: the sequence's mean log-ratio (detached)
-      if (c.mode == PgLossMode::Gspo) {
-        for (int64_t t = t0; t < t1; ++t)
-          if (b.mask[t] != 0.0f) log_ratio_mean += static_cast<double>(b.logp[t]) - b.old_logp[t];
-        log_ratio_mean /= std::max(n, 1.0);
-      }
-      for (int64_t t = t0; t < t1; ++t) {
-        if (b.mask[t] == 0.0f) continue;
-        const double lp = b.logp[t], old = b.old_logp[t], A = b.adv[t];
-        TokenPg pg;
-        switch (c.mode) {
-          case PgLossMode::Vanilla: pg = vanilla_token(c, lp, old, A); break;
-          case PgLossMode::Gspo: {  // token ratio sg(s) pi / sg(pi): value s, derivative s
-            const Clamped l = clamp_grad(log_ratio_mean, -INFINITY, 10.0);
-            const double r = std::exp(l.value);
-            pg = clipped_surrogate(A, r, r * l.grad, c.clip_ratio_low, c.clip_ratio_high);
-            pg.kl_metric = old - lp;
-            break;
-          }
-          case PgLossMode::Cispo: pg = cispo_token(c, lp, old, A); break;
-          case PgLossMode::Sapo: pg = sapo_token(c, lp, old, A); break;
-          case PgLossMode::ClipCov: {
-            const double r = std::exp(lp - old);
-            pg = clipped_surrogate(A, r, r, c.clip_ratio_low, c.clip_ratio_high);
-            if (selected[t]) pg.loss = 0, pg.dloss = 0;
-            pg.clipped = selected[t];
-            pg.kl_metric = old - lp;
-            break;
-          }
-          case PgLossMode::KlCov: {
-            const double d = lp - old, r = std::exp(d);
-            pg.loss = -A * r;
-            pg.dloss = -A * r;
-            if (selected[t]) {
-              pg.loss += c.ppo_kl_coef * std::abs(d);
-              pg.dloss += c.ppo_kl_coef * (d > 0 ? 1.0 : d < 0 ? -1.0 : 0.0);
-            }
-            pg.kl_metric = std::abs(d);
-            break;
-          }
-          case PgLossMode::Gpg:
-            pg.loss = -lp * A;
-            pg.dloss = -A;
-            break;
-          case PgLossMode::DppoTv: pg = dppo_token(c, lp, old, A, false); break;
-          case PgLossMode::DppoKl: pg = dppo_token(c, lp, old, A, true); break;
-          case PgLossMode::Dro: {
-            const double d = lp - old;
-            pg.loss = -(lp * A - 0.5 * c.dro_beta * d * d);
-            pg.dloss = -A + c.dro_beta * d;
-            pg.kl_metric = -d;
-            break;
-          }
-          case PgLossMode::GeoMean: break;  // above
-        }
-        const double is = b.is_weight ? b.is_weight[t] : 1.0;
-        double loss = pw * pg.loss * is, grad = pw * pg.dloss * is;
-        st->pg_loss += loss;
-        if (c.kl_coef != 0) {
-          const KlValue kl = kl_penalty(lp, b.ref_logp[t], c.kl_type);
-          st->kl += w * kl.value;
-          loss += w * c.kl_coef * kl.value;
-          grad += w * c.kl_coef * kl.dlogp;
-        }
-        if (b.entropy) {
-          st->entropy += w * b.entropy[t];
-          loss -= w * c.entropy_coef * b.entropy[t];
-        }
-        if (dentropy) dentropy[t] = static_cast<float>(-w * c.entropy_coef);
-        dlogp[t] = static_cast<float>(grad);
-        st->loss += loss;
-        st->clipfrac += pg.clipped;
-        st->clipfrac_lower += pg.clipped_lower;
-        st->ppo_kl += pg.kl_metric;
-        st->tokens += 1;
-      }
-      continue;
-    }
-    // geo_mean: the KL and entropy terms per token, as for the other modes.
-    for (int64_t t = t0; t < t1; ++t) {
-      if (b.mask[t] == 0.0f) continue;
-      if (c.kl_coef != 0) {
-        const KlValue kl = kl_penalty(b.logp[t], b.ref_logp[t], c.kl_type);
-        st->kl += w * kl.value;
-        st->loss += w * c.kl_coef * kl.value;
-        dlogp[t] += static_cast<float>(w * c.kl_coef * kl.dlogp);
-      }
-      if (b.entropy) {
-        st->entropy += w * b.entropy[t];
-        st->loss -= w * c.entropy_coef * b.entropy[t];
-      }
-      if (dentropy) dentropy[t] = static_cast<float>(-w * c.entropy_coef);
-    }
+    if (c.mode == PgLossMode::GeoMean)
+      geo_mean_sequence(c, b, q, dlogp, dentropy, st);
+    else
+      token_sequence(c, b, q, selected, dlogp, dentropy, st);
   }
 }
 

@@ -1,7 +1,8 @@
 // `grpo plan` and the memory check of `grpo train` through the built binary (GRPO_BINARY) on a `tiny`
 // model: a run fits a machine of 64 GiB; on one of 100 MiB it does not, `grpo plan` names the cheapest
 // change that fits (or that none does) and exits non-zero, and `grpo train` refuses it before loading the
-// weights unless --ignore-memory-plan; `init --config-only` writes the 8B shape's config.json alone.
+// weights unless --ignore-memory-plan, and `train --check` prints the plan and fails such a run as
+// well; `init --config-only` writes the 8B shape's config.json alone.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -101,6 +102,28 @@ TEST_F(CliPlan, TrainRefusesARunThatCannotFitBeforeLoadingTheWeights) {
   EXPECT_NE(r.output.find("[memory]"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("does not fit this machine's memory"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("[rollout] KV cache"), std::string::npos) << r.output;  // stopped before the engine
+}
+
+TEST_F(CliPlan, TrainCheckPrintsThePlanAndFailsARunThatCannotFit) {
+  const grpo::test::CommandResult ok = run_grpo("train --check " + config_ + " --threads 1", "2>&1");
+  EXPECT_EQ(ok.status, 0) << ok.output;
+  EXPECT_NE(ok.output.find("[check] memory plan per rank: "), std::string::npos) << ok.output;
+  EXPECT_NE(ok.output.find("[check] ok: the run would start"), std::string::npos) << ok.output;
+  // The run of TrainRefusesARunThatCannotFitBeforeLoadingTheWeights: a problem naming the plan.
+  const std::string sets =
+      " --set actor_rollout_ref.actor.ppo_max_token_len_per_gpu=100000000"
+      " --set data.train_batch_size=8 --set actor_rollout_ref.actor.ppo_mini_batch_size=8"
+      " --set actor_rollout_ref.rollout.n=20000";
+  const grpo::test::CommandResult r = run_grpo("train --check " + config_ + " --threads 1" + sets, "2>&1");
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("does NOT fit"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[memory] the run does not fit this machine's memory: the memory plan above needs"),
+            std::string::npos)
+      << r.output;
+  const grpo::test::CommandResult ignored =
+      run_grpo("train --check --ignore-memory-plan " + config_ + " --threads 1" + sets, "2>&1");
+  EXPECT_EQ(ignored.status, 0) << ignored.output;
+  EXPECT_NE(ignored.output.find("--ignore-memory-plan runs it anyway"), std::string::npos) << ignored.output;
 }
 
 TEST(CliPlanInit, ConfigOnlyWritesTheEightBillionShape) {

@@ -150,83 +150,10 @@ class ColumnChunkReader::Impl {
   void data_page(const PageHeader& h, const uint8_t* payload, bool v2, int64_t begin, int64_t end, int64_t& row,
                  RowAssembler& out) {
     const size_t n = static_cast<size_t>(h.num_values);
-    const int64_t known = rows_from_header(h, v2);
-    page_starts_row_ = known >= 0 && known <= h.num_values && n > 0;
-    if (known >= 0 && known <= h.num_values) {  // the page starts at a row boundary
-      if (row + 1 >= end) {  // past the rows asked for
-        row = end;
-        return;
-      }
-      if (row + known < begin) {  // every row the page starts ends before `begin`
-        row += known;
-        return;
-      }
-    }
-    // Levels and the values' bytes.
+    if (skip_page_by_header(h, v2, begin, end, row)) return;
     // The page's levels (and below, its values) stay decoded while the next reads of the chunk (the next
     // rows) still fall in it.
-    if (levels_page_ != page_at_) {
-      const uint8_t* levels = payload;
-      size_t levels_size = 0;
-      const uint8_t* vals;
-      size_t vals_size;
-      const size_t comp = static_cast<size_t>(h.compressed_size);
-      if (v2) {
-        if (h.rep_length < 0 || h.def_length < 0 || static_cast<size_t>(h.rep_length) + static_cast<size_t>(h.def_length) > comp ||
-            h.rep_length + static_cast<int64_t>(h.def_length) > h.uncompressed_size)
-          fail("level lengths ", h.rep_length, " + ", h.def_length, " exceed the page");
-        levels_size = static_cast<size_t>(h.rep_length) + static_cast<size_t>(h.def_length);
-        const uint8_t* body = payload + levels_size;
-        const size_t body_size = comp - levels_size;
-        const size_t raw_size = static_cast<size_t>(h.uncompressed_size) - levels_size;
-        if (h.is_compressed && meta_.codec != 0) {
-          buffer_.resize(raw_size);
-          decompress(meta_.codec, body, body_size, buffer_.data(), raw_size);
-          vals = buffer_.data();
-          vals_size = raw_size;
-        } else {
-          if (body_size != raw_size) fail("uncompressed v2 page body of ", body_size, " bytes, the header says ", raw_size);
-          vals = body;
-          vals_size = body_size;
-        }
-      } else {
-        if (meta_.codec != 0) {
-          buffer_.resize(static_cast<size_t>(h.uncompressed_size));
-          decompress(meta_.codec, payload, comp, buffer_.data(), buffer_.size());
-          levels = buffer_.data();
-          levels_size = buffer_.size();
-        } else {
-          if (comp != static_cast<size_t>(h.uncompressed_size))
-            fail("uncompressed page of ", comp, " bytes, the header says ", h.uncompressed_size);
-          levels_size = comp;
-        }
-        vals = levels;
-        vals_size = levels_size;
-      }
-      // Repetition then definition levels.
-      rep_.assign(n, 0);
-      def_.assign(n, 0);
-      if (v2) {
-        if (leaf_.max_rep > 0)
-          decode_rle_hybrid(levels, static_cast<size_t>(h.rep_length), bit_width_of(static_cast<uint64_t>(leaf_.max_rep)), n, rep_.data());
-        if (leaf_.max_def > 0)
-          decode_rle_hybrid(levels + h.rep_length, static_cast<size_t>(h.def_length),
-                            bit_width_of(static_cast<uint64_t>(leaf_.max_def)), n, def_.data());
-      } else {
-        size_t used = 0;
-        if (leaf_.max_rep > 0) used += read_v1_levels(levels, levels_size, h.rep_encoding, leaf_.max_rep, n, rep_.data(), "repetition");
-        if (leaf_.max_def > 0)
-          used += read_v1_levels(levels + used, levels_size - used, h.def_encoding, leaf_.max_def, n, def_.data(), "definition");
-        vals = levels + used;
-        vals_size = levels_size - used;
-      }
-      check_levels(rep_.data(), n, leaf_.max_rep, "repetition");
-      check_levels(def_.data(), n, leaf_.max_def, "definition");
-      levels_page_ = page_at_;
-      values_page_ = SIZE_MAX;
-      vals_ = vals;
-      vals_size_ = vals_size;
-    }
+    if (levels_page_ != page_at_) decode_levels(h, payload, v2);
     if (n > 0 && row < 0 && rep_[0] != 0) fail("the column chunk starts inside a row (repetition level ", int(rep_[0]), ")");
     page_starts_row_ = n > 0 && rep_[0] == 0;
     // The rows this page touches: skip it when they are all outside [begin, end).
@@ -243,9 +170,126 @@ class ColumnChunkReader::Impl {
       row += started;
       return;
     }
-    // Values (the non-null ones): all are decoded (encodings are sequential), only those of the rows asked
-    // for become JSON: the triples [lo, hi) of the page and their values [v_lo, v_hi). Consecutive reads
-    // resume from where the last one stopped (the cursor) instead of rescanning the page.
+    const PageRows r = rows_in_page(n, begin, end, row);
+    page_values(h, r.v_lo, r.v_hi);
+    row = r.lo < r.hi ? r.row_before_lo : r.row_at_stop;
+    size_t vi = 0;
+    for (size_t i = r.lo; i < r.hi; ++i) {
+      row += rep_[i] == 0;
+      const bool has = def_[i] == leaf_.max_def;
+      out.add(row, rep_[i], def_[i], has ? &values_[vi] : nullptr);
+      vi += has;
+    }
+    if (r.hi < n) row = end;  // past the rows asked for: the rest of the page is not needed
+  }
+
+  // A page that starts at a row boundary (known from its header alone) whose rows all lie outside [begin,
+  // end): `row` moves past them and the page is not decoded.
+  bool skip_page_by_header(const PageHeader& h, bool v2, int64_t begin, int64_t end, int64_t& row) {
+    const size_t n = static_cast<size_t>(h.num_values);
+    const int64_t known = rows_from_header(h, v2);
+    page_starts_row_ = known >= 0 && known <= h.num_values && n > 0;
+    if (known < 0 || known > h.num_values) return false;
+    if (row + 1 >= end) {  // past the rows asked for
+      row = end;
+      return true;
+    }
+    if (row + known < begin) {  // every row the page starts ends before `begin`
+      row += known;
+      return true;
+    }
+    return false;
+  }
+
+  // A data page's level bytes and value bytes (decompressed into buffer_ where the page is compressed).
+  struct PageBytes {
+    const uint8_t* levels;
+    size_t levels_size;
+    const uint8_t* vals;
+    size_t vals_size;
+  };
+  PageBytes page_bytes(const PageHeader& h, const uint8_t* payload, bool v2) {
+    PageBytes pb{payload, 0, nullptr, 0};
+    const size_t comp = static_cast<size_t>(h.compressed_size);
+    if (v2) {  // the levels uncompressed, then the values' body
+      if (h.rep_length < 0 || h.def_length < 0 ||
+          static_cast<size_t>(h.rep_length) + static_cast<size_t>(h.def_length) > comp ||
+          h.rep_length + static_cast<int64_t>(h.def_length) > h.uncompressed_size)
+        fail("level lengths ", h.rep_length, " + ", h.def_length, " exceed the page");
+      pb.levels_size = static_cast<size_t>(h.rep_length) + static_cast<size_t>(h.def_length);
+      const uint8_t* body = payload + pb.levels_size;
+      const size_t body_size = comp - pb.levels_size;
+      const size_t raw_size = static_cast<size_t>(h.uncompressed_size) - pb.levels_size;
+      if (h.is_compressed && meta_.codec != 0) {
+        buffer_.resize(raw_size);
+        decompress(meta_.codec, body, body_size, buffer_.data(), raw_size);
+        pb.vals = buffer_.data();
+        pb.vals_size = raw_size;
+      } else {
+        if (body_size != raw_size)
+          fail("uncompressed v2 page body of ", body_size, " bytes, the header says ", raw_size);
+        pb.vals = body;
+        pb.vals_size = body_size;
+      }
+      return pb;
+    }
+    // v1: levels and values compressed together
+    if (meta_.codec != 0) {
+      buffer_.resize(static_cast<size_t>(h.uncompressed_size));
+      decompress(meta_.codec, payload, comp, buffer_.data(), buffer_.size());
+      pb.levels = buffer_.data();
+      pb.levels_size = buffer_.size();
+    } else {
+      if (comp != static_cast<size_t>(h.uncompressed_size))
+        fail("uncompressed page of ", comp, " bytes, the header says ", h.uncompressed_size);
+      pb.levels_size = comp;
+    }
+    pb.vals = pb.levels;
+    pb.vals_size = pb.levels_size;
+    return pb;
+  }
+
+  // The page's repetition then definition levels (rep_, def_), checked; where its values' bytes start (vals_).
+  void decode_levels(const PageHeader& h, const uint8_t* payload, bool v2) {
+    const size_t n = static_cast<size_t>(h.num_values);
+    PageBytes pb = page_bytes(h, payload, v2);
+    const uint8_t* levels = pb.levels;
+    const size_t levels_size = pb.levels_size;
+    rep_.assign(n, 0);
+    def_.assign(n, 0);
+    if (v2) {
+      if (leaf_.max_rep > 0)
+        decode_rle_hybrid(levels, static_cast<size_t>(h.rep_length), bit_width_of(static_cast<uint64_t>(leaf_.max_rep)),
+                          n, rep_.data());
+      if (leaf_.max_def > 0)
+        decode_rle_hybrid(levels + h.rep_length, static_cast<size_t>(h.def_length),
+                          bit_width_of(static_cast<uint64_t>(leaf_.max_def)), n, def_.data());
+    } else {
+      size_t used = 0;
+      if (leaf_.max_rep > 0)
+        used += read_v1_levels(levels, levels_size, h.rep_encoding, leaf_.max_rep, n, rep_.data(), "repetition");
+      if (leaf_.max_def > 0)
+        used += read_v1_levels(levels + used, levels_size - used, h.def_encoding, leaf_.max_def, n, def_.data(),
+                               "definition");
+      pb.vals = levels + used;
+      pb.vals_size = levels_size - used;
+    }
+    check_levels(rep_.data(), n, leaf_.max_rep, "repetition");
+    check_levels(def_.data(), n, leaf_.max_def, "definition");
+    levels_page_ = page_at_;
+    values_page_ = SIZE_MAX;
+    vals_ = pb.vals;
+    vals_size_ = pb.vals_size;
+  }
+
+  // The triples [lo, hi) of the page whose rows lie in [begin, end), their non-null values [v_lo, v_hi), the
+  // row before lo and the row where the scan stopped. Consecutive reads resume from where the last one
+  // stopped (the cursor) instead of rescanning the page.
+  struct PageRows {
+    size_t lo, hi, v_lo, v_hi;
+    int64_t row_before_lo, row_at_stop;
+  };
+  PageRows rows_in_page(size_t n, int64_t begin, int64_t end, int64_t row) {
     Cursor c{0, row, 0};
     if (cursor_page_row_ == row && cursor_.row < begin) c = cursor_;
     size_t lo = n, hi = n, v_lo = 0;
@@ -263,10 +307,15 @@ class ColumnChunkReader::Impl {
       }
       c = {i + 1, ri, c.present + (def_[i] == leaf_.max_def)};
     }
-    const size_t v_hi = c.present;
     cursor_ = c;
-    const size_t present = page_present_;
     if (lo > hi) lo = hi;
+    return {lo, hi, v_lo, c.present, row_before_lo, c.row};
+  }
+
+  // The page's non-null values [v_lo, v_hi) as JSON (values_): all are decoded once per page (encodings are
+  // sequential), only those of the rows asked for become JSON.
+  void page_values(const PageHeader& h, size_t v_lo, size_t v_hi) {
+    const size_t present = page_present_;
     values_.clear();
     values_.reserve(v_hi - v_lo);
     const bool dictionary = is_dictionary_encoding(h.encoding);
@@ -289,15 +338,6 @@ class ColumnChunkReader::Impl {
     } else {
       append_json_values(leaf_, raw_, v_lo, v_hi - v_lo, values_);
     }
-    row = lo < hi ? row_before_lo : c.row;
-    size_t vi = 0;
-    for (size_t i = lo; i < hi; ++i) {
-      row += rep_[i] == 0;
-      const bool has = def_[i] == leaf_.max_def;
-      out.add(row, rep_[i], def_[i], has ? &values_[vi] : nullptr);
-      vi += has;
-    }
-    if (hi < n) row = end;  // past the rows asked for: the rest of the page is not needed
   }
 
   void decode_dictionary() {
