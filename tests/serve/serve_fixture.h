@@ -96,14 +96,15 @@ class TestServer {
   int port_ = 0;
 };
 
-// The request's results from an engine of its own on the tiny model (generate(), no server).
-inline rollout::RequestResult direct(const rollout::Request& r) {
-  const generate::LoadedModel m = generate::load_model(tiny_model(), "", "f32", 16, "");
+// The request's results from an engine of its own on `model` (generate(), no server).
+inline rollout::RequestResult direct_on(const std::string& model, const rollout::Request& r) {
+  const generate::LoadedModel m = generate::load_model(model, "", "f32", 16, "");
   rollout::EngineConfig ec;
   ec.kv_memory_bytes = 64 << 20;
   rollout::Engine engine(*m.model, ec, rollout::tokenizer_decode_fn(*m.tok));
   return engine.generate({r})[0];
 }
+inline rollout::RequestResult direct(const rollout::Request& r) { return direct_on(tiny_model(), r); }
 
 // The "data: ..." payloads of a server-sent event stream, in order ("[DONE]" included).
 inline std::vector<std::string> sse_events(const std::string& body) {
