@@ -50,9 +50,15 @@ bool keys_equal(const std::string& a, const std::string& b) {
 }
 
 Server::Server(const ServerOptions& options, const generate::LoadedModel& model, rollout::Engine& engine)
-    : options_(options), model_(model), created_(unix_now()) {
+    : options_(options),
+      model_(model),
+      kv_blocks_(engine.kv_cache().num_blocks()),
+      block_size_(engine.kv_cache().block_size()),
+      created_(unix_now()) {
   GRPO_CHECK(options.max_queue >= 1, "[serve] --max-queue must be >= 1, got ", options.max_queue);
   GRPO_CHECK(options.max_body_bytes >= 1024, "[serve] --max-body-bytes must be >= 1024, got ", options.max_body_bytes);
+  GRPO_CHECK(options.max_n >= 1, "[serve] --max-n must be >= 1, got ", options.max_n);
+  GRPO_CHECK(options.drain_seconds >= 0, "[serve] --drain-seconds must be >= 0, got ", options.drain_seconds);
   if (model.images) pictures_ = std::make_unique<DataUrlPictures>(*model.images, model.image_pad);
   info_ = ModelInfo{.name = options.model_name,
                     .tok = model.tokenizer(),
@@ -102,6 +108,21 @@ void Server::handle_auth_and_errors() {
   });
 }
 
+void Server::check_kv_fit(const ParsedRequest& p, const std::string& body) const {
+  for (const rollout::Request& r : p.requests) {
+    const int64_t tokens = static_cast<int64_t>(r.prompt.size()) + r.max_new_tokens;
+    const int64_t need = (tokens + block_size_ - 1) / block_size_;
+    if (need <= kv_blocks_) continue;
+    const char* key =
+        body.find("\"max_completion_tokens\"") != std::string::npos ? "max_completion_tokens" : "max_tokens";
+    throw ApiError(400, key,
+                   "the prompt's " + std::to_string(r.prompt.size()) + " tokens + " + key + " " +
+                       std::to_string(r.max_new_tokens) + " need " + std::to_string(need) + " KV blocks of " +
+                       std::to_string(block_size_) + " tokens; the server's cache has " + std::to_string(kv_blocks_) +
+                       " (lower " + key + ", or start the server with more --kv-cache-memory)");
+  }
+}
+
 void Server::add_routes() {
   http_->Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_content(kChatPage, "text/html"); });
   http_->Get("/health", [](const httplib::Request&, httplib::Response& res) {
@@ -124,6 +145,7 @@ void Server::add_completion_route(const char* path, Endpoint endpoint) {
     try {
       *parsed = endpoint == Endpoint::Chat ? parse_chat_request(req.body, info_, seed)
                                            : parse_completion_request(req.body, info_, seed);
+      check_kv_fit(*parsed, req.body);
     } catch (const ApiError& e) {
       reply_error(res, e);
       return;

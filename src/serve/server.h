@@ -48,6 +48,8 @@ class Server {
   void add_routes();
   void add_completion_route(const char* path, Endpoint endpoint);
   void handle_auth_and_errors();
+  // 400 naming the max-tokens field when a request's samples could never fit the KV cache.
+  void check_kv_fit(const ParsedRequest& p, const std::string& body) const;
 
   ServerOptions options_;
   const generate::LoadedModel& model_;
@@ -55,6 +57,7 @@ class Server {
   ModelInfo info_;
   std::unique_ptr<EngineQueue> queue_;
   std::unique_ptr<httplib::Server> http_;
+  int64_t kv_blocks_, block_size_;  // the engine's KV cache (fixed at its construction)
   std::atomic<int64_t> http_requests_{0}, http_errors_{0}, next_id_{0};
   int64_t created_;
 };

@@ -32,10 +32,10 @@ inline const std::string& tiny_model() {
 
 class TestServer {
  public:
-  explicit TestServer(ServerOptions options = {}) {
+  explicit TestServer(ServerOptions options = {}, int64_t kv_bytes = 64 << 20) {
     model_ = std::make_unique<generate::LoadedModel>(generate::load_model(tiny_model(), "", "f32", 16, ""));
     rollout::EngineConfig ec;
-    ec.kv_memory_bytes = 64 << 20;
+    ec.kv_memory_bytes = kv_bytes;
     engine_ = std::make_unique<rollout::Engine>(*model_->model, ec, rollout::tokenizer_decode_fn(*model_->tok));
     options.port = 0;
     if (options.model_name.empty()) options.model_name = "tiny";

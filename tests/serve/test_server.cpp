@@ -2,8 +2,8 @@
 // chat reply is the engine's own greedy completion of the chat template's prompt; completions take token
 // ids and return token_ids and token_logprobs; a stream's deltas add up to the whole reply and end with
 // usage and [DONE]; errors have OpenAI's shape and status (400 malformed JSON, 404 unknown model, 400 naming
-// max_tokens past the context, 413 over the body limit, 429 with Retry-After when the queue is full, 401
-// without the key).
+// max_tokens past the context or past what the KV cache can ever hold, 413 over the body limit, 429 with
+// Retry-After when the queue is full, 401 without the key).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -145,6 +145,15 @@ TEST(ServeHttp, ErrorsHaveOpenAiShapeAndStatus) {
   const auto bad_field = s.post("/v1/chat/completions", chat_body("hi", 3, {{"top_p", 2}}).dump());
   EXPECT_EQ(bad_field->status, 400);
   EXPECT_EQ(error_of(bad_field)["param"], "top_p");
+}
+
+TEST(ServeHttp, RequestsThatCouldNeverFitTheKvCacheAreRefusedBeforeQueueing) {
+  TestServer s({}, 1 << 20);  // 32 blocks of 16 tokens (f32 k and v of the tiny model's 4 layers)
+  const auto r = s.post("/v1/completions", json{{"prompt", "hi"}, {"max_tokens", 1000}}.dump());
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(error_of(r)["param"], "max_tokens");
+  EXPECT_NE(error_of(r)["message"].get<std::string>().find("KV blocks"), std::string::npos);
+  EXPECT_EQ(s.post("/v1/completions", json{{"prompt", "hi"}, {"max_tokens", 100}}.dump())->status, 200);
 }
 
 TEST(ServeHttp, ApiKeyIsRequiredWhenSet) {
