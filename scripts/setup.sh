@@ -6,7 +6,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 packages=(build-essential cmake ninja-build pkg-config clang clang-format libclang-rt-14-dev libomp-dev
           libdnnl-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libpcre2-dev libutf8proc-dev
           libgtest-dev libbenchmark-dev ocl-icd-opencl-dev libpng-dev libjpeg62-turbo-dev libopenmpi-dev
-          openmpi-bin python3 libsnappy-dev zlib1g-dev libzstd-dev liblz4-dev libbrotli-dev)
+          openmpi-bin python3 libsnappy-dev zlib1g-dev libzstd-dev liblz4-dev libbrotli-dev libcpp-httplib-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

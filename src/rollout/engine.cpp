@@ -16,8 +16,7 @@
 #include "core/rng.h"
 #include "core/threads.h"
 #include "core/units.h"
-#include "rollout/scheduler.h"
-#include "rollout/sequence.h"
+#include "rollout/engine_run.h"
 
 namespace grpo::rollout {
 
@@ -61,34 +60,6 @@ std::string KvBudget::describe() const {
   if (max_blocks > 0) return s + cat("min(", memory, ", ", max_blocks, " blocks the work holds at once)");
   return s + memory;
 }
-
-struct Engine::Run {
-  struct SampleJob {
-    int64_t row;     // logits row
-    Sequence* seq;   // the sample that draws
-    SampledToken out;
-  };
-
-  Run(const std::vector<Request>& requests, KvCache& kv, const EngineConfig& cfg, size_t total_seqs,
-      const MultiTurn& turns)
-      : requests(requests), turns(turns), scheduler(kv, cfg.token_budget, cfg.max_seqs, total_seqs) {}
-  const std::vector<Request>& requests;
-  MultiTurn turns;
-  std::vector<Sequence> seqs;         // per request: its prompt sequence, then its n samples
-  std::vector<size_t> first;          // [requests] index of the prompt sequence in seqs
-  std::vector<int32_t> group_size;    // [requests] n
-  std::vector<int32_t> samples_left;  // [requests]
-  std::vector<PromptVision> vision;   // [requests] (vision models; empty positions: a prompt without pictures)
-  std::vector<std::vector<int32_t>> keys;  // [requests] prefix-cache keys of prompts with pictures
-  int64_t live_samples = 0;           // samples whose result is not complete yet
-  std::vector<SampleJob> jobs;
-  std::vector<Sequence*> fork_buf;
-  std::vector<Sequence*> ready_buf;  // parked samples whose reply is ready
-  Scheduler scheduler;
-  int64_t requests_done = 0;
-  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
-  bool aborted = false;
-};
 
 Engine::Engine(RolloutModel& model, const EngineConfig& config, DecodeFn decode)
     : model_(model), config_(config), decode_(std::move(decode)) {
@@ -163,77 +134,112 @@ void Engine::ensure_workspaces(int64_t tokens) {
   ws_bucket_ = bucket;
 }
 
-void Engine::encode_pictures(Run& run) {
-  const size_t n = run.requests.size();
-  run.vision.assign(n, {});
-  run.keys.assign(n, {});
-  for (size_t i = 0; i < n; ++i) {
-    const Request& r = run.requests[i];
-    if (!model_.has_vision()) {
-      GRPO_CHECK(r.pictures.empty(), "[rollout] request ", i, ": ", r.pictures.size(),
-                 " pictures given but the model takes none");
-      continue;
+void Engine::encode_pictures(Run& run, size_t i) {
+  run.vision[i] = {};
+  run.keys[i].clear();
+  const Request& r = run.request(static_cast<int32_t>(i));
+  if (!model_.has_vision()) {
+    GRPO_CHECK(r.pictures.empty(), "[rollout] request ", i, ": ", r.pictures.size(),
+               " pictures given but the model takes none");
+    return;
+  }
+  PromptVision& pv = run.vision[i] = model_.encode_prompt(r.prompt, r.pictures, cat("request ", i));
+  stats_.vision_s += pv.vision_seconds;
+  stats_.vision_patches += pv.patches;
+  if (r.pictures.empty()) return;
+  // Image pads keyed by their picture's content and their index (negative: never a token id).
+  std::vector<int32_t>& keys = run.keys[i];
+  keys = r.prompt;
+  for (size_t t = 0; t < keys.size(); ++t) {
+    const int32_t k = pv.pad_index[t];
+    if (k < 0) continue;
+    uint64_t x = r.pictures[pv.pad_picture[k]]->hash ^ (static_cast<uint64_t>(k) * 0x9e3779b97f4a7c15ull);
+    keys[t] = static_cast<int32_t>(static_cast<uint32_t>(splitmix64(x)) | 0x80000000u);
+  }
+}
+
+void Engine::add_group(Run& run, size_t i) {
+  const Request& r = run.request(static_cast<int32_t>(i));
+  const int64_t max_blocks = (model_.max_positions() + config_.block_size - 1) / config_.block_size;
+  encode_pictures(run, i);
+  std::vector<Sequence>& group = run.groups[i];
+  group.clear();
+  group.reserve(1 + static_cast<size_t>(r.n));
+  for (int32_t k = -1; k < r.n; ++k) {
+    group.emplace_back(static_cast<int32_t>(i), k, r, &decode_, max_blocks);
+    if (run.turns.handler && k >= 0) group.back().mask.reserve(r.max_new_tokens);
+    if (!run.keys[i].empty()) group.back().prompt_keys = run.keys[i].data();
+  }
+  run.group_size[i] = r.n;
+  run.samples_left[i] = r.n;
+  run.live_samples += r.n;
+  group.front().tokens.assign(r.prompt.begin(), r.prompt.end());
+  run.scheduler.add(&group.front());
+}
+
+void Engine::check_fits_cache(const Request& r, size_t i) const {
+  const int64_t bs = config_.block_size;
+  const int64_t max_tokens =
+      std::min<int64_t>(static_cast<int64_t>(r.prompt.size()) + r.max_new_tokens, model_.max_positions());
+  const int64_t need = (max_tokens + bs - 1) / bs;
+  GRPO_CHECK(need <= kv_->num_blocks(), "[rollout] request ", i, ": ", r.prompt.size(), " prompt tokens + ",
+             r.max_new_tokens, " new tokens need up to ", need, " KV blocks of ", bs, " tokens, the cache has ",
+             kv_->num_blocks(), " (", kv_->view().bytes_per_block() * kv_->num_blocks(),
+             " bytes): give it more memory or lower max_new_tokens");
+}
+
+RequestResult Engine::take_result(Run& run, size_t i) {
+  const Request& r = run.request(static_cast<int32_t>(i));
+  std::vector<Sequence>& group = run.groups[i];
+  Sequence& prompt = group.front();
+  if (prompt.running || !prompt.finished) run.scheduler.finish(&prompt);  // aborted before its fork
+  RequestResult result;
+  result.samples.resize(r.n);
+  for (int32_t k = 0; k < r.n; ++k) {
+    Sequence& s = group[1 + k];
+    SampleResult& out = result.samples[k];
+    const bool complete = s.finished || s.result_len >= 0;
+    if (!s.finished) {  // aborted (or static-batch padding cut short by the abort)
+      run.scheduler.finish(&s);
+      if (!complete && s.generated() > 0) s.text.flush(std::span(s.tokens).subspan(s.prompt_len));
     }
-    PromptVision& pv = run.vision[i] = model_.encode_prompt(r.prompt, r.pictures, cat("request ", i));
-    stats_.vision_s += pv.vision_seconds;
-    stats_.vision_patches += pv.patches;
-    if (r.pictures.empty()) continue;
-    // Image pads keyed by their picture's content and their index (negative: never a token id).
-    std::vector<int32_t>& keys = run.keys[i];
-    keys = r.prompt;
-    for (size_t t = 0; t < keys.size(); ++t) {
-      const int32_t k = pv.pad_index[t];
-      if (k < 0) continue;
-      uint64_t x = r.pictures[pv.pad_picture[k]]->hash ^ (static_cast<uint64_t>(k) * 0x9e3779b97f4a7c15ull);
-      keys[t] = static_cast<int32_t>(static_cast<uint32_t>(splitmix64(x)) | 0x80000000u);
+    const int64_t n = s.result_len >= 0 ? s.result_len : s.generated();
+    if (n > 0) out.tokens.assign(s.tokens.begin() + s.prompt_len, s.tokens.begin() + s.prompt_len + n);
+    out.logprobs = std::move(s.logprobs);
+    out.text = s.text.take_text();
+    out.finish_reason = complete ? s.finish_reason : FinishReason::Abort;
+    if (run.turns.handler) {
+      out.response_mask = std::move(s.mask);
+      out.response_mask.resize(out.tokens.size(), 1);  // (a sample aborted before its first token: empty)
+      out.turns = std::move(s.turns);
     }
   }
+  return result;
 }
 
 std::vector<RequestResult> Engine::generate(const std::vector<Request>& requests, const ProgressFn& progress,
                                            const MultiTurn& turns) {
-  const int64_t V = model_.vocab_size(), max_pos = model_.max_positions(), bs = config_.block_size;
+  const int64_t V = model_.vocab_size(), max_pos = model_.max_positions();
   if (turns.handler) {
     GRPO_CHECK(config_.continuous_batching, "[rollout] multi-turn generation needs continuous batching");
     GRPO_CHECK(static_cast<bool>(decode_), "[rollout] multi-turn generation needs a detokenizer (the handler reads "
                "each turn's text)");
   }
   size_t total = 0;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    const Request& r = requests[i];
-    validate_request(r, i, V, max_pos, static_cast<bool>(decode_));
-    const int64_t max_tokens = std::min<int64_t>(static_cast<int64_t>(r.prompt.size()) + r.max_new_tokens, max_pos);
-    const int64_t need = (max_tokens + bs - 1) / bs;
-    GRPO_CHECK(need <= kv_->num_blocks(), "[rollout] request ", i, ": ", r.prompt.size(), " prompt tokens + ",
-               r.max_new_tokens, " new tokens need up to ", need, " KV blocks of ", bs, " tokens, the cache has ",
-               kv_->num_blocks(), " (", kv_->view().bytes_per_block() * kv_->num_blocks(),
-               " bytes): give it more memory or lower max_new_tokens");
-    total += 1 + static_cast<size_t>(r.n);
-  }
-  stats_ = {};
-  const KvCache::Stats kv_before = kv_->stats();
-  Run run(requests, *kv_, config_, total, turns);
-  encode_pictures(run);
-  run.seqs.reserve(total);
-  const int64_t max_blocks = (max_pos + bs - 1) / bs;
   int32_t max_n = 0;
   for (size_t i = 0; i < requests.size(); ++i) {
     const Request& r = requests[i];
-    run.first.push_back(run.seqs.size());
-    run.group_size.push_back(r.n);
-    run.samples_left.push_back(r.n);
-    run.live_samples += r.n;
+    validate_request(r, i, V, max_pos, static_cast<bool>(decode_));
+    check_fits_cache(r, i);
+    total += 1 + static_cast<size_t>(r.n);
     max_n = std::max(max_n, r.n);
-    for (int32_t k = -1; k < r.n; ++k) {
-      run.seqs.emplace_back(static_cast<int32_t>(i), k, r, &decode_, max_blocks);
-      if (turns.handler && k >= 0) run.seqs.back().mask.reserve(r.max_new_tokens);
-      if (!run.keys[i].empty()) run.seqs.back().prompt_keys = run.keys[i].data();
-    }
-    Sequence& prompt = run.seqs[run.first.back()];
-    prompt.tokens.assign(r.prompt.begin(), r.prompt.end());
-    run.scheduler.add(&prompt);
   }
-  run.scheduler.set_group_size(run.group_size);
+  stats_ = {};
+  const KvCache::Stats kv_before = kv_->stats();
+  Run run(*kv_, config_, total, turns);
+  run.resize(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) run.requests[i] = &requests[i];
+  for (size_t i = 0; i < requests.size(); ++i) add_group(run, i);
   run.jobs.reserve(total);
   run.fork_buf.reserve(max_n);
   run.ready_buf.reserve(total);
@@ -241,7 +247,8 @@ std::vector<RequestResult> Engine::generate(const std::vector<Request>& requests
   try {
     loop(run, progress);
   } catch (...) {  // leave the cache whole for the next call
-    for (Sequence& s : run.seqs) run.scheduler.finish(&s);
+    for (std::vector<Sequence>& group : run.groups)
+      for (Sequence& s : group) run.scheduler.finish(&s);
     throw;
   }
   stats_.preemptions = run.scheduler.preemptions();
@@ -249,30 +256,7 @@ std::vector<RequestResult> Engine::generate(const std::vector<Request>& requests
   stats_.prefix_hits = kv_->stats().hits - kv_before.hits;
 
   std::vector<RequestResult> results(requests.size());
-  for (size_t i = 0; i < requests.size(); ++i) {
-    Sequence& prompt = run.seqs[run.first[i]];
-    if (prompt.running || !prompt.finished) run.scheduler.finish(&prompt);  // aborted before its fork
-    results[i].samples.resize(requests[i].n);
-    for (int32_t k = 0; k < requests[i].n; ++k) {
-      Sequence& s = run.seqs[run.first[i] + 1 + k];
-      SampleResult& out = results[i].samples[k];
-      const bool complete = s.finished || s.result_len >= 0;
-      if (!s.finished) {  // aborted (or static-batch padding cut short by the abort)
-        run.scheduler.finish(&s);
-        if (!complete && s.generated() > 0) s.text.flush(std::span(s.tokens).subspan(s.prompt_len));
-      }
-      const int64_t n = s.result_len >= 0 ? s.result_len : s.generated();
-      if (n > 0) out.tokens.assign(s.tokens.begin() + s.prompt_len, s.tokens.begin() + s.prompt_len + n);
-      out.logprobs = std::move(s.logprobs);
-      out.text = s.text.take_text();
-      out.finish_reason = complete ? s.finish_reason : FinishReason::Abort;
-      if (turns.handler) {
-        out.response_mask = std::move(s.mask);
-        out.response_mask.resize(out.tokens.size(), 1);  // (a sample aborted before its first token: empty)
-        out.turns = std::move(s.turns);
-      }
-    }
-  }
+  for (size_t i = 0; i < requests.size(); ++i) results[i] = take_result(run, i);
   return results;
 }
 
@@ -313,7 +297,7 @@ void Engine::end_sample(Run& run, Sequence& s) {
 bool Engine::start_turn_work(Run& run, Sequence& s) {
   ++s.turns.assistant_turns;
   const MultiTurn& mt = run.turns;
-  const Request& req = run.requests[s.request];
+  const Request& req = run.request(s.request);
   const bool budget_left = s.generated() < req.max_new_tokens &&
                            static_cast<int64_t>(s.tokens.size()) < model_.max_positions();
   if (s.finish_reason != FinishReason::Stop || !budget_left || (mt.max_assistant_turns > 0 && s.turns.assistant_turns >= mt.max_assistant_turns) ||
@@ -346,7 +330,7 @@ void Engine::take_replies(Run& run, bool wait) {
   const int64_t V = model_.vocab_size(), max_pos = model_.max_positions();
   for (Sequence* sp : run.ready_buf) {
     Sequence& s = *sp;
-    const Request& req = run.requests[s.request];
+    const Request& req = run.request(s.request);
     TurnReply reply = s.pending.get();
     s.turns.parked_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - s.parked_at).count();
     s.turns.tool_calls += reply.tool_calls;
@@ -421,7 +405,7 @@ Engine::StepInputs Engine::build_step_inputs(Run& run, std::span<const Scheduled
   int32_t* rows = step_ws_.take<int32_t>(R, "step logits_rows");              // [R]
   float* logits = step_ws_.take<float>(R * V, "step logits");                 // [R, V]
   bool pictures = false;  // any planned sequence from a prompt with pictures: M-RoPE positions and features
-  for (const ScheduledSeq& p : plan) pictures = pictures || !run.requests[p.seq->request].pictures.empty();
+  for (const ScheduledSeq& p : plan) pictures = pictures || !run.request(p.seq->request).pictures.empty();
   int32_t* mrope = pictures ? step_ws_.take<int32_t>(3 * T, "step mrope positions") : nullptr;  // [3, T]
   const float** features = pictures ? step_ws_.take<const float*>(T, "step features") : nullptr;  // [T]
   int64_t t = 0, r = 0;
@@ -473,7 +457,7 @@ void Engine::draw_tokens(Run& run, std::span<const ScheduledSeq> plan, const flo
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (njobs > 1 && njobs * V > (1 << 16))
   for (int64_t j = 0; j < njobs; ++j) {
     Run::SampleJob& job = run.jobs[j];
-    const Request& req = run.requests[job.seq->request];
+    const Request& req = run.request(job.seq->request);
     try {
       job.out = samplers_[omp_get_thread_num()].sample(logits + job.row * V, req.sampling, job.seq->rng);
     } catch (...) {
@@ -503,7 +487,7 @@ void Engine::fork_prompts(Run& run, std::span<const ScheduledSeq> plan) {
 // The draw appended to its sample and checked for a stop: the sample ends, parks for its turn's reply, or
 // (static batch) keeps decoding as padding.
 void Engine::append_draw(Run& run, Sequence& s, const SampledToken& draw) {
-  const Request& req = run.requests[s.request];
+  const Request& req = run.request(s.request);
   s.tokens.push_back(draw.token);
   if (s.result_len >= 0) {  // static-batch padding: decoded, discarded
     ++stats_.padding_tokens;
@@ -546,11 +530,12 @@ void Engine::append_draw(Run& run, Sequence& s, const SampledToken& draw) {
 
 // A static batch whose longest sample has stopped: its padding ends.
 void Engine::end_static_batch(Run& run) {
-  for (Sequence& s : run.seqs)
-    if (s.result_len >= 0 && !s.finished) {
-      s.finished = true;
-      run.scheduler.finish(&s);
-    }
+  for (std::vector<Sequence>& group : run.groups)
+    for (Sequence& s : group)
+      if (s.result_len >= 0 && !s.finished) {
+        s.finished = true;
+        run.scheduler.finish(&s);
+      }
 }
 
 }  // namespace grpo::rollout

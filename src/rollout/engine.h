@@ -16,6 +16,9 @@
 // handler; when it answers with work (a tool call), the sample is parked with its KV blocks while the others
 // decode, and once the reply is ready its tokens are prefilled onto the sample, which decodes its next turn.
 //   engine.generate(requests, {}, MultiTurn{&handler, max_assistant_turns});
+//
+// Serving (rollout/serving.h): engine.serve(feed) takes requests while others run, streams their tokens and
+// cancels the ones the feed gives up; a request's results are the same as in generate().
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -30,6 +33,7 @@
 #include "rollout/model_interface.h"
 #include "rollout/request.h"
 #include "rollout/sampler.h"
+#include "rollout/serving.h"
 #include "rollout/turns.h"
 
 namespace grpo::rollout {
@@ -118,6 +122,9 @@ class Engine {
 
   std::vector<RequestResult> generate(const std::vector<Request>& requests, const ProgressFn& progress = {},
                                       const MultiTurn& turns = {});
+  // Serving (rollout/serving.h): runs requests as `feed` hands them over, admitted between steps into the
+  // running batch, until the feed stops and nothing runs. stats() then counts the whole session.
+  void serve(RequestFeed& feed);
 
   // Drops every prefix-cache entry (the model's weights changed: cached k/v are stale).
   void clear_prefix_cache();
@@ -133,7 +140,14 @@ class Engine {
  private:
   struct Run;
   void ensure_workspaces(int64_t tokens);
-  void encode_pictures(Run& run);  // vision models: each request's PromptVision and prefix-cache keys
+  // Vision models: request i's PromptVision and prefix-cache keys.
+  void encode_pictures(Run& run, size_t i);
+  void add_group(Run& run, size_t i);  // request i's prompt and samples, its prompt waiting to be admitted
+  void check_fits_cache(const Request& r, size_t i) const;  // its samples fit the cache, else an error
+  RequestResult take_result(Run& run, size_t i);            // request i's samples (unfinished ones aborted)
+  // Serving: admits `feed`'s new requests and cancels; false when it stopped and nothing runs.
+  bool serve_poll(Run& run, RequestFeed& feed);
+  void serve_report(Run& run, RequestFeed& feed);   // new tokens, then the requests that ended
   void loop(Run& run, const ProgressFn& progress);  // steps until every sequence finished or aborted
   bool step(Run& run);  // false: nothing could be scheduled (every runnable sample waits on a parked one)
   // A step's phases: the model's inputs for the planned sequences (in step_ws_) and its logits rows [R, V];

@@ -1,0 +1,174 @@
+// `grpo serve`'s HTTP API on a tiny model, in this process: the routes answer in OpenAI's shapes; a greedy
+// chat reply is the engine's own greedy completion of the chat template's prompt; completions take token
+// ids and return token_ids and token_logprobs; a stream's deltas add up to the whole reply and end with
+// usage and [DONE]; errors have OpenAI's shape and status (400 malformed JSON, 404 unknown model, 400 naming
+// max_tokens past the context or past what the KV cache can ever hold, 413 over the body limit, 429 with
+// Retry-After when the queue is full, 401 without the key).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "generate/request_fields.h"
+#include "serve_fixture.h"
+
+namespace grpo::serve {
+namespace {
+
+using nlohmann::json;
+using test::sse_events;
+using test::TestServer;
+
+json chat_body(const std::string& text, int max_tokens, const json& extra = json::object()) {
+  json b = {{"model", "tiny"}, {"messages", {{{"role", "user"}, {"content", text}}}}, {"max_tokens", max_tokens}};
+  for (auto it = extra.begin(); it != extra.end(); ++it) b[it.key()] = it.value();
+  return b;
+}
+
+json error_of(const httplib::Result& r) { return json::parse(r->body).at("error"); }
+
+TEST(ServeHttp, RoutesAnswerInOpenAiShapes) {
+  TestServer s;
+  const auto models = s.get("/v1/models");
+  ASSERT_TRUE(models);
+  EXPECT_EQ(models->status, 200);
+  EXPECT_EQ(json::parse(models->body)["data"][0]["id"], "tiny");
+  EXPECT_EQ(s.get("/health")->status, 200);
+  const auto page = s.get("/");
+  EXPECT_EQ(page->status, 200);
+  EXPECT_NE(page->body.find("/v1/chat/completions"), std::string::npos);
+  EXPECT_EQ(page->body.find("src=\"http"), std::string::npos);  // no external assets
+  EXPECT_NE(s.get("/metrics")->body.find("# TYPE grpo_kv_blocks_used gauge"), std::string::npos);
+  const auto missing = s.get("/nowhere");
+  EXPECT_EQ(missing->status, 404);
+  EXPECT_TRUE(error_of(missing).contains("message"));
+}
+
+TEST(ServeHttp, GreedyChatIsTheEnginesCompletionOfTheTemplate) {
+  TestServer s;
+  const auto r =
+      s.post("/v1/chat/completions", chat_body("hello", 12, {{"temperature", 0}, {"logprobs", true}}).dump());
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json j = json::parse(r->body);
+  EXPECT_EQ(j["object"], "chat.completion");
+  const json& choice = j["choices"][0];
+  EXPECT_EQ(choice["message"]["role"], "assistant");
+
+  rollout::Request want;
+  want.prompt = generate::chat_prompt(*s.model().tok, generate::Json::array({{{"role", "user"}, {"content", "hello"}}}),
+                                      generate::Json());
+  want.sampling.temperature = 0;
+  want.max_new_tokens = 12;
+  want.stop_token_ids = s.model().stop_ids;
+  const rollout::SampleResult direct = test::direct(want).samples[0];
+  EXPECT_EQ(choice["message"]["content"], direct.text);
+  EXPECT_EQ(choice["finish_reason"], direct.finish_reason == rollout::FinishReason::Length ? "length" : "stop");
+  ASSERT_EQ(choice["logprobs"]["content"].size(), direct.tokens.size());
+  EXPECT_EQ(choice["logprobs"]["content"][0]["logprob"].get<float>(), direct.logprobs[0]);
+  EXPECT_EQ(j["usage"]["prompt_tokens"], want.prompt.size());
+  EXPECT_EQ(j["usage"]["completion_tokens"], direct.tokens.size());
+}
+
+TEST(ServeHttp, CompletionsTakeTokenIdsAndReturnThem) {
+  TestServer s;
+  const json body = {{"prompt", {{104, 105}, {106}}}, {"max_tokens", 5}, {"temperature", 0}, {"n", 2}, {"logprobs", 1}};
+  const auto r = s.post("/v1/completions", body.dump());
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json j = json::parse(r->body);
+  ASSERT_EQ(j["choices"].size(), 4u);  // 2 prompts x n = 2
+  rollout::Request want;
+  want.prompt = {106};
+  want.sampling.temperature = 0;
+  want.max_new_tokens = 5;
+  want.stop_token_ids = s.model().stop_ids;
+  const rollout::SampleResult direct = test::direct(want).samples[0];
+  const json& c = j["choices"][2];  // the second prompt's first choice
+  EXPECT_EQ(c["index"], 2);
+  EXPECT_EQ(c["token_ids"].get<std::vector<int32_t>>(), direct.tokens);
+  EXPECT_EQ(c["token_logprobs"].get<std::vector<float>>(), direct.logprobs);
+  EXPECT_EQ(c["logprobs"]["token_logprobs"].size(), direct.tokens.size());
+  EXPECT_EQ(c["text"], direct.text);
+
+  const auto echo = s.post("/v1/completions", json{{"prompt", "ab"}, {"max_tokens", 2}, {"echo", true}}.dump());
+  ASSERT_EQ(echo->status, 200) << echo->body;
+  EXPECT_EQ(json::parse(echo->body)["choices"][0]["text"].get<std::string>().substr(0, 2), "ab");
+}
+
+TEST(ServeHttp, StreamDeltasAddUpToTheReply) {
+  TestServer s;
+  const json extra = {{"seed", 5}, {"stop", "zz"}, {"stream_options", {{"include_usage", true}}}};
+  const auto whole = s.post("/v1/chat/completions", chat_body("hi", 40, extra).dump());
+  ASSERT_EQ(whole->status, 200) << whole->body;
+  json streamed_body = chat_body("hi", 40, extra);
+  streamed_body["stream"] = true;
+  const std::vector<std::string> events = sse_events(s.stream("/v1/chat/completions", streamed_body.dump()));
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  std::string text, finish;
+  for (size_t i = 0; i + 2 < events.size(); ++i) {
+    const json chunk = json::parse(events[i]);
+    EXPECT_EQ(chunk["object"], "chat.completion.chunk");
+    const json& choice = chunk["choices"][0];
+    if (choice["delta"].contains("content")) text += choice["delta"]["content"].get<std::string>();
+    if (!choice["finish_reason"].is_null()) finish = choice["finish_reason"];
+  }
+  const json usage = json::parse(events[events.size() - 2]);
+  EXPECT_TRUE(usage["choices"].empty());
+  const json reply = json::parse(whole->body);
+  EXPECT_EQ(usage["usage"], reply["usage"]);
+  EXPECT_EQ(text, reply["choices"][0]["message"]["content"]);
+  EXPECT_EQ(finish, reply["choices"][0]["finish_reason"]);
+}
+
+TEST(ServeHttp, ErrorsHaveOpenAiShapeAndStatus) {
+  ServerOptions o;
+  o.max_queue = 1;
+  o.max_body_bytes = 4096;
+  TestServer s(o);
+  const auto malformed = s.post("/v1/chat/completions", "{\"messages\": [");
+  EXPECT_EQ(malformed->status, 400);
+  EXPECT_EQ(error_of(malformed)["type"], "invalid_request_error");
+  const auto model = s.post("/v1/chat/completions", json{{"model", "other"}, {"messages", json::array()}}.dump());
+  EXPECT_EQ(model->status, 404);
+  EXPECT_EQ(error_of(model)["code"], "model_not_found");
+  const auto past = s.post("/v1/chat/completions", chat_body("hi", 5000).dump());
+  EXPECT_EQ(past->status, 400);
+  EXPECT_EQ(error_of(past)["param"], "max_tokens");
+  const auto past2 = s.post("/v1/completions", json{{"prompt", "hi"}, {"max_completion_tokens", 4095}}.dump());
+  EXPECT_EQ(error_of(past2)["param"], "max_completion_tokens");
+  const auto big = s.post("/v1/completions", json{{"prompt", std::string(5000, 'a')}}.dump());
+  EXPECT_EQ(big->status, 413);
+  EXPECT_TRUE(error_of(big).contains("message"));
+  const auto full = s.post("/v1/completions", json{{"prompt", {"a", "b"}}, {"max_tokens", 2}}.dump());
+  EXPECT_EQ(full->status, 429);  // two engine requests, a queue of one
+  EXPECT_EQ(full->get_header_value("Retry-After"), "1");
+  const auto bad_field = s.post("/v1/chat/completions", chat_body("hi", 3, {{"top_p", 2}}).dump());
+  EXPECT_EQ(bad_field->status, 400);
+  EXPECT_EQ(error_of(bad_field)["param"], "top_p");
+}
+
+TEST(ServeHttp, RequestsThatCouldNeverFitTheKvCacheAreRefusedBeforeQueueing) {
+  TestServer s({}, 1 << 20);  // 32 blocks of 16 tokens (f32 k and v of the tiny model's 4 layers)
+  const auto r = s.post("/v1/completions", json{{"prompt", "hi"}, {"max_tokens", 1000}}.dump());
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(error_of(r)["param"], "max_tokens");
+  EXPECT_NE(error_of(r)["message"].get<std::string>().find("KV blocks"), std::string::npos);
+  EXPECT_EQ(s.post("/v1/completions", json{{"prompt", "hi"}, {"max_tokens", 100}}.dump())->status, 200);
+}
+
+TEST(ServeHttp, ApiKeyIsRequiredWhenSet) {
+  ServerOptions o;
+  o.api_key = "sekrit";
+  TestServer s(o);
+  EXPECT_EQ(s.get("/v1/models")->status, 401);
+  EXPECT_EQ(error_of(s.get("/v1/models"))["code"], "invalid_api_key");
+  EXPECT_EQ(s.get("/v1/models", {{"Authorization", "Bearer sekrix"}})->status, 401);
+  EXPECT_EQ(s.get("/v1/models", {{"Authorization", "Bearer sekrit"}})->status, 200);
+  EXPECT_EQ(s.get("/")->status, 200);  // the page itself holds nothing; it sends the key it is given
+  EXPECT_TRUE(keys_equal("abc", "abc"));
+  EXPECT_FALSE(keys_equal("abcd", "abc"));
+  EXPECT_FALSE(keys_equal("", "abc"));
+}
+
+}  // namespace
+}  // namespace grpo::serve
