@@ -34,12 +34,11 @@ int64_t nanos(double seconds) { return static_cast<int64_t>(seconds * 1e9); }
 }  // namespace
 
 Wire parse_wire(std::string_view name) {
-  if (name == "fp32" || name == "float32" || name == "f32") return Wire::F32;
-  if (name == "bf16" || name == "bfloat16") return Wire::BF16;
-  fail("[comm] reduce dtype \"", name, "\": expected fp32 or bf16");
+  if (auto w = kWireNames.find(name)) return *w;
+  fail("[comm] reduce dtype \"", name, "\": expected ", kWireNames.listing());
 }
 
-std::string_view wire_name(Wire w) { return w == Wire::F32 ? "fp32" : "bf16"; }
+std::string_view wire_name(Wire w) { return kWireNames.name(w); }
 int64_t wire_bytes(Wire w) { return w == Wire::F32 ? 4 : 2; }
 
 Communicator::Communicator() : timeout_s_(env_timeout()) {}

@@ -24,13 +24,16 @@
 #include <vector>
 
 #include "comm/partition.h"
+#include "core/names.h"
 
 namespace grpo::comm {
 
 // Element type of gradients on the wire. BF16 halves the bytes; each rank's contribution is rounded to
 // bf16 (round to nearest even) and the sum is accumulated in fp32.
 enum class Wire : uint8_t { F32, BF16 };
-Wire parse_wire(std::string_view name);  // "fp32" | "bf16" (verl's reduce_dtype spellings; also float32/bfloat16)
+// verl's reduce_dtype spellings (fsdp_config.mixed_precision.reduce_dtype).
+inline constexpr auto kWireNames = name_table<Wire>({{Wire::F32, "fp32"}, {Wire::BF16, "bf16"}});
+Wire parse_wire(std::string_view name);
 std::string_view wire_name(Wire w);
 int64_t wire_bytes(Wire w);
 

@@ -202,7 +202,7 @@ nlohmann::json yaml_to_json(const YAML::Node& node) {
 
 // Reads one reward function {name, weight, pattern, command, timeout_s, workers, path, function, kwargs,
 // batch}; keys that the named function does not use are errors.
-void read_reward_function(const YAML::Node& node, const std::string& where, RewardFunctionConfig& f,
+void read_reward_function(const YAML::Node& node, const std::string& where, size_t index, RewardFunctionConfig& f,
                           std::vector<std::string>& errors) {
   const std::string here = cat("[config] ", where, ": reward.functions[", node.Mark().line + 1, "]: ");
   if (!node.IsMap()) {
@@ -210,15 +210,24 @@ void read_reward_function(const YAML::Node& node, const std::string& where, Rewa
     return;
   }
   std::set<std::string> used = {"name", "weight"};
-  if (node["name"] && node["name"].IsScalar()) f.name = node["name"].Scalar();
-  if (f.name == "format") used.insert("pattern");
-  if (f.name == "external") used.insert({"command", "timeout_s", "workers"});
-  if (f.name == "python") used.insert({"path", "function", "kwargs", "batch", "timeout_s", "workers"});
+  if (node["name"] && node["name"].IsScalar()) {
+    const std::string name = node["name"].Scalar();
+    const std::optional<RewardKind> kind = kRewardKindNames.find(name);
+    if (!kind) {
+      errors.push_back(cat("[config] reward.functions[", index, "] (", name,
+                           "): name must be one of: ", kRewardKindNames.listing(", ")));
+      return;
+    }
+    f.name = *kind;
+  }
+  if (f.name == RewardKind::Format) used.insert("pattern");
+  if (f.name == RewardKind::External) used.insert({"command", "timeout_s", "workers"});
+  if (f.name == RewardKind::Python) used.insert({"path", "function", "kwargs", "batch", "timeout_s", "workers"});
   for (const auto& item : node) {
     const std::string k = item.first.Scalar();
     const YAML::Node& v = item.second;
     if (!used.count(k)) {
-      errors.push_back(here + cat("key \"", k, "\" is not used by reward function \"", f.name,
+      errors.push_back(here + cat("key \"", k, "\" is not used by reward function \"", kRewardKindNames.name(f.name),
                                   "\" (math/exact/verl: name, weight; format: + pattern; external: + command, "
                                   "timeout_s, workers; python: + path, function, kwargs, batch, timeout_s, workers)"));
     } else if (k == "weight" && !(v.IsScalar() && parse_float(v.Scalar(), f.weight))) {
@@ -285,6 +294,22 @@ void assign(const KeySpec& spec, const Given& g, Config& config, std::vector<std
       *static_cast<std::string*>(p) = g.node.Scalar();
       return;
     }
+    case KeyType::Choice: {
+      if (!scalar) return bad("expected text, got");
+      if (!spec.allowed.set_names(p, {g.node.Scalar()})) return bad("not an allowed value:");
+      return;
+    }
+    case KeyType::ChoiceList: {
+      if (scalar && !g.node.Scalar().empty() && spec.allowed.set_names(p, {g.node.Scalar()})) return;  // a list of one
+      if (!g.node.IsSequence()) return bad("expected a list, got");
+      std::vector<std::string> v;
+      for (const auto& item : g.node) {
+        if (!item.IsScalar()) return bad("not an allowed list:");
+        v.push_back(item.Scalar());
+      }
+      if (!spec.allowed.set_names(p, v)) return bad("not an allowed list:");
+      return;
+    }
     case KeyType::StringList: {
       if (scalar && !g.node.Scalar().empty() &&
           (spec.allowed.scalar_as_list || spec.allowed.accepts(g.node.Scalar()))) {  // one name: a list of one
@@ -326,7 +351,7 @@ void assign(const KeySpec& spec, const Given& g, Config& config, std::vector<std
     case KeyType::RewardFunctions: {  // an empty list keeps verl's choice (see RewardConfig)
       if (!g.node.IsSequence()) return bad("expected a list, got");
       std::vector<RewardFunctionConfig> v;
-      for (const auto& item : g.node) read_reward_function(item, g.where, v.emplace_back(), errors);
+      for (const auto& item : g.node) read_reward_function(item, g.where, v.size(), v.emplace_back(), errors);
       *static_cast<std::vector<RewardFunctionConfig>*>(p) = v;
       return;
     }
@@ -346,7 +371,7 @@ void resolve(Config& c, const std::map<std::string, Given>& given, ConfigNotes& 
   // verl's reward manager arguments (reward_model.reward_kwargs).
   auto& reward = c.reward;
   nlohmann::json manager_kwargs = reward.reward_kwargs;
-  if (reward.reward_manager == "dapo" && manager_kwargs.contains("overlong_buffer_cfg")) {
+  if (reward.reward_manager == RewardManager::Dapo && manager_kwargs.contains("overlong_buffer_cfg")) {
     const nlohmann::json& ob = manager_kwargs["overlong_buffer_cfg"];
     auto& to = reward.overlong_buffer;
     if (!ob.is_object()) {
@@ -361,12 +386,12 @@ void resolve(Config& c, const std::map<std::string, Given>& given, ConfigNotes& 
     }
     manager_kwargs.erase("overlong_buffer_cfg");
   }
-  if (reward.reward_manager == "dapo") manager_kwargs.erase("max_resp_len");  // = data.max_response_length
-  if (reward.reward_manager == "batch") {
+  if (reward.reward_manager == RewardManager::Dapo) manager_kwargs.erase("max_resp_len");  // = max_response_length
+  if (reward.reward_manager == RewardManager::Batch) {
     for (const auto& [k, v] : manager_kwargs.items()) reward.custom_reward_function.reward_kwargs[k] = v;
   } else if (!manager_kwargs.empty()) {
     errors.push_back(cat("[config] reward.reward_kwargs (verl's reward_model.reward_kwargs) ", manager_kwargs.dump(),
-                         " is not taken by reward_manager ", reward.reward_manager,
+                         " is not taken by reward_manager ", kRewardManagerNames.name(reward.reward_manager),
                          " (batch passes them to the custom function; dapo takes overlong_buffer_cfg and "
                          "max_resp_len); pass a function's arguments in custom_reward_function.reward_kwargs"));
   }
@@ -401,32 +426,37 @@ void resolve(Config& c, const std::map<std::string, Given>& given, ConfigNotes& 
   if (!is_set("actor_rollout_ref.actor.clip_ratio_high")) actor.clip_ratio_high = actor.clip_ratio;
   if (actor.loss_scale_factor == 0) actor.loss_scale_factor = static_cast<double>(c.data.max_response_length);
   // gpg's estimator comes with its own loss.
-  if (c.algorithm.adv_estimator == "gpg" && !is_set("actor_rollout_ref.actor.policy_loss.loss_mode"))
-    actor.policy_loss.loss_mode = "gpg";
+  if (c.algorithm.adv_estimator == train::AdvEstimator::Gpg && !is_set("actor_rollout_ref.actor.policy_loss.loss_mode"))
+    actor.policy_loss.loss_mode = train::PgLossMode::Gpg;
   // tis_imp_ratio_cap C is rollout_correction's token-level weights truncated at C.
   auto& rc = c.algorithm.rollout_correction;
   if (actor.tis_imp_ratio_cap > 0) {
     if (is_set("algorithm.rollout_correction.rollout_is") &&
-        (rc.rollout_is != "token" || rc.rollout_is_threshold != actor.tis_imp_ratio_cap))
-      errors.push_back(cat("[config] ", given.at("actor_rollout_ref.actor.tis_imp_ratio_cap").where,
-                           ": actor_rollout_ref.actor.tis_imp_ratio_cap = ", actor.tis_imp_ratio_cap,
-                           " (token-level weights truncated at it) contradicts algorithm.rollout_correction.rollout_is = ",
-                           rc.rollout_is, " with rollout_is_threshold ", rc.rollout_is_threshold, "; set one of them"));
-    rc.rollout_is = "token";
+        (rc.rollout_is != train::RolloutIsLevel::Token || rc.rollout_is_threshold != actor.tis_imp_ratio_cap))
+      errors.push_back(
+          cat("[config] ", given.at("actor_rollout_ref.actor.tis_imp_ratio_cap").where,
+              ": actor_rollout_ref.actor.tis_imp_ratio_cap = ", actor.tis_imp_ratio_cap,
+              " (token-level weights truncated at it) contradicts algorithm.rollout_correction.rollout_is = ",
+              train::kRolloutIsNames.name(rc.rollout_is), " with rollout_is_threshold ", rc.rollout_is_threshold,
+              "; set one of them"));
+    rc.rollout_is = train::RolloutIsLevel::Token;
     rc.rollout_is_threshold = actor.tis_imp_ratio_cap;
   }
 
   auto& alg = c.algorithm;
   const bool norm_set = is_set("algorithm.norm_adv_by_std_in_grpo"), scale_set = is_set("algorithm.scale_rewards");
-  if (norm_set && scale_set && alg.norm_adv_by_std_in_grpo != (alg.scale_rewards != "none")) {
-    errors.push_back(cat("[config] ", given.at("algorithm.norm_adv_by_std_in_grpo").where, ": algorithm.norm_adv_by_std_in_grpo = ",
-                         alg.norm_adv_by_std_in_grpo ? "true" : "false", " contradicts algorithm.scale_rewards = ",
-                         alg.scale_rewards, " (", given.at("algorithm.scale_rewards").where,
-                         "); allowed: scale_rewards none with norm false, group or batch with norm true"));
+  const bool scaled = alg.scale_rewards != train::AdvantageScaling::None;
+  if (norm_set && scale_set && alg.norm_adv_by_std_in_grpo != scaled) {
+    errors.push_back(
+        cat("[config] ", given.at("algorithm.norm_adv_by_std_in_grpo").where,
+            ": algorithm.norm_adv_by_std_in_grpo = ", alg.norm_adv_by_std_in_grpo ? "true" : "false",
+            " contradicts algorithm.scale_rewards = ", train::kAdvantageScalingNames.name(alg.scale_rewards), " (",
+            given.at("algorithm.scale_rewards").where,
+            "); allowed: scale_rewards none with norm false, group or batch with norm true"));
   } else if (norm_set && !scale_set) {
-    if (!alg.norm_adv_by_std_in_grpo) alg.scale_rewards = "none";
+    if (!alg.norm_adv_by_std_in_grpo) alg.scale_rewards = train::AdvantageScaling::None;
   } else if (scale_set) {
-    alg.norm_adv_by_std_in_grpo = alg.scale_rewards != "none";
+    alg.norm_adv_by_std_in_grpo = scaled;
   }
 }
 
@@ -435,22 +465,47 @@ bool plain_name(const std::string& s) {
   return !s.empty() && s != "." && s != ".." && s.find('/') == std::string::npos && s.find('\0') == std::string::npos;
 }
 
-// Relations between keys. Runs only on values within their keys' bounds (every key <= 2^31 - 1 except the
-// seed), so the products below fit int64; those consumed as int32 are bounded here.
-std::vector<std::string> cross_checks(const Config& c) {
-  std::vector<std::string> e;
+// Relations between keys, by concern. They run only on values within their keys' bounds (every key <= 2^31 - 1
+// except the seed), so the products below fit int64; those consumed as int32 are bounded here.
+constexpr int64_t kInt32Max = 2147483647;
+
+// Batch and sequence sizes: responses per step and positions fit int32, mini- and micro-batches fit the batch,
+// token budgets fit the longest sequence.
+void check_batches(const Config& c, std::vector<std::string>& e) {
   const auto& actor = c.actor_rollout_ref.actor;
-  const auto& rollout = c.actor_rollout_ref.rollout;
-  const int64_t n = rollout.n;
-  constexpr int64_t kInt32 = 2147483647;
+  const int64_t n = c.actor_rollout_ref.rollout.n;
   const int64_t responses = c.data.train_batch_size * n;
-  if (responses > kInt32)
+  if (responses > kInt32Max)
     e.push_back(cat("[config] data.train_batch_size x actor_rollout_ref.rollout.n = ", c.data.train_batch_size, " x ",
-                    n, " = ", responses, " responses per step; at most ", kInt32));
-  if (c.data.max_prompt_length + c.data.max_response_length > kInt32)
+                    n, " = ", responses, " responses per step; at most ", kInt32Max));
+  if (c.data.max_prompt_length + c.data.max_response_length > kInt32Max)
     e.push_back(cat("[config] data.max_prompt_length + data.max_response_length = ",
                     c.data.max_prompt_length + c.data.max_response_length, " tokens; positions are 32-bit: at most ",
-                    kInt32));
+                    kInt32Max));
+  // A mini-batch size that does not divide the batch leaves a smaller last mini-batch (as in verl).
+  if (actor.ppo_mini_batch_size > c.data.train_batch_size)
+    e.push_back(cat("[config] actor_rollout_ref.actor.ppo_mini_batch_size = ", actor.ppo_mini_batch_size,
+                    " must be at most data.train_batch_size = ", c.data.train_batch_size));
+  if (!actor.use_dynamic_bsz && (actor.ppo_mini_batch_size * n) % actor.ppo_micro_batch_size_per_gpu)
+    e.push_back(
+        cat("[config] actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu = ", actor.ppo_micro_batch_size_per_gpu,
+            " must divide ppo_mini_batch_size x rollout.n = ", actor.ppo_mini_batch_size * n));
+  const int64_t longest = c.data.max_prompt_length + c.data.max_response_length;
+  if (actor.use_dynamic_bsz && actor.ppo_max_token_len_per_gpu < longest)
+    e.push_back(cat("[config] actor_rollout_ref.actor.ppo_max_token_len_per_gpu = ", actor.ppo_max_token_len_per_gpu,
+                    " must be >= data.max_prompt_length + data.max_response_length = ", longest,
+                    " so that every sequence fits a micro-batch"));
+  const auto& ref = c.actor_rollout_ref.ref;
+  if (ref.log_prob_use_dynamic_bsz && ref.log_prob_max_token_len_per_gpu < longest)
+    e.push_back(cat("[config] actor_rollout_ref.ref.log_prob_max_token_len_per_gpu = ",
+                    ref.log_prob_max_token_len_per_gpu, " must be >= ", longest));
+}
+
+// The rollout: greedy sampling with several responses per prompt, multi-turn's needs, mixed precision's
+// blacklist.
+void check_rollout(const Config& c, std::vector<std::string>& e) {
+  const auto& rollout = c.actor_rollout_ref.rollout;
+  const int64_t n = rollout.n;
   if (rollout.temperature == 0 && n > 1)
     e.push_back(cat("[config] actor_rollout_ref.rollout.temperature = 0 (greedy) with rollout.n = ", n,
                     ": the n responses of a prompt would be identical, so every advantage is 0 and nothing is "
@@ -469,85 +524,74 @@ std::vector<std::string> cross_checks(const Config& c) {
     e.push_back("[config] mixed_precision.op_blacklist: not supported (every GEMM reads bf16 inputs when "
                 "mixed_precision.enabled is true); leave it empty, or set mixed_precision.enabled: false for f32 "
                 "throughout");
+}
+
+// The run folder: resuming, and the TensorBoard folder names.
+void check_trainer(const Config& c, std::vector<std::string>& e) {
   const auto& t = c.trainer;
-  if (t.resume_mode == "resume_path" && t.resume_from_path.empty())
+  if (t.resume_mode == ResumeMode::ResumePath && t.resume_from_path.empty())
     e.push_back("[config] trainer.resume_mode = resume_path needs trainer.resume_from_path (a checkpoint folder "
                 "global_step_N, or a run folder)");
-  if (t.resume_mode != "resume_path" && !t.resume_from_path.empty())
-    e.push_back(cat("[config] trainer.resume_from_path is set but trainer.resume_mode = ", t.resume_mode,
-                    " ignores it; set trainer.resume_mode: resume_path"));
-  if (std::find(t.logger.begin(), t.logger.end(), "tensorboard") != t.logger.end())
+  if (t.resume_mode != ResumeMode::ResumePath && !t.resume_from_path.empty())
+    e.push_back(cat("[config] trainer.resume_from_path is set but trainer.resume_mode = ",
+                    kResumeModeNames.name(t.resume_mode), " ignores it; set trainer.resume_mode: resume_path"));
+  if (std::find(t.logger.begin(), t.logger.end(), Logger::Tensorboard) != t.logger.end())
     for (const auto& [key, value] : {std::pair{"project_name", &t.project_name}, {"experiment_name", &t.experiment_name}})
       if (!plain_name(*value))
-        e.push_back(cat("[config] trainer.", key, " = \"", *value, "\" names the TensorBoard folder: expected a "
+        e.push_back(cat("[config] trainer.", key, " = \"", *value,
+                        "\" names the TensorBoard folder: expected a "
                         "non-empty name without '/' (not . or ..)"));
-  // A mini-batch size that does not divide the batch leaves a smaller last mini-batch (as in verl).
-  if (actor.ppo_mini_batch_size > c.data.train_batch_size)
-    e.push_back(cat("[config] actor_rollout_ref.actor.ppo_mini_batch_size = ", actor.ppo_mini_batch_size,
-                    " must be at most data.train_batch_size = ", c.data.train_batch_size));
-  if (!actor.use_dynamic_bsz && (actor.ppo_mini_batch_size * n) % actor.ppo_micro_batch_size_per_gpu)
-    e.push_back(cat("[config] actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu = ",
-                    actor.ppo_micro_batch_size_per_gpu, " must divide ppo_mini_batch_size x rollout.n = ",
-                    actor.ppo_mini_batch_size * n));
-  const int64_t longest = c.data.max_prompt_length + c.data.max_response_length;
-  if (actor.use_dynamic_bsz && actor.ppo_max_token_len_per_gpu < longest)
-    e.push_back(cat("[config] actor_rollout_ref.actor.ppo_max_token_len_per_gpu = ", actor.ppo_max_token_len_per_gpu,
-                    " must be >= data.max_prompt_length + data.max_response_length = ", longest,
-                    " so that every sequence fits a micro-batch"));
-  const auto& ref = c.actor_rollout_ref.ref;
-  if (ref.log_prob_use_dynamic_bsz && ref.log_prob_max_token_len_per_gpu < longest)
-    e.push_back(cat("[config] actor_rollout_ref.ref.log_prob_max_token_len_per_gpu = ",
-                    ref.log_prob_max_token_len_per_gpu, " must be >= ", longest));
   const auto& model = c.actor_rollout_ref.model;
   if (!model.lora_adapter_path.empty() && model.lora_rank == 0)
     e.push_back(cat("[config] actor_rollout_ref.model.lora_adapter_path = ", model.lora_adapter_path,
                     " is set but actor_rollout_ref.model.lora_rank = 0 (LoRA off); set lora_rank > 0 to train the "
                     "adapter (its own r, alpha and modules are used)"));
+}
+
+// The algorithm: the estimator, the reward scaling, the KL penalty, the clip ratios, the rollout correction.
+void check_algorithm(const Config& c, std::vector<std::string>& e) {
+  const auto& actor = c.actor_rollout_ref.actor;
+  const auto& alg = c.algorithm;
   if (actor.clip_ratio_low >= 1)
     e.push_back(cat("[config] actor_rollout_ref.actor.clip_ratio_low = ", actor.clip_ratio_low, " must be < 1"));
-  if (c.algorithm.norm_adv_by_std_in_grpo != (c.algorithm.scale_rewards != "none"))
+  if (alg.norm_adv_by_std_in_grpo != (alg.scale_rewards != train::AdvantageScaling::None))
     e.push_back("[config] algorithm.norm_adv_by_std_in_grpo and algorithm.scale_rewards disagree");
-  const auto& alg = c.algorithm;
-  if (!alg.rollout_correction.rollout_is.empty() && alg.rollout_correction.rollout_is != "token" &&
-      alg.rollout_correction.rollout_is != "sequence")
-    e.push_back(cat("[config] algorithm.rollout_correction.rollout_is = \"", alg.rollout_correction.rollout_is,
-                    "\": expected token, sequence or null"));
   try {
     train::parse_rollout_rs(alg.rollout_correction.rollout_rs, alg.rollout_correction.rollout_rs_threshold);
   } catch (const Error& err) {
     e.push_back(cat("[config] algorithm.rollout_correction: ", err.what()));
   }
-  if (alg.adv_estimator == "gae")
-    e.push_back("[config] algorithm.adv_estimator = gae needs a critic (a value model trained alongside the policy), "
-                "which this engine does not have; use a critic-free estimator: grpo, rloo, reinforce_plus_plus, "
-                "reinforce_plus_plus_baseline, remax, opo, grpo_passk or gpg");
-  if (alg.adv_estimator == "grpo_passk" && n < 2)
-    e.push_back(cat("[config] algorithm.adv_estimator = grpo_passk needs at least 2 responses per prompt "
-                    "(actor_rollout_ref.rollout.n = ", n, ")"));
-  if (alg.scale_rewards == "batch" && alg.adv_estimator != "grpo")
+  if (alg.adv_estimator == train::AdvEstimator::Gae) e.push_back(cat("[config] ", train::kGaeRefused));
+  if (alg.adv_estimator == train::AdvEstimator::GrpoPassk && c.actor_rollout_ref.rollout.n < 2)
+    e.push_back(
+        cat("[config] algorithm.adv_estimator = grpo_passk needs at least 2 responses per prompt "
+            "(actor_rollout_ref.rollout.n = ",
+            c.actor_rollout_ref.rollout.n, ")"));
+  if (alg.scale_rewards == train::AdvantageScaling::BatchStd && alg.adv_estimator != train::AdvEstimator::Grpo)
     e.push_back(cat("[config] algorithm.scale_rewards = batch applies to adv_estimator grpo only (got ",
-                    alg.adv_estimator, ")"));
-  if (alg.use_kl_in_reward && alg.kl_penalty == "full")
+                    train::kAdvEstimatorNames.name(alg.adv_estimator), ")"));
+  if (alg.use_kl_in_reward && alg.kl_penalty.estimator == train::KlEstimator::Full)
     e.push_back("[config] algorithm.kl_penalty = full needs the whole vocabulary distribution of every response "
                 "token, which training never materialises (verl does not implement it either); use kl, abs, mse "
                 "or low_var_kl");
-  if (actor.policy_loss.loss_mode == "vanilla" && actor.clip_ratio_c <= 1)
+  if (actor.policy_loss.loss_mode == train::PgLossMode::Vanilla && actor.clip_ratio_c <= 1)
     e.push_back(cat("[config] actor_rollout_ref.actor.clip_ratio_c = ", actor.clip_ratio_c, " must be > 1"));
+}
+
+// The rewards: overlong shaping, each reward function's settings, the custom function.
+void check_rewards(const Config& c, std::vector<std::string>& e) {
   const auto& ob = c.reward.overlong_buffer;
   if (ob.enable && (ob.len < 1 || ob.len > c.data.max_response_length))
     e.push_back(cat("[config] reward.overlong_buffer.len = ", ob.len,
                     " must be in [1, data.max_response_length = ", c.data.max_response_length, "] when enabled"));
   for (size_t i = 0; i < c.reward.functions.size(); ++i) {
     const auto& f = c.reward.functions[i];
-    const std::string at = cat("[config] reward.functions[", i, "] (", f.name, "): ");
-    if (f.name != "math" && f.name != "exact" && f.name != "format" && f.name != "external" && f.name != "verl" &&
-        f.name != "python")
-      e.push_back(at + "name must be one of: math, exact, format, external, verl, python");
+    const std::string at = cat("[config] reward.functions[", i, "] (", kRewardKindNames.name(f.name), "): ");
     if (!std::isfinite(f.weight) || std::fabs(f.weight) > kMaxRewardMagnitude)
       e.push_back(at + cat("weight = ", f.weight, " must be a finite number of magnitude at most ", kMaxRewardMagnitude));
-    if (f.name == "format" && f.pattern.empty()) e.push_back(at + "needs a pattern (a regular expression)");
-    if (f.name == "external" && f.command.empty()) e.push_back(at + "needs a command");
-    if (f.name == "python" && (f.path.empty() || f.function.empty()))
+    if (f.name == RewardKind::Format && f.pattern.empty()) e.push_back(at + "needs a pattern (a regular expression)");
+    if (f.name == RewardKind::External && f.command.empty()) e.push_back(at + "needs a command");
+    if (f.name == RewardKind::Python && (f.path.empty() || f.function.empty()))
       e.push_back(at + "needs a path (a Python file) and a function name");
     if (!(f.timeout_s > 0 && f.timeout_s <= kMaxRewardTimeoutSeconds) || f.workers < 1 || f.workers > kMaxRewardWorkers)
       e.push_back(at + cat("timeout_s must be in (0, ", kMaxRewardTimeoutSeconds, "] and workers in [1, ",
@@ -560,6 +604,15 @@ std::vector<std::string> cross_checks(const Config& c) {
                     ", function: ", custom.name, "}) or drop reward.functions"));
   if (!custom.reward_kwargs.is_object())
     e.push_back("[config] reward.custom_reward_function.reward_kwargs must be a mapping");
+}
+
+std::vector<std::string> cross_checks(const Config& c) {
+  std::vector<std::string> e;
+  check_batches(c, e);
+  check_rollout(c, e);
+  check_trainer(c, e);
+  check_algorithm(c, e);
+  check_rewards(c, e);
   return e;
 }
 
@@ -654,12 +707,14 @@ void expand_text_values(Config& c, const std::map<std::string, Given>& given, st
       const size_t end = v.find('}', at);
       const std::string ref = end == std::string::npos ? "" : v.substr(at + 2, end - at - 2);
       const KeySpec* target = ref.empty() ? nullptr : find_key(ref);
-      if (!target || target->type != KeyType::String || target->name == spec.name) {
+      if (!target || (target->type != KeyType::String && target->type != KeyType::Choice) ||
+          target->name == spec.name) {
         errors.push_back(cat("[config] ", where, ": ", spec.name, " = \"", v, "\": ${...} must name another text key "
                              "(e.g. ${trainer.experiment_name}); environment variables are the shell's ($VAR)"));
         break;
       }
-      const std::string text = *static_cast<std::string*>(target->field(c));
+      const std::string text = target->type == KeyType::Choice ? target->allowed.get_names(target->field(c))[0]
+                                                               : *static_cast<std::string*>(target->field(c));
       if (text.find("${") != std::string::npos) {
         errors.push_back(cat("[config] ", where, ": ", spec.name, " refers to ", ref, " which refers to another key"));
         break;
@@ -810,6 +865,10 @@ void validate_config(const Config& config) {
       case KeyType::StringList:
         for (const auto& s : *static_cast<std::vector<std::string>*>(p)) ok = ok && spec.allowed.accepts(s);
         break;
+      case KeyType::Choice:
+      case KeyType::ChoiceList:  // a value without a name, or outside the key's names (set in code)
+        for (const auto& s : spec.allowed.get_names(p)) ok = ok && spec.allowed.accepts(s);
+        break;
       case KeyType::FloatList: {
         const auto& v = *static_cast<std::vector<double>*>(p);
         ok = spec.allowed.length < 0 || static_cast<int64_t>(v.size()) == spec.allowed.length;
@@ -865,6 +924,14 @@ std::string config_to_yaml(const Config& config) {
       case KeyType::Float: out << format_double(*static_cast<double*>(p)); break;
       case KeyType::Bool: out << (*static_cast<bool*>(p) ? "true" : "false"); break;
       case KeyType::String: out << YAML::DoubleQuoted << *static_cast<std::string*>(p); break;
+      case KeyType::Choice:
+        out << YAML::DoubleQuoted << spec.allowed.get_names(p)[0];
+        break;
+      case KeyType::ChoiceList:
+        out << YAML::Flow << YAML::BeginSeq;
+        for (const auto& s : spec.allowed.get_names(p)) out << s;
+        out << YAML::EndSeq;
+        break;
       case KeyType::StringList:
         out << YAML::Flow << YAML::BeginSeq;
         for (const auto& s : *static_cast<std::vector<std::string>*>(p)) out << s;
@@ -879,17 +946,19 @@ std::string config_to_yaml(const Config& config) {
       case KeyType::RewardFunctions:
         out << YAML::BeginSeq;
         for (const auto& f : *static_cast<std::vector<RewardFunctionConfig>*>(p)) {
-          out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << f.name;
+          out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << std::string(kRewardKindNames.name(f.name));
           out << YAML::Key << "weight" << YAML::Value << format_double(f.weight);
-          if (f.name == "format") out << YAML::Key << "pattern" << YAML::Value << YAML::DoubleQuoted << f.pattern;
-          if (f.name == "external") out << YAML::Key << "command" << YAML::Value << YAML::DoubleQuoted << f.command;
-          if (f.name == "python") {
+          if (f.name == RewardKind::Format)
+            out << YAML::Key << "pattern" << YAML::Value << YAML::DoubleQuoted << f.pattern;
+          if (f.name == RewardKind::External)
+            out << YAML::Key << "command" << YAML::Value << YAML::DoubleQuoted << f.command;
+          if (f.name == RewardKind::Python) {
             out << YAML::Key << "path" << YAML::Value << YAML::DoubleQuoted << f.path;
             out << YAML::Key << "function" << YAML::Value << YAML::DoubleQuoted << f.function;
             out << YAML::Key << "kwargs" << YAML::Value << YAML::Load(f.kwargs_json);
             out << YAML::Key << "batch" << YAML::Value << (f.batch ? "true" : "false");
           }
-          if (f.name == "external" || f.name == "python") {
+          if (f.name == RewardKind::External || f.name == RewardKind::Python) {
             out << YAML::Key << "timeout_s" << YAML::Value << format_double(f.timeout_s);
             out << YAML::Key << "workers" << YAML::Value << f.workers;
           }

@@ -24,17 +24,53 @@
 #include <string>
 #include <vector>
 
+#include "comm/communicator.h"
+#include "core/names.h"
+#include "data/dataset.h"
 #include "kernels/ops.h"
+#include "kernels/paged_ops.h"
+#include "report/step_logger.h"
 #include "reward/reward_config.h"
+#include "rollout/response_lengths.h"
+#include "tools/hermes.h"
+#include "tools/tool_runner.h"
 #include "train/advantages.h"
 #include "train/aggregation.h"
+#include "train/kl_penalty.h"
+#include "train/optimizer.h"
 #include "train/policy_objective.h"
+#include "train/rollout_correction.h"
 
 namespace grpo {
 
 namespace train {
 struct DataParallel;
 }
+
+// The choices that the config dispatches on itself (part_options.cpp, reward_setup.cpp, the run folder).
+// rollout.kv_cache_dtype: auto is bf16 under mixed precision, else f32.
+enum class KvCacheDtype { Auto, F32, BF16, Int8 };
+inline constexpr auto kKvCacheDtypeNames = name_table<KvCacheDtype>({{KvCacheDtype::Auto, "auto"},
+                                                                     {KvCacheDtype::F32, "f32"},
+                                                                     {KvCacheDtype::BF16, "bf16"},
+                                                                     {KvCacheDtype::Int8, "int8"}});
+// trainer.resume_mode (loop/run_folder.h).
+enum class ResumeMode { Disable, Auto, ResumePath };
+inline constexpr auto kResumeModeNames = name_table<ResumeMode>(
+    {{ResumeMode::Disable, "disable"}, {ResumeMode::Auto, "auto"}, {ResumeMode::ResumePath, "resume_path"}});
+// verl's reward manager: batch passes lists to the custom function, dapo takes overlong_buffer_cfg.
+enum class RewardManager { Naive, Batch, Dapo, Prime };
+inline constexpr auto kRewardManagerNames = name_table<RewardManager>({{RewardManager::Naive, "naive"},
+                                                                       {RewardManager::Batch, "batch"},
+                                                                       {RewardManager::Dapo, "dapo"},
+                                                                       {RewardManager::Prime, "prime"}});
+// The GEMMs of a layer and the head (mixed_precision.op_blacklist names them).
+enum class GemmSite { QkvProj, OProj, GateUpProj, DownProj, LmHead };
+inline constexpr auto kGemmSiteNames = name_table<GemmSite>({{GemmSite::QkvProj, "qkv_proj"},
+                                                             {GemmSite::OProj, "o_proj"},
+                                                             {GemmSite::GateUpProj, "gate_up_proj"},
+                                                             {GemmSite::DownProj, "down_proj"},
+                                                             {GemmSite::LmHead, "lm_head"}});
 
 struct DataConfig {
   std::vector<std::string> train_files;  // JSONL or Parquet files, read as one data set (required)
@@ -43,7 +79,7 @@ struct DataConfig {
   int64_t max_prompt_length = 512;  // tokens
   int64_t max_response_length = 512;
   bool filter_overlong_prompts = false;  // drop (and count) prompts longer than max_prompt_length
-  std::string truncation = "error";     // when not filtering: error | left | right
+  PromptOverflow truncation = PromptOverflow::Error;  // when not filtering: error | left | right
   bool shuffle = true;
   bool apply_chat_template = true;  // false: the prompt text is tokenized as is
   std::string image_key = "images";  // pictures of a row (verl's data.image_key)
@@ -73,13 +109,13 @@ struct OptimConfig {
   double eps = 1e-8;
   double lr_warmup_steps_ratio = 0.0;
   int64_t lr_warmup_steps = -1;  // -1: use lr_warmup_steps_ratio
-  std::string warmup_style = "constant";  // constant | cosine
+  train::WarmupStyle warmup_style = train::WarmupStyle::Constant;
   double min_lr_ratio = 0.0;              // cosine floor, as a fraction of lr
 };
 
 // Data parallelism over several ranks (mpirun -np N); verl's fsdp_config spellings where one exists.
 struct FsdpMixedPrecision {
-  std::string reduce_dtype = "fp32";  // gradients on the wire: fp32 | bf16 (summed in fp32 either way)
+  comm::Wire reduce_dtype = comm::Wire::F32;  // gradients on the wire: fp32 | bf16 (summed in fp32 either way)
 };
 
 struct FsdpConfig {
@@ -92,7 +128,7 @@ struct FsdpConfig {
 
 // verl's actor.policy_loss section: the loss mode and its own keys (train/policy_objective.h).
 struct PolicyLossSection {
-  std::string loss_mode = "vanilla";
+  train::PgLossMode loss_mode = train::PgLossMode::Vanilla;
   double clip_cov_ratio = 0.0002, clip_cov_lb = 1.0, clip_cov_ub = 5.0;  // clip_cov
   double kl_cov_ratio = 0.0002, ppo_kl_coef = 0.1;                       // kl_cov
   double dro_beta = 1.0;                                                 // dro
@@ -110,11 +146,11 @@ struct ActorConfig {
   double clip_ratio_c = 3.0;     // dual clip, > 1
   double tau_pos = 1.0, tau_neg = 1.05;  // sapo gate temperatures
   PolicyLossSection policy_loss;
-  std::string loss_agg_mode = "token-mean";
+  train::LossAggMode loss_agg_mode = train::LossAggMode::TokenMean;
   double loss_scale_factor = 0;  // seq-mean-token-sum-norm divisor; 0: data.max_response_length
   bool use_kl_loss = false;
   double kl_loss_coef = 0.001;
-  std::string kl_loss_type = "low_var_kl";  // kl | k1 | mse | k2 | low_var_kl | k3
+  train::KlPenaltyType kl_loss_type = {train::KlEstimator::K3, false};  // low_var_kl (kl_penalty.h)
   double entropy_coeff = 0.0;
   double grad_clip = 1.0;
   double tis_imp_ratio_cap = -1;  // alias of algorithm.rollout_correction rollout_is token + threshold C; -1: off
@@ -138,9 +174,9 @@ struct MultiTurnConfig {
   int64_t max_assistant_turns = 0;  // assistant turns per response at most (0: no limit)
   int64_t max_user_turns = 0;       // tool turns per response at most (0: no limit)
   int64_t max_tool_response_length = 256;  // characters of one tool result kept (verl's default)
-  std::string tool_response_truncate_side = "middle";  // left | middle | right
+  tools::TruncateSide tool_response_truncate_side = tools::TruncateSide::Middle;
   std::string tool_config_path;     // verl's tool config YAML (empty: the built-in calculator)
-  std::string format = "hermes";    // tool-call format: <tool_call>{json}</tool_call> (Qwen's template)
+  tools::ToolCallFormat format = tools::ToolCallFormat::Hermes;  // <tool_call>{json}</tool_call> (Qwen's template)
 };
 
 struct RolloutConfig {
@@ -150,18 +186,18 @@ struct RolloutConfig {
   double top_p = 1.0;
   int64_t top_k = -1;  // -1: off
   double min_p = 0.0;
-  std::string kv_cache_dtype = "auto";  // auto | f32 | bf16 | int8
+  KvCacheDtype kv_cache_dtype = KvCacheDtype::Auto;
   double gpu_memory_utilization = 0.5;  // fraction of free memory for the KV cache
   int64_t max_num_batched_tokens = 8192;
   int64_t max_num_seqs = 256;
   bool enable_prefix_caching = true;
   bool share_group_prompt = true;  // prefill a prompt once for its n samples (false: once per sample)
   bool continuous_batching = true;  // false: a static batch padded to its longest response (baseline)
-  std::string decode_matmul = "batch_invariant";  // batch_invariant | fastest | onednn (ops::DecodeMatmul)
+  ops::DecodeMatmul decode_matmul = ops::DecodeMatmul::BatchInvariant;
   bool ignore_eos = false;  // responses run to max_response_length, stop tokens ignored (benchmarks)
-  // Benchmarks: "off" (responses end at a stop token or the limit) or "long_tail": each sample stops at a length
+  // Benchmarks: off (responses end at a stop token or the limit) or long_tail: each sample stops at a length
   // drawn for it (rollout/response_lengths.h), the same in every configuration.
-  std::string response_lengths = "off";
+  ResponseLengths response_lengths = ResponseLengths::Off;
   ValKwargs val_kwargs;
   MultiTurnConfig multi_turn;
 };
@@ -186,7 +222,7 @@ struct FilterGroupsConfig {
 
 // verl's algorithm.kl_ctrl: the coefficient of the KL penalty in the reward.
 struct KlCtrlConfig {
-  std::string type = "fixed";  // fixed | adaptive
+  train::KlController type = train::KlController::Fixed;
   double kl_coef = 0.001;
   double target_kl = 0.1;  // adaptive
   int64_t horizon = 10000;  // adaptive
@@ -194,22 +230,23 @@ struct KlCtrlConfig {
 
 // verl's algorithm.rollout_correction: importance weights between the trainer's and the rollout's log-probs.
 struct RolloutCorrectionConfig {
-  std::string rollout_is;  // token | sequence | "" (null: off)
+  train::RolloutIsLevel rollout_is = train::RolloutIsLevel::Off;  // token | sequence | off (null)
   double rollout_is_threshold = 2.0;
   std::string rollout_rs;            // rejection criteria, comma-separated (e.g. "token_k1,seq_mean_k3"); "": off
   std::string rollout_rs_threshold;  // one for all or one per criterion; k1: "lower_upper" or an upper ratio
 };
 
 struct AlgorithmConfig {
-  std::string adv_estimator = "grpo";
+  train::AdvEstimator adv_estimator = train::AdvEstimator::Grpo;
   double gamma = 1.0;  // reinforce_plus_plus discount
   double lam = 1.0;    // GAE's lambda: read for verl configs, unused (gae is refused)
   bool use_kl_in_reward = false;
-  std::string kl_penalty = "kl";  // kl | abs | mse | low_var_kl (k1, k2, k3; "+" forms)
+  train::KlPenaltyType kl_penalty = {train::KlEstimator::K1, false};  // kl (kl_penalty.h)
   KlCtrlConfig kl_ctrl;
   RolloutCorrectionConfig rollout_correction;
   bool norm_adv_by_std_in_grpo = true;
-  std::string scale_rewards = "group";  // group | batch | none (TRL); none <=> norm_adv_by_std_in_grpo false
+  // TRL's group | batch | none; none <=> norm_adv_by_std_in_grpo false
+  train::AdvantageScaling scale_rewards = train::AdvantageScaling::GroupStd;
   FilterGroupsConfig filter_groups;
   bool mask_truncated_completions = false;
 };
@@ -224,13 +261,13 @@ struct TrainerConfig {
   // checkpoints/<project_name>/<experiment_name>; ${key} in a text value is that key's value.
   std::string default_local_dir = "checkpoints/verl_examples/gsm8k";
   int64_t seed = 42;
-  std::vector<std::string> logger = {"console", "jsonl"};  // console | jsonl | tensorboard
+  std::vector<Logger> logger = {Logger::Console, Logger::Jsonl};
   std::string project_name = "verl_examples";  // TensorBoard folder <run>/tensorboard_log/<project>/<experiment>
   std::string experiment_name = "gsm8k";
   bool val_before_train = true;
   // A run folder that holds an earlier run: disable refuses it (unless --overwrite), auto resumes from its
   // latest checkpoint, resume_path resumes from resume_from_path (see run_folder.h).
-  std::string resume_mode = "disable";
+  ResumeMode resume_mode = ResumeMode::Disable;
   std::string resume_from_path;  // a checkpoint folder (global_step_N) or a run folder (its latest)
   int64_t nnodes = 0;           // machines of the run; 0: whatever the MPI launcher started
   int64_t n_gpus_per_node = 0;  // ranks per machine; 0: whatever the MPI launcher started
@@ -258,7 +295,7 @@ struct RewardConfig {
   // config/reward_setup.h).
   std::vector<RewardFunctionConfig> functions;
   CustomRewardFunctionConfig custom_reward_function;
-  std::string reward_manager = "naive";  // verl's: batch passes lists to the custom function
+  RewardManager reward_manager = RewardManager::Naive;  // verl's: batch passes lists to the custom function
   // verl's reward_model.reward_kwargs, the reward manager's arguments: with `batch` they are passed to the
   // custom function; with `dapo` its overlong_buffer_cfg {enable, len, penalty_factor} sets
   // overlong_buffer (max_resp_len is data.max_response_length); the naive manager takes none.
@@ -271,7 +308,7 @@ struct RewardConfig {
 
 struct MixedPrecisionConfig {
   bool enabled = false;                    // bf16 GEMM inputs
-  std::vector<std::string> op_blacklist;  // must stay empty: per-GEMM f32 is not supported (refused)
+  std::vector<GemmSite> op_blacklist;      // must stay empty: per-GEMM f32 is not supported (refused)
 };
 
 struct SftConfig {

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <type_traits>
 
-#include "core/error.h"
 #include "config/config_table.h"
+#include "core/error.h"
 
 namespace grpo::config_detail {
 
@@ -25,16 +25,21 @@ bool Allowed::accepts(const std::string& s) const {
 }
 
 std::string Allowed::describe(KeyType type) const {
-  if (type == KeyType::String || type == KeyType::StringList) {
-    if (choices.empty()) return type == KeyType::String ? "any text" : "a list of text";
-    std::string s = type == KeyType::StringList ? "a list of: " : "one of: ";
-    for (size_t i = 0; i < choices.size(); ++i) s += (i ? ", " : "") + choices[i];
+  if (type == KeyType::String || type == KeyType::StringList || type == KeyType::Choice ||
+      type == KeyType::ChoiceList) {
+    const bool list = type == KeyType::StringList || type == KeyType::ChoiceList;
+    if (choices.empty()) return list ? "a list of text" : "any text";
+    std::string s = list ? "a list of: " : "one of: ";
+    for (size_t i = 0; i < choices.size(); ++i) s += (i ? ", " : "") + (choices[i].empty() ? "\"\"" : choices[i]);
     return s;
   }
   if (type == KeyType::Bool) return "true or false";
-  if (type == KeyType::RewardFunctions)
-    return "a list of {name: math|exact|format|external|verl|python, weight, pattern, command, timeout_s, workers, "
-           "path, function, kwargs, batch}";
+  if (type == KeyType::RewardFunctions) {
+    std::string names;
+    for (const auto& e : kRewardKindNames.entries) names += cat(names.empty() ? "" : "|", e.name);
+    return cat("a list of {name: ", names, ", weight, pattern, command, timeout_s, workers, path, function, kwargs, ",
+               "batch}");
+  }
   if (type == KeyType::Mapping) return "a mapping of names to values";
   auto num = [type](double v) {  // bounds read best without a forced ".0": "> 0", "[0, 1)"
     if (type == KeyType::Int) return std::to_string(static_cast<int64_t>(v));
@@ -83,11 +88,6 @@ Allowed closed_open(double lo, double hi) {
   a.max_open = true;
   return a;
 }
-Allowed one_of(std::vector<std::string> choices) {
-  Allowed a;
-  a.choices = std::move(choices);
-  return a;
-}
 
 namespace {
 
@@ -113,14 +113,57 @@ KeySpec make_key(const char* name, Field field, Allowed allowed, const char* doc
                  [field](Config& c) -> void* { return &field(c); }};
 }
 
+template <typename T>
+constexpr bool is_vector = false;
+template <typename T>
+constexpr bool is_vector<std::vector<T>> = true;
+
+// A choice key: the field is the table's type (Choice) or a list of it (ChoiceList).
+template <typename Field, typename Table>
+KeySpec make_key(const char* name, Field field, ChoiceOf<Table> choice, const char* doc, bool required = false) {
+  using T = std::remove_reference_t<decltype(field(std::declval<Config&>()))>;
+  using V = typename Table::Value;
+  constexpr bool list = is_vector<T>;
+  static_assert(std::is_same_v<T, std::conditional_t<list, std::vector<V>, V>>, "the field is not the table's type");
+  const Table* table = choice.table;
+  const auto keep = choice.keep;
+  Allowed a;
+  for (const auto& e : table->entries)
+    if (!keep || keep(e.value)) a.choices.emplace_back(e.name);
+  a.set_names = [table, keep](void* p, const std::vector<std::string>& names) {
+    std::vector<V> values;
+    for (const auto& n : names) {
+      const std::optional<V> v = table->find(n);
+      if (!v || (keep && !keep(*v))) return false;
+      values.push_back(*v);
+    }
+    if constexpr (list) {
+      *static_cast<T*>(p) = values;
+    } else {
+      if (values.size() != 1) return false;
+      *static_cast<T*>(p) = values[0];
+    }
+    return true;
+  };
+  a.get_names = [table](const void* p) {
+    std::vector<std::string> names;
+    if constexpr (list) {
+      for (const V& v : *static_cast<const T*>(p)) names.emplace_back(table->name(v));
+    } else {
+      names.emplace_back(table->name(*static_cast<const T*>(p)));
+    }
+    return names;
+  };
+  return KeySpec{name,     list ? KeyType::ChoiceList : KeyType::Choice,     std::move(a), doc,
+                 required, [field](Config& c) -> void* { return &field(c); }};
+}
+
 // KEY(data.train_batch_size, ...): the key name is the member path.
 #define KEY(path, ...) make_key(#path, [](Config& c) -> auto& { return c.path; }, __VA_ARGS__)
 
-const std::vector<std::string> kLossAggModes = {"token-mean", "token-sum", "seq-mean-token-sum",
-                                                "seq-mean-token-mean", "seq-mean-token-sum-norm"};
-const std::vector<std::string> kKlEstimators = {"kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3",
-                                                "kl+", "k1+", "abs+", "low_var_kl+", "k3+"};
-const std::vector<std::string> kGemmSites = {"qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head"};
+// The KL loss takes every estimator but full; the KL penalty in the reward has no "+" forms.
+bool not_full(const train::KlPenaltyType& t) { return t.estimator != train::KlEstimator::Full; }
+bool without_plus(const train::KlPenaltyType& t) { return !t.straight_through; }
 
 // Every numeric key is bounded by the type that consumes it: counts and lengths go to int32 fields of the
 // rollout engine and the kernels (kInt32), hyper-parameters are converted to float (kFloat keeps a
@@ -146,14 +189,16 @@ std::vector<KeySpec> build_table() {
   return {
       KEY(data.train_files, list_or_text(),
           "training prompts: a file or a list of files, JSONL or Parquet (prompt or messages, answer, optional id, "
-          "images; verl rows), read as one data set", true),
-      KEY(data.val_files, list_or_text(), "held-out prompts: a file or a list of files (JSONL or Parquet); none: no "
+          "images; verl rows), read as one data set",
+          true),
+      KEY(data.val_files, list_or_text(),
+          "held-out prompts: a file or a list of files (JSONL or Parquet); none: no "
           "validation"),
       KEY(data.train_batch_size, count(), "prompts per training step"),
       KEY(data.max_prompt_length, count(), "prompt tokens at most"),
       KEY(data.max_response_length, count(), "generated tokens at most per response"),
       KEY(data.filter_overlong_prompts, any(), "drop (and count) prompts longer than max_prompt_length"),
-      KEY(data.truncation, one_of({"error", "left", "right"}),
+      KEY(data.truncation, choice(kTruncationNames),
           "when not filtering, overlong prompts: error, or keep the last (left) / first (right) tokens"),
       KEY(data.shuffle, any(), "shuffle the training prompts each epoch"),
       KEY(data.apply_chat_template, any(), "render prompts with the tokenizer's chat template"),
@@ -188,12 +233,10 @@ std::vector<KeySpec> build_table() {
       KEY(actor_rollout_ref.actor.clip_ratio_low, between(0, 1), "lower clip epsilon"),
       KEY(actor_rollout_ref.actor.clip_ratio_high, nonnegative_float(), "upper clip epsilon (DAPO clip-higher: 0.28)"),
       KEY(actor_rollout_ref.actor.clip_ratio_c, open_closed(1, kFloat), "dual-clip constant for negative advantages"),
-      KEY(actor_rollout_ref.actor.loss_agg_mode, one_of(kLossAggModes),
+      KEY(actor_rollout_ref.actor.loss_agg_mode, choice(train::kLossAggModeNames),
           "how token losses are aggregated (gspo and sapo always use seq-mean-token-mean, geo_mean the mean "
           "over sequences)"),
-      KEY(actor_rollout_ref.actor.policy_loss.loss_mode,
-          one_of({"vanilla", "gspo", "cispo", "sapo", "clip_cov", "kl_cov", "geo_mean", "gpg", "dppo_tv", "dppo_kl",
-                  "dro"}),
+      KEY(actor_rollout_ref.actor.policy_loss.loss_mode, choice(train::kPgLossModeNames),
           "policy loss (verl's loss_mode; see docs/training.md)"),
       KEY(actor_rollout_ref.actor.policy_loss.clip_cov_ratio, open_closed(0, 1),
           "clip_cov: fraction of tokens whose gradient is cut"),
@@ -212,7 +255,7 @@ std::vector<KeySpec> build_table() {
           "divisor of seq-mean-token-sum-norm; 0: data.max_response_length"),
       KEY(actor_rollout_ref.actor.use_kl_loss, any(), "add a KL penalty to a frozen reference model"),
       KEY(actor_rollout_ref.actor.kl_loss_coef, nonnegative_float(), "weight of the KL penalty"),
-      KEY(actor_rollout_ref.actor.kl_loss_type, one_of(kKlEstimators),
+      KEY(actor_rollout_ref.actor.kl_loss_type, choice(train::kKlPenaltyNames, not_full),
           "KL estimator (\"+\": its value with k2's gradient)"),
       KEY(actor_rollout_ref.actor.entropy_coeff, between(-kFloat, kFloat),
           "entropy bonus weight (loss -= coeff * entropy)"),
@@ -232,10 +275,10 @@ std::vector<KeySpec> build_table() {
           "linear warm-up over this fraction of the training steps"),
       KEY(actor_rollout_ref.actor.optim.lr_warmup_steps, count0().or_value(-1),
           "warm-up steps; -1: use lr_warmup_steps_ratio"),
-      KEY(actor_rollout_ref.actor.optim.warmup_style, one_of({"constant", "cosine"}),
+      KEY(actor_rollout_ref.actor.optim.warmup_style, choice(train::kWarmupStyleNames),
           "learning-rate schedule after warm-up (alias lr_scheduler_type)"),
       KEY(actor_rollout_ref.actor.optim.min_lr_ratio, between(0, 1), "cosine schedule floor, fraction of lr"),
-      KEY(actor_rollout_ref.actor.fsdp_config.mixed_precision.reduce_dtype, one_of({"fp32", "bf16"}),
+      KEY(actor_rollout_ref.actor.fsdp_config.mixed_precision.reduce_dtype, choice(comm::kWireNames),
           "gradients on the wire between ranks (summed in fp32 either way)"),
       KEY(actor_rollout_ref.actor.fsdp_config.bucket_cap_mb, open_closed(0, 1 << 20),
           "gradient reduce-scatter bucket size, MB of fp32 gradients"),
@@ -255,7 +298,7 @@ std::vector<KeySpec> build_table() {
       KEY(actor_rollout_ref.rollout.top_p, between(1e-6, 1), "nucleus sampling mass"),
       KEY(actor_rollout_ref.rollout.top_k, count().or_value(-1), "top-k sampling; -1: off"),
       KEY(actor_rollout_ref.rollout.min_p, between(0, 1), "min-p sampling; 0: off"),
-      KEY(actor_rollout_ref.rollout.kv_cache_dtype, one_of({"auto", "f32", "bf16", "int8"}),
+      KEY(actor_rollout_ref.rollout.kv_cache_dtype, choice(kKvCacheDtypeNames),
           "KV cache element type; auto: the compute type"),
       KEY(actor_rollout_ref.rollout.gpu_memory_utilization, open_closed(0, 1),
           "fraction of the available memory the KV cache may take, never more than a rollout uses at once "
@@ -268,12 +311,12 @@ std::vector<KeySpec> build_table() {
           "longest response ends, the baseline)"),
       KEY(actor_rollout_ref.rollout.share_group_prompt, any(),
           "prefill each prompt once and share its KV blocks with its n samples (false: once per sample)"),
-      KEY(actor_rollout_ref.rollout.decode_matmul, one_of({"batch_invariant", "fastest", "onednn"}),
+      KEY(actor_rollout_ref.rollout.decode_matmul, choice(ops::kDecodeMatmulNames),
           "rollout matmuls: batch_invariant (hand-written kernel at every batch size: results independent of "
           "the batch), fastest (it up to the measured crossover, oneDNN above), onednn (baseline)"),
       KEY(actor_rollout_ref.rollout.ignore_eos, any(),
           "ignore stop tokens: every response runs to max_response_length (benchmarks: the same work per step)"),
-      KEY(actor_rollout_ref.rollout.response_lengths, one_of({"off", "long_tail"}),
+      KEY(actor_rollout_ref.rollout.response_lengths, choice(kResponseLengthsNames),
           "benchmarks: long_tail stops each sample at a length drawn for it from a seeded long-tailed "
           "distribution (median max_response_length / 20, 5% past half of it, ~2% at it): the same tokens in "
           "every configuration"),
@@ -295,11 +338,11 @@ std::vector<KeySpec> build_table() {
           "tool turns per response at most; 0 (or null): no limit"),
       KEY(actor_rollout_ref.rollout.multi_turn.max_tool_response_length, count(),
           "characters of a tool's result kept in the tool turn (the rest is cut, see tool_response_truncate_side)"),
-      KEY(actor_rollout_ref.rollout.multi_turn.tool_response_truncate_side, one_of({"left", "middle", "right"}),
+      KEY(actor_rollout_ref.rollout.multi_turn.tool_response_truncate_side, choice(tools::kTruncateSideNames),
           "which part of a long tool result is kept: left (its start), middle (start and end), right (its end)"),
       KEY(actor_rollout_ref.rollout.multi_turn.tool_config_path, any(),
           "verl's tool config (YAML: tools with class_name, config, tool_schema); empty: the built-in calculator"),
-      KEY(actor_rollout_ref.rollout.multi_turn.format, one_of({"hermes"}),
+      KEY(actor_rollout_ref.rollout.multi_turn.format, choice(tools::kToolCallFormatNames),
           "tool-call format: hermes, <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call> (Qwen's)"),
 
       KEY(actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu, count(),
@@ -310,20 +353,19 @@ std::vector<KeySpec> build_table() {
       KEY(actor_rollout_ref.ref.log_prob_max_token_len_per_gpu, count(),
           "token budget of a reference log-prob micro-batch; default: the actor's ppo_max_token_len_per_gpu"),
 
-      KEY(algorithm.adv_estimator,
-          one_of({"grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline", "remax", "opo", "grpo_passk",
-                  "gpg", "gae"}),
+      KEY(algorithm.adv_estimator, choice(train::kAdvEstimatorNames),
           "advantage estimator (gae is refused: it needs a critic)"),
       KEY(algorithm.gamma, between(0, 1), "reinforce_plus_plus: discount of the per-token returns"),
       KEY(algorithm.lam, between(0, 1), "GAE's lambda: read from verl configs, unused (gae is refused)"),
-      KEY(algorithm.use_kl_in_reward, any(), "subtract kl_ctrl.kl_coef x KL(policy || reference) from each token's reward"),
-      KEY(algorithm.kl_penalty, one_of({"kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3", "full"}),
+      KEY(algorithm.use_kl_in_reward, any(),
+          "subtract kl_ctrl.kl_coef x KL(policy || reference) from each token's reward"),
+      KEY(algorithm.kl_penalty, choice(train::kKlPenaltyNames, without_plus),
           "KL estimator of the reward penalty (full is refused: it needs whole distributions)"),
-      KEY(algorithm.kl_ctrl.type, one_of({"fixed", "adaptive"}), "KL-in-reward coefficient: fixed or adaptive"),
+      KEY(algorithm.kl_ctrl.type, choice(train::kKlControllerNames), "KL-in-reward coefficient: fixed or adaptive"),
       KEY(algorithm.kl_ctrl.kl_coef, nonnegative_float(), "KL-in-reward coefficient (adaptive: its start)"),
       KEY(algorithm.kl_ctrl.target_kl, positive_float(), "adaptive: the KL the coefficient steers to"),
       KEY(algorithm.kl_ctrl.horizon, count(), "adaptive: steps over which the coefficient moves"),
-      KEY(algorithm.rollout_correction.rollout_is, any(),
+      KEY(algorithm.rollout_correction.rollout_is, choice(train::kRolloutIsNames),
           "importance weights pi_old / pi_rollout: token, sequence, or null (none)"),
       KEY(algorithm.rollout_correction.rollout_is_threshold, positive_float(),
           "the importance weights are truncated at this"),
@@ -334,7 +376,7 @@ std::vector<KeySpec> build_table() {
           "rollout_rs bounds: one for all criteria or one per criterion (comma-separated); k1: \"lower_upper\" "
           "ratio bounds or an upper ratio U meaning [1/U, U]; k2, k3: an upper bound"),
       KEY(algorithm.norm_adv_by_std_in_grpo, any(), "divide advantages by the group std (false: Dr. GRPO)"),
-      KEY(algorithm.scale_rewards, one_of({"group", "batch", "none"}),
+      KEY(algorithm.scale_rewards, choice(train::kAdvantageScalingNames),
           "std used to scale advantages (TRL); none is norm_adv_by_std_in_grpo: false"),
       KEY(algorithm.filter_groups.enable, any(), "DAPO dynamic sampling: drop groups whose rewards are all equal"),
       KEY(algorithm.filter_groups.max_num_gen_batches, count0(),
@@ -352,13 +394,13 @@ std::vector<KeySpec> build_table() {
           "run folder: checkpoints, metrics.jsonl, config, report; unset: checkpoints/<project_name>/"
           "<experiment_name> (as verl); ${key} in any text value is that key's value"),
       KEY(trainer.seed, at_least(0), "seed of data order, sampling and initialisation (any integer >= 0)"),
-      KEY(trainer.logger, one_of({"console", "jsonl", "tensorboard"}),
+      KEY(trainer.logger, choice(kLoggerNames),
           "where step metrics go: console (a line per step), jsonl (<run>/metrics.jsonl, also read by "
           "report.html and resume), tensorboard (event files in <run>/tensorboard_log/<project>/<experiment>)"),
       KEY(trainer.project_name, any(), "project name (TensorBoard folder, report)"),
       KEY(trainer.experiment_name, any(), "experiment name (TensorBoard folder, report)"),
       KEY(trainer.val_before_train, any(), "validate once before the first step"),
-      KEY(trainer.resume_mode, one_of({"disable", "auto", "resume_path"}),
+      KEY(trainer.resume_mode, choice(kResumeModeNames),
           "a run folder holding an earlier run: disable refuses it (grpo train --overwrite starts over), auto "
           "resumes from its latest checkpoint, resume_path resumes from trainer.resume_from_path"),
       KEY(trainer.resume_from_path, any(),
@@ -381,7 +423,7 @@ std::vector<KeySpec> build_table() {
       KEY(reward.custom_reward_function.timeout_s, open_closed(0, kMaxRewardTimeoutSeconds),
           "seconds a call of the custom function may take (a batch share in batch mode); past it the sample "
           "scores 0 and counts as a failure"),
-      KEY(reward.reward_manager, one_of({"naive", "batch", "dapo", "prime"}),
+      KEY(reward.reward_manager, choice(kRewardManagerNames),
           "verl's reward manager: batch calls the custom function with lists (data_sources, solution_strs, "
           "ground_truths, extra_infos); the others call it once a response"),
       KEY(reward.reward_kwargs, any(),
@@ -394,7 +436,7 @@ std::vector<KeySpec> build_table() {
           "stop the run when a reward function fails on more than this fraction of a step's samples"),
 
       KEY(mixed_precision.enabled, any(), "bf16 GEMM inputs with f32 accumulation and f32 master weights"),
-      KEY(mixed_precision.op_blacklist, one_of(kGemmSites),
+      KEY(mixed_precision.op_blacklist, choice(kGemmSiteNames),
           "GEMMs to keep in f32 under mixed precision: not supported, must be empty"),
 
       KEY(sft.lr, positive_float(), "SFT AdamW learning rate"),
@@ -471,8 +513,12 @@ std::string type_name(KeyType type) {
     case KeyType::Int: return "integer";
     case KeyType::Float: return "number";
     case KeyType::Bool: return "boolean";
-    case KeyType::String: return "text";
-    case KeyType::StringList: return "list of text";
+    case KeyType::String:
+    case KeyType::Choice:
+      return "text";
+    case KeyType::StringList:
+    case KeyType::ChoiceList:
+      return "list of text";
     case KeyType::FloatList: return "list of numbers";
     case KeyType::RewardFunctions: return "list of reward functions";
     case KeyType::Mapping: return "mapping";
@@ -496,9 +542,14 @@ std::string value_text(const KeySpec& spec, Config& config) {
     case KeyType::Float: return format_double(*static_cast<double*>(p));
     case KeyType::Bool: return *static_cast<bool*>(p) ? "true" : "false";
     case KeyType::String: return "\"" + *static_cast<std::string*>(p) + "\"";
-    case KeyType::StringList: {
+    case KeyType::Choice:
+      return "\"" + spec.allowed.get_names(p)[0] + "\"";
+    case KeyType::StringList:
+    case KeyType::ChoiceList: {
+      const std::vector<std::string> names =
+          spec.type == KeyType::ChoiceList ? spec.allowed.get_names(p) : *static_cast<std::vector<std::string>*>(p);
       std::string s = "[";
-      for (const auto& v : *static_cast<std::vector<std::string>*>(p)) s += (s.size() > 1 ? ", " : "") + v;
+      for (const auto& v : names) s += (s.size() > 1 ? ", " : "") + v;
       return s + "]";
     }
     case KeyType::FloatList: {
@@ -510,7 +561,8 @@ std::string value_text(const KeySpec& spec, Config& config) {
     case KeyType::RewardFunctions: {
       std::string s = "[";
       for (const auto& f : *static_cast<std::vector<RewardFunctionConfig>*>(p))
-        s += cat(s.size() > 1 ? ", " : "", "{name: ", f.name, ", weight: ", format_double(f.weight), "}");
+        s += cat(s.size() > 1 ? ", " : "", "{name: ", kRewardKindNames.name(f.name),
+                 ", weight: ", format_double(f.weight), "}");
       return s + "]";
     }
   }

@@ -11,7 +11,9 @@
 
 namespace grpo::config_detail {
 
-enum class KeyType { Int, Float, Bool, String, StringList, FloatList, RewardFunctions, Mapping };
+// Choice: an enum field (or a small comparable type) read and written by the names of its table
+// (core/names.h); ChoiceList: a list of those.
+enum class KeyType { Int, Float, Bool, String, StringList, Choice, ChoiceList, FloatList, RewardFunctions, Mapping };
 
 // What a value may be: a numeric interval (with open/closed ends) plus extra allowed numbers such as
 // -1 meaning "off"; a set of choices for strings (and for each item of a string list); a fixed length
@@ -24,6 +26,10 @@ struct Allowed {
   std::vector<std::string> choices;
   int64_t length = -1;  // float lists: exact number of items
   bool scalar_as_list = false;  // string lists: a single text value reads as a list of one
+  // Choice keys: the field set from names (false when one is not in `choices`, the field then unchanged),
+  // and its value as names (one for a Choice).
+  std::function<bool(void* field, const std::vector<std::string>& names)> set_names;
+  std::function<std::vector<std::string>(const void* field)> get_names;
 
   Allowed or_value(double v) const {
     Allowed a = *this;
@@ -46,7 +52,17 @@ Allowed greater_than(double v);
 Allowed between(double lo, double hi);            // [lo, hi]
 Allowed open_closed(double lo, double hi);        // (lo, hi]
 Allowed closed_open(double lo, double hi);        // [lo, hi)
-Allowed one_of(std::vector<std::string> choices);
+// A choice key's allowed values: the names of `table` (a NameTable of core/names.h), all of them or those
+// whose value `keep` accepts.
+template <typename Table>
+struct ChoiceOf {
+  const Table* table;
+  bool (*keep)(const typename Table::Value&) = nullptr;
+};
+template <typename Table>
+ChoiceOf<Table> choice(const Table& table, bool (*keep)(const typename Table::Value&) = nullptr) {
+  return {&table, keep};
+}
 
 struct KeySpec {
   std::string name;

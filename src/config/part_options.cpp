@@ -57,7 +57,7 @@ train::MicroBatching sft_micro_batching(const Config& c) {
 train::PolicyObjectiveConfig policy_loss_config(const Config& config) {
   const auto& a = config.actor_rollout_ref.actor;
   train::PolicyObjectiveConfig p;
-  p.mode = train::parse_pg_loss_mode(a.policy_loss.loss_mode);
+  p.mode = a.policy_loss.loss_mode;
   p.clip_ratio_low = a.clip_ratio_low;
   p.clip_ratio_high = a.clip_ratio_high;
   p.clip_ratio_c = a.clip_ratio_c;
@@ -71,31 +71,27 @@ train::PolicyObjectiveConfig policy_loss_config(const Config& config) {
   p.dro_beta = a.policy_loss.dro_beta;
   p.seed = static_cast<uint64_t>(config.trainer.seed);
   p.kl_coef = a.use_kl_loss ? a.kl_loss_coef : 0.0;
-  p.kl_type = train::parse_kl_penalty(a.kl_loss_type);
+  p.kl_type = a.kl_loss_type;
   p.entropy_coef = a.entropy_coeff;
   return p;
 }
 
 train::AdvantageOptions advantage_options(const Config& config) {
   train::AdvantageOptions o;
-  o.estimator = train::parse_adv_estimator(config.algorithm.adv_estimator);
+  o.estimator = config.algorithm.adv_estimator;
   o.scaling = advantage_scaling(config);
   o.gamma = config.algorithm.gamma;
   return o;
 }
 
-train::LossAggMode loss_agg_mode(const Config& config) {
-  return train::parse_loss_agg_mode(config.actor_rollout_ref.actor.loss_agg_mode);
-}
+train::LossAggMode loss_agg_mode(const Config& config) { return config.actor_rollout_ref.actor.loss_agg_mode; }
 
-train::AdvantageScaling advantage_scaling(const Config& config) {
-  return train::parse_advantage_scaling(config.algorithm.scale_rewards);
-}
+train::AdvantageScaling advantage_scaling(const Config& config) { return config.algorithm.scale_rewards; }
 
 train::DataParallel data_parallel_config(const Config& config) {
   const FsdpConfig& f = config.actor_rollout_ref.actor.fsdp_config;
   train::DataParallel dp;
-  dp.reduce_wire = comm::parse_wire(f.mixed_precision.reduce_dtype);
+  dp.reduce_wire = f.mixed_precision.reduce_dtype;
   dp.bucket_elems = std::max<int64_t>(1, static_cast<int64_t>(f.bucket_cap_mb * (1 << 20) / sizeof(float)));
   dp.overlap = f.overlap_comm;
   dp.reduce_per_micro_batch = f.reduce_per_micro_batch;
@@ -154,12 +150,20 @@ rollout::EngineConfig engine_config(const Config& c, const ModelConfig& m, int64
   const RolloutConfig& r = c.actor_rollout_ref.rollout;
   rollout::EngineConfig e;
   const bool bf16 = c.mixed_precision.enabled;
-  if (r.kv_cache_dtype == "f32" || (r.kv_cache_dtype == "auto" && !bf16))
-    e.kv_dtype = ops::KvDType::F32;
-  else if (r.kv_cache_dtype == "int8")
-    e.kv_dtype = ops::KvDType::I8;
-  else
-    e.kv_dtype = ops::KvDType::BF16;
+  switch (r.kv_cache_dtype) {
+    case KvCacheDtype::Auto:
+      e.kv_dtype = bf16 ? ops::KvDType::BF16 : ops::KvDType::F32;
+      break;
+    case KvCacheDtype::F32:
+      e.kv_dtype = ops::KvDType::F32;
+      break;
+    case KvCacheDtype::BF16:
+      e.kv_dtype = ops::KvDType::BF16;
+      break;
+    case KvCacheDtype::Int8:
+      e.kv_dtype = ops::KvDType::I8;
+      break;
+  }
   e.token_budget = r.max_num_batched_tokens;
   e.max_seqs = r.max_num_seqs;
   e.prefix_cache = r.enable_prefix_caching;

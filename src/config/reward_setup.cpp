@@ -15,11 +15,11 @@ std::vector<RewardFunctionConfig> run_reward_functions(const RewardConfig& rewar
   RewardFunctionConfig f;
   const CustomRewardFunctionConfig& custom = reward.custom_reward_function;
   if (!custom.path.empty()) {
-    f.name = "python";
+    f.name = RewardKind::Python;
     f.path = custom.path;
     f.function = custom.name;
     f.kwargs_json = custom.reward_kwargs.dump();
-    f.batch = reward.reward_manager == "batch";
+    f.batch = reward.reward_manager == RewardManager::Batch;
     f.workers = custom.workers;
     f.timeout_s = custom.timeout_s;
     return {f};
@@ -29,7 +29,7 @@ std::vector<RewardFunctionConfig> run_reward_functions(const RewardConfig& rewar
   });
   if (!any_source) return {f};  // math
   verl::check_verl_data_sources(data_sources, where);
-  f.name = "verl";
+  f.name = RewardKind::Verl;
   return {f};
 }
 

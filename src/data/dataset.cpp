@@ -11,12 +11,8 @@
 
 namespace grpo {
 
-PromptOverflow prompt_overflow_from_config(bool filter_overlong_prompts, const std::string& truncation) {
-  if (filter_overlong_prompts) return PromptOverflow::Filter;
-  if (truncation == "left") return PromptOverflow::TruncateLeft;
-  if (truncation == "right") return PromptOverflow::TruncateRight;
-  if (truncation == "error") return PromptOverflow::Error;
-  fail("[dataset] data.truncation \"", truncation, "\": expected error, left or right");
+PromptOverflow prompt_overflow_from_config(bool filter_overlong_prompts, PromptOverflow truncation) {
+  return filter_overlong_prompts ? PromptOverflow::Filter : truncation;
 }
 
 namespace {

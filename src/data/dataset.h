@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "core/names.h"
 #include "data/parquet/parquet_file.h"
 #include "image/picture.h"
 #include "image/preprocess.h"
@@ -65,8 +66,13 @@ enum class PromptOverflow {
   Error,          // an error naming the file and line
 };
 
+// data.truncation's values (Filter is data.filter_overlong_prompts).
+inline constexpr auto kTruncationNames = name_table<PromptOverflow>({{PromptOverflow::Error, "error"},
+                                                                     {PromptOverflow::TruncateLeft, "left"},
+                                                                     {PromptOverflow::TruncateRight, "right"}});
+
 // data.filter_overlong_prompts / data.truncation -> PromptOverflow.
-PromptOverflow prompt_overflow_from_config(bool filter_overlong_prompts, const std::string& truncation);
+PromptOverflow prompt_overflow_from_config(bool filter_overlong_prompts, PromptOverflow truncation);
 
 struct DatasetOptions {
   // Tokenizes an example's prompt (chat template applied or not: the caller decides). When empty,

@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "core/dtype.h"
+#include "core/names.h"
 
 namespace grpo::ops {
 
@@ -90,7 +91,10 @@ int64_t gemv_max_batch(DType w_dtype);  // for the instruction set in use (amx: 
 // to gemv_max_batch, oneDNN above (rows then depend slightly on the batch size). OneDnn: ops::gemm always
 // (the benchmarks' baseline).
 enum class DecodeMatmul { BatchInvariant, Fastest, OneDnn };
-DecodeMatmul parse_decode_matmul(const std::string& name);  // batch_invariant | fastest | onednn
+inline constexpr auto kDecodeMatmulNames = name_table<DecodeMatmul>({{DecodeMatmul::BatchInvariant, "batch_invariant"},
+                                                                     {DecodeMatmul::Fastest, "fastest"},
+                                                                     {DecodeMatmul::OneDnn, "onednn"}});
+DecodeMatmul parse_decode_matmul(const std::string& name);
 const char* decode_matmul_name(DecodeMatmul how);
 
 // The kernel decode_matmul runs for `how` at batch B with w_dtype weights at this process's level:

@@ -70,7 +70,7 @@ RunFolderPlan plan_grpo_run_folder(const Config& c, const std::string& cli_resum
   const TrainerConfig& t = c.trainer;
   plan.run_dir = t.default_local_dir;
   const std::vector<std::string> outputs = earlier_run_outputs(plan.run_dir, /*sft=*/false);
-  if (t.resume_mode == "resume_path") {
+  if (t.resume_mode == ResumeMode::ResumePath) {
     GRPO_CHECK(!overwrite, "[run] trainer.resume_mode: resume_path and --overwrite contradict each other");
     plan.resume_checkpoint = resolve_checkpoint(t.resume_from_path);
     // Resuming this folder's own checkpoint continues its run; another run's checkpoint starts writing a
@@ -78,7 +78,7 @@ RunFolderPlan plan_grpo_run_folder(const Config& c, const std::string& cli_resum
     if (!outputs.empty() && !inside(plan.resume_checkpoint, plan.run_dir)) refuse(plan.run_dir, outputs, false);
     return plan;
   }
-  if (t.resume_mode == "auto" && !overwrite) {
+  if (t.resume_mode == ResumeMode::Auto && !overwrite) {
     plan.resume_checkpoint = latest_run_checkpoint(plan.run_dir);
     if (!plan.resume_checkpoint.empty()) return plan;
   }
@@ -90,7 +90,8 @@ RunFolderPlan plan_grpo_run_folder(const Config& c, const std::string& cli_resum
 }
 
 RunFolderPlan plan_sft_run_folder(const Config& c, bool overwrite) {
-  GRPO_CHECK(c.trainer.resume_mode == "disable", "[run] trainer.resume_mode = ", c.trainer.resume_mode,
+  GRPO_CHECK(c.trainer.resume_mode == ResumeMode::Disable,
+             "[run] trainer.resume_mode = ", kResumeModeNames.name(c.trainer.resume_mode),
              ": SFT runs do not resume; set it to disable");
   RunFolderPlan plan;
   plan.run_dir = c.trainer.default_local_dir;

@@ -102,8 +102,8 @@ std::unique_ptr<Session> Session::open(const Config& config, bool require_respon
                       ec.block_size, " tokens (", rc.max_num_seqs, " sequences x ",
                       config.data.max_prompt_length + config.data.max_response_length, " tokens), ",
                       rc.max_num_batched_tokens, " tokens per step");
-    s->rollout_model = std::make_unique<rollout::DecoderRolloutModel>(*s->weights, s->mode, ec.block_size,
-                                                                     ops::parse_decode_matmul(rc.decode_matmul));
+    s->rollout_model =
+        std::make_unique<rollout::DecoderRolloutModel>(*s->weights, s->mode, ec.block_size, rc.decode_matmul);
     s->rollout_model->set_lora(s->lora.get());
     s->engine = std::make_unique<rollout::Engine>(*s->rollout_model, ec, rollout::tokenizer_decode_fn(tok));
     if (comm::launch_rank() == 0) std::fprintf(stderr, "[rollout] %s\n", s->engine->kv_budget().describe().c_str());

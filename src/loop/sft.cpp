@@ -114,7 +114,8 @@ class SftLoop {
     for (int64_t i = b * bs_; i < std::min(N_, (b + 1) * bs_); ++i) batch_.push_back(data_.samples[order[i]]);
     for (int64_t j : actor_.share(batch_))  // each rank decodes the pictures of its own share only
       batch_[j].pictures = s_.pictures(*data_.examples[order[b * bs_ + j]], s_.train);
-    const float lr = train::scheduled_lr(static_cast<float>(cfg_.sft.lr), step_, total_, warmup_, "cosine", 0.1f);
+    const float lr =
+        train::scheduled_lr(static_cast<float>(cfg_.sft.lr), step_, total_, warmup_, train::WarmupStyle::Cosine, 0.1f);
     const auto t0 = Clock::now();
     train::UpdateStats u;
     {

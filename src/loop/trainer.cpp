@@ -69,11 +69,11 @@ GrpoTrainer::GrpoTrainer(const Config& config, const TrainOptions& opt)
   });
   logger_ = std::move(run.logger);
   if (console_ && comm_.size() > 1 && !opt_.quiet)
-    std::fprintf(stderr, "[train] %d ranks on %s (%s reduce, %s%s)\n", comm_.size(), comm_.backend().c_str(),
-                 cfg_.actor_rollout_ref.actor.fsdp_config.mixed_precision.reduce_dtype.c_str(),
-                 cfg_.actor_rollout_ref.actor.fsdp_config.overlap_comm ? "overlapped with the backward"
-                                                                       : "after the backward",
-                 cfg_.actor_rollout_ref.actor.fsdp_config.reshard_after_forward ? ", ZeRO-3" : ", ZeRO-2");
+    std::fprintf(
+        stderr, "[train] %d ranks on %s (%s reduce, %s%s)\n", comm_.size(), comm_.backend().c_str(),
+        comm::wire_name(cfg_.actor_rollout_ref.actor.fsdp_config.mixed_precision.reduce_dtype).data(),
+        cfg_.actor_rollout_ref.actor.fsdp_config.overlap_comm ? "overlapped with the backward" : "after the backward",
+        cfg_.actor_rollout_ref.actor.fsdp_config.reshard_after_forward ? ", ZeRO-3" : ", ZeRO-2");
 }
 
 void GrpoTrainer::check_memory_plan(const Session& s) const {
@@ -97,13 +97,15 @@ void GrpoTrainer::build_actor() {
                                           grpo_adamw_config(cfg_), &comm_, data_parallel_config(cfg_),
                                           ac.freeze_vision_tower || s_->lora, s_->lora.get());
   // verl's losses that ignore loss_agg_mode: said once
-  const train::PgLossMode mode = train::parse_pg_loss_mode(ac.policy_loss.loss_mode);
+  const train::PgLossMode mode = ac.policy_loss.loss_mode;
   const train::LossAggMode agg = loss_agg_mode(cfg_);
   if (console_ && !opt_.quiet && train::effective_loss_agg_mode(mode, agg) != agg)
-    std::fprintf(stderr, "[train] policy_loss.loss_mode %s aggregates its policy-gradient term %s whatever "
-                 "loss_agg_mode says (%s), as verl does\n", ac.policy_loss.loss_mode.c_str(),
+    std::fprintf(stderr,
+                 "[train] policy_loss.loss_mode %s aggregates its policy-gradient term %s whatever "
+                 "loss_agg_mode says (%s), as verl does\n",
+                 train::pg_loss_mode_name(mode).data(),
                  mode == train::PgLossMode::GeoMean ? "as the mean over sequences" : "seq-mean-token-mean",
-                 ac.loss_agg_mode.c_str());
+                 train::loss_agg_mode_name(agg).data());
 }
 
 void GrpoTrainer::build_reference() {
@@ -128,8 +130,9 @@ void GrpoTrainer::build_rewards_and_schedule() {
   steps_per_epoch_ = std::max<int64_t>(1, N / B);
   max_gen_batches_ = max_num_gen_batches_per_step(cfg_, N);
   const int64_t requests_per_batch =
-      checked_mul(B, (cfg_.actor_rollout_ref.rollout.share_group_prompt ? 1 : cfg_.actor_rollout_ref.rollout.n) +
-                         (cfg_.algorithm.adv_estimator == "remax" ? 1 : 0),
+      checked_mul(B,
+                  (cfg_.actor_rollout_ref.rollout.share_group_prompt ? 1 : cfg_.actor_rollout_ref.rollout.n) +
+                      (cfg_.algorithm.adv_estimator == train::AdvEstimator::Remax ? 1 : 0),
                   "[config] rollout requests per generation batch");
   checked_mul(checked_mul(total_steps_, max_gen_batches_, "[config] generation batches of the run"), requests_per_batch,
               "[config] rollout requests of the run");  // so that request ids cannot wrap

@@ -95,7 +95,7 @@ GenerationResult GrpoTrainer::generate(const std::vector<const Example*>& prompt
   // Shared: one request of n samples per prompt. Not shared (the baseline): n requests of one sample.
   const int64_t requests_per_prompt = rc.share_group_prompt ? 1 : rc.n;
   // remax: one more request per prompt, greedy, whose reward is the prompt's baseline.
-  const bool greedy_baseline = cfg_.algorithm.adv_estimator == "remax";
+  const bool greedy_baseline = cfg_.algorithm.adv_estimator == train::AdvEstimator::Remax;
   const int64_t slots_per_prompt = requests_per_prompt + (greedy_baseline ? 1 : 0);
   // Each prompt's pictures, decoded once and shared by its requests and samples (empty for text).
   std::vector<std::vector<PicturePtr>> pictures;
@@ -117,7 +117,7 @@ GenerationResult GrpoTrainer::generate(const std::vector<const Example*>& prompt
     q.max_new_tokens = static_cast<int32_t>(cfg_.data.max_response_length);
     q.seed = static_cast<uint64_t>(cfg_.trainer.seed);
     // Benchmarks: each sample stops at its drawn length (sample k of the prompt's group, however requested).
-    if (rc.response_lengths == "long_tail" && !greedy)
+    if (rc.response_lengths == ResponseLengths::LongTail && !greedy)
       for (int32_t k = 0; k < q.n; ++k)
         q.stop_lengths.push_back(long_tail_response_length(
             static_cast<uint64_t>(cfg_.trainer.seed), step, batch_index, index[i],
@@ -315,7 +315,7 @@ AdvantageResult GrpoTrainer::compute_advantages(const StepBatch& batch,
   AdvantageResult a;
   if (alg.use_kl_in_reward) {
     if (state_.reward_kl_coef < 0) state_.reward_kl_coef = alg.kl_ctrl.kl_coef;
-    const train::KlPenaltyType kl_type = train::parse_kl_penalty(alg.kl_penalty);
+    const train::KlPenaltyType kl_type = alg.kl_penalty;
     double seq_kl_sum = 0;
     for (int64_t i = 0; i < B; ++i) {
       const train::TrainSample& smp = *samples[i];
@@ -334,7 +334,8 @@ AdvantageResult GrpoTrainer::compute_advantages(const StepBatch& batch,
     a.kl_in_reward = true;
     a.reward_kl_penalty = seq_kl_sum / static_cast<double>(std::max<int64_t>(B, 1));
     a.reward_kl_coeff = state_.reward_kl_coef;
-    if (alg.kl_ctrl.type == "adaptive") {  // verl's AdaptiveKLController, n_steps = the batch's responses
+    if (alg.kl_ctrl.type ==
+        train::KlController::Adaptive) {  // verl's AdaptiveKLController, n_steps = the batch's responses
       const double error = std::clamp(a.reward_kl_penalty / alg.kl_ctrl.target_kl - 1.0, -0.2, 0.2);
       state_.reward_kl_coef *= 1.0 + error * static_cast<double>(B) / static_cast<double>(alg.kl_ctrl.horizon);
     }
@@ -389,7 +390,8 @@ LogProbResult GrpoTrainer::compute_log_probs(std::vector<std::vector<train::Trai
   int64_t sequences = 0;
   for (const auto& mb : minibatches) sequences += static_cast<int64_t>(mb.size());
   const RolloutCorrectionConfig& rc = cfg_.algorithm.rollout_correction;
-  if (need_old || !rc.rollout_is.empty() || !rc.rollout_rs.empty() || cfg_.algorithm.use_kl_in_reward) {
+  if (need_old || rc.rollout_is != train::RolloutIsLevel::Off || !rc.rollout_rs.empty() ||
+      cfg_.algorithm.use_kl_in_reward) {
     GRPO_PROFILE("old_log_prob");
     comm::WaitLabel label(&comm_, "old_log_prob");
     ErrorContext what("computing old log-probs of ", sequences, " sequences");
@@ -428,7 +430,7 @@ UpdateResult GrpoTrainer::update(std::vector<std::vector<train::TrainSample>>& m
   const train::PolicyObjectiveConfig lcfg = policy_loss_config(cfg_);
   const train::LossAggMode agg = loss_agg_mode(cfg_);
   train::RolloutCorrection correction;
-  correction.level = train::parse_rollout_is_level(cfg_.algorithm.rollout_correction.rollout_is);
+  correction.level = cfg_.algorithm.rollout_correction.rollout_is;
   correction.threshold = cfg_.algorithm.rollout_correction.rollout_is_threshold;
   correction.rejection = train::parse_rollout_rs(cfg_.algorithm.rollout_correction.rollout_rs,
                                                  cfg_.algorithm.rollout_correction.rollout_rs_threshold);
@@ -626,7 +628,7 @@ nlohmann::json GrpoTrainer::step_metrics(const StepBatch& batch, const Advantage
     m["training/rollout_probs_diff_mean"] = diff_mean;
     m["training/rollout_probs_diff_max"] = rm.diff_max;
     m["training/rollout_probs_diff_std"] = std::sqrt(std::max(0.0, rm.diff_sq / rm.tokens - diff_mean * diff_mean));
-    if (!cfg_.algorithm.rollout_correction.rollout_is.empty()) {
+    if (cfg_.algorithm.rollout_correction.rollout_is != train::RolloutIsLevel::Off) {
       m["rollout_corr/rollout_is_mean"] = rm.is_sum / rm.tokens;
       m["rollout_corr/rollout_is_min"] = rm.is_min;
       m["rollout_corr/rollout_is_max"] = rm.is_max;

@@ -154,7 +154,8 @@ void describe_data(const Config& c, const ModelParts& parts, const RunData& data
     if (parts.tokenizer)
       line += cat(", longest prompt ", f.longest, " tokens (max_prompt_length ", c.data.max_prompt_length, ")");
     if (f.filtered) line += cat(", ", f.filtered, " overlong prompts filtered out");
-    if (f.truncated) line += cat(", ", f.truncated, " overlong prompts truncated (", c.data.truncation, ")");
+    if (f.truncated)
+      line += cat(", ", f.truncated, " overlong prompts truncated (", kTruncationNames.name(c.data.truncation), ")");
     if (f.with_pictures) line += cat(", ", f.with_pictures, " with pictures");
     r.summary.push_back(line);
     if (f.with_pictures && parts.checkpoint && !parts.checkpoint->config().has_vision())
@@ -189,9 +190,13 @@ void describe_grpo_step(const Config& c, const RunData& data, RunCheck& r) {
                         " per epoch", how, ")"));
     }
   }
-  out.push_back(cat("algorithm: ", c.algorithm.adv_estimator, " (advantages scaled by ", c.algorithm.scale_rewards,
-                    " std), loss ", actor.loss_agg_mode, ", clip ", actor.clip_ratio_low, "/", actor.clip_ratio_high,
-                    actor.use_kl_loss ? cat(", KL loss ", actor.kl_loss_type, " x ", actor.kl_loss_coef) : "",
+  out.push_back(cat("algorithm: ", train::kAdvEstimatorNames.name(c.algorithm.adv_estimator),
+                    " (advantages scaled by ", train::kAdvantageScalingNames.name(c.algorithm.scale_rewards),
+                    " std), loss ", train::kLossAggModeNames.name(actor.loss_agg_mode), ", clip ",
+                    actor.clip_ratio_low, "/", actor.clip_ratio_high,
+                    actor.use_kl_loss
+                        ? cat(", KL loss ", train::kKlPenaltyNames.name(actor.kl_loss_type), " x ", actor.kl_loss_coef)
+                        : "",
                     actor.entropy_coeff != 0 ? cat(", entropy x ", actor.entropy_coeff) : "",
                     c.algorithm.filter_groups.enable ? ", DAPO group filtering" : "",
                     c.reward.overlong_buffer.enable ? cat(", overlong buffer ", c.reward.overlong_buffer.len) : "",
@@ -285,7 +290,7 @@ void describe_outputs(const Config& c, const ConfigNotes& notes, RunCheck& r) {
   auto& out = r.summary;
   out.push_back(cat("run folder: ", c.trainer.default_local_dir, "; loggers: ", [&] {
     std::string s;
-    for (const auto& l : c.trainer.logger) s += (s.empty() ? "" : ", ") + l;
+    for (Logger l : c.trainer.logger) s += cat(s.empty() ? "" : ", ", kLoggerNames.name(l));
     return s.empty() ? std::string("none") : s;
   }()));
   for (std::string& line : lines_of(notes.describe(c.trainer.default_local_dir)))

@@ -14,10 +14,10 @@ std::string tensorboard_dir(const StepLoggerOptions& o) {
 }
 
 StepLogger::StepLogger(const StepLoggerOptions& o) {
-  auto listed = [&](const char* name) { return std::find(o.loggers.begin(), o.loggers.end(), name) != o.loggers.end(); };
-  console_ = listed("console") && !o.quiet;
-  if (listed("jsonl")) jsonl_ = std::make_unique<MetricsWriter>(o.run_dir + "/metrics.jsonl", o.truncate_jsonl);
-  if (listed("tensorboard")) tensorboard_ = std::make_unique<TensorBoardWriter>(tensorboard_dir(o));
+  auto listed = [&](Logger l) { return std::find(o.loggers.begin(), o.loggers.end(), l) != o.loggers.end(); };
+  console_ = listed(Logger::Console) && !o.quiet;
+  if (listed(Logger::Jsonl)) jsonl_ = std::make_unique<MetricsWriter>(o.run_dir + "/metrics.jsonl", o.truncate_jsonl);
+  if (listed(Logger::Tensorboard)) tensorboard_ = std::make_unique<TensorBoardWriter>(tensorboard_dir(o));
 }
 
 void StepLogger::log(int64_t step, const nlohmann::json& metrics, const std::string& console_line) {

@@ -11,13 +11,18 @@
 #include <string>
 #include <vector>
 
+#include "core/names.h"
 #include "report/metrics.h"
 #include "report/tensorboard.h"
 
 namespace grpo {
 
+enum class Logger { Console, Jsonl, Tensorboard };
+inline constexpr auto kLoggerNames =
+    name_table<Logger>({{Logger::Console, "console"}, {Logger::Jsonl, "jsonl"}, {Logger::Tensorboard, "tensorboard"}});
+
 struct StepLoggerOptions {
-  std::vector<std::string> loggers = {"console", "jsonl"};  // trainer.logger
+  std::vector<Logger> loggers = {Logger::Console, Logger::Jsonl};  // trainer.logger
   std::string run_dir;
   std::string project_name = "grpo.cpp", experiment_name = "grpo";
   bool truncate_jsonl = false;  // start metrics.jsonl empty (else append: resume)

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/names.h"
+
 namespace grpo {
 
 // Limits of a reward function: scores and weights beyond kMaxRewardMagnitude would overflow the float sums
@@ -13,8 +15,17 @@ inline constexpr double kMaxRewardMagnitude = 1e6;
 inline constexpr double kMaxRewardTimeoutSeconds = 7 * 24 * 3600;
 inline constexpr int64_t kMaxRewardWorkers = 256;
 
+// The reward functions there are (reward/rewards.h builds each).
+enum class RewardKind { Math, Exact, Format, External, Verl, Python };
+inline constexpr auto kRewardKindNames = name_table<RewardKind>({{RewardKind::Math, "math"},
+                                                                 {RewardKind::Exact, "exact"},
+                                                                 {RewardKind::Format, "format"},
+                                                                 {RewardKind::External, "external"},
+                                                                 {RewardKind::Verl, "verl"},
+                                                                 {RewardKind::Python, "python"}});
+
 struct RewardFunctionConfig {
-  std::string name = "math";  // math | exact | format | external | verl | python
+  RewardKind name = RewardKind::Math;
   double weight = 1.0;
   std::string pattern;    // format: PCRE2 regex the response must match
   std::string command;    // external: shell command speaking JSONL on stdin/stdout

@@ -114,14 +114,26 @@ std::vector<WeightedReward> make_rewards(const std::vector<RewardFunctionConfig>
   for (const auto& c : configs) {
     WeightedReward w;
     w.weight = c.weight;
-    if (c.name == "math") w.function = make_math_reward();
-    else if (c.name == "exact") w.function = make_exact_reward();
-    else if (c.name == "format") w.function = make_format_reward(c.pattern);
-    else if (c.name == "external") w.function = std::make_unique<ExternalReward>(c.command, c.workers, c.timeout_s);
-    else if (c.name == "verl") w.function = make_verl_reward();
-    else if (c.name == "python")
-      w.function = make_python_reward({c.path, c.function, c.kwargs_json, c.batch, c.workers, c.timeout_s});
-    else fail("[reward] unknown reward function \"", c.name, "\": expected math, exact, format, external, verl or python");
+    switch (c.name) {
+      case RewardKind::Math:
+        w.function = make_math_reward();
+        break;
+      case RewardKind::Exact:
+        w.function = make_exact_reward();
+        break;
+      case RewardKind::Format:
+        w.function = make_format_reward(c.pattern);
+        break;
+      case RewardKind::External:
+        w.function = std::make_unique<ExternalReward>(c.command, c.workers, c.timeout_s);
+        break;
+      case RewardKind::Verl:
+        w.function = make_verl_reward();
+        break;
+      case RewardKind::Python:
+        w.function = make_python_reward({c.path, c.function, c.kwargs_json, c.batch, c.workers, c.timeout_s});
+        break;
+    }
     out.push_back(std::move(w));
   }
   return out;

@@ -12,7 +12,14 @@
 #pragma once
 #include <cstdint>
 
+#include "core/names.h"
+
 namespace grpo {
+
+// actor_rollout_ref.rollout.response_lengths: off (responses end at a stop token or the limit) or long_tail.
+enum class ResponseLengths { Off, LongTail };
+inline constexpr auto kResponseLengthsNames =
+    name_table<ResponseLengths>({{ResponseLengths::Off, "off"}, {ResponseLengths::LongTail, "long_tail"}});
 
 int32_t long_tail_response_length(uint64_t seed, int64_t step, int64_t batch, int64_t prompt, int64_t sample,
                                   int32_t limit);

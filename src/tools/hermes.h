@@ -7,9 +7,14 @@
 #include <string_view>
 #include <vector>
 
+#include "core/names.h"
 #include "tools/tool_call.h"
 
 namespace grpo::tools {
+
+// Tool-call formats (verl's multi_turn.format): hermes, the only one.
+enum class ToolCallFormat { Hermes };
+inline constexpr auto kToolCallFormatNames = name_table<ToolCallFormat>({{ToolCallFormat::Hermes, "hermes"}});
 
 // One <tool_call> block: the call, or why it is not one (failure BadJson or BadArguments, with verl's kind
 // of error text in `error`).

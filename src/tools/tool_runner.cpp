@@ -77,13 +77,14 @@ std::string valid_utf8(std::string_view s) {
   return out;
 }
 
-std::string truncate_tool_response(std::string_view raw, int64_t max_length, std::string_view side) {
+std::string truncate_tool_response(std::string_view raw, int64_t max_length, TruncateSide side) {
   const std::string valid = valid_utf8(raw);
   const std::string_view text = valid;
   const int64_t n = code_points(text);
   if (n <= max_length) return std::string(text);
-  if (side == "left") return std::string(text.substr(0, code_point_offset(text, max_length))) + "...(truncated)";
-  if (side == "right")
+  if (side == TruncateSide::Left)
+    return std::string(text.substr(0, code_point_offset(text, max_length))) + "...(truncated)";
+  if (side == TruncateSide::Right)
     return "(truncated)..." + std::string(text.substr(code_point_offset(text, n - max_length)));
   const int64_t half = max_length / 2;
   return std::string(text.substr(0, code_point_offset(text, half))) + "...(truncated)..." +
@@ -97,10 +98,6 @@ ToolRunner::ToolRunner(const ToolSet& tools, const ToolRunnerOptions& options) :
   GRPO_CHECK(options.max_tool_response_length >= 1,
              "[tools] actor_rollout_ref.rollout.multi_turn.max_tool_response_length must be >= 1, got ",
              options.max_tool_response_length);
-  const auto& side = options.tool_response_truncate_side;
-  GRPO_CHECK(side == "left" || side == "middle" || side == "right",
-             "[tools] actor_rollout_ref.rollout.multi_turn.tool_response_truncate_side must be left, middle or right, got \"",
-             side, "\"");
   GRPO_CHECK(options.max_tool_output_bytes >= 1, "[tools] the tool output cap must be >= 1 byte, got ",
              options.max_tool_output_bytes);
   for (int i = 0; i < options.threads; ++i) workers_.emplace_back([this] { work(); });

@@ -15,17 +15,23 @@
 #include <thread>
 #include <vector>
 
+#include "core/names.h"
 #include "tools/hermes.h"
 #include "tools/tool_call.h"
 #include "tools/tool_set.h"
 
 namespace grpo::tools {
 
+// Which part of a long tool result is kept (verl's multi_turn.tool_response_truncate_side).
+enum class TruncateSide { Left, Middle, Right };
+inline constexpr auto kTruncateSideNames = name_table<TruncateSide>(
+    {{TruncateSide::Left, "left"}, {TruncateSide::Middle, "middle"}, {TruncateSide::Right, "right"}});
+
 struct ToolRunnerOptions {
   int threads = 4;                                     // tools run concurrently on this many workers
   double timeout_s = 30;                               // a call running longer is cut off: failure Timeout
   int64_t max_tool_response_length = 256;              // verl's key (characters, as verl counts them)
-  std::string tool_response_truncate_side = "middle";  // verl's: left | middle | right
+  TruncateSide tool_response_truncate_side = TruncateSide::Middle;
   int64_t max_tool_output_bytes = 1 << 20;             // a tool writing more is cut off: OutputTooLong
 };
 
@@ -34,7 +40,7 @@ struct ToolRunnerOptions {
 // each end around "...(truncated)...". A text within the length is returned as it is.
 // `text` is made valid UTF-8 first (valid_utf8): what a model or a tool writes may be any bytes, and the
 // tool turn is tokenized as text.
-std::string truncate_tool_response(std::string_view text, int64_t max_length, std::string_view side);
+std::string truncate_tool_response(std::string_view text, int64_t max_length, TruncateSide side);
 // `s` with every byte that starts no valid UTF-8 character replaced by U+FFFD (as a tokenizer's decode does).
 std::string valid_utf8(std::string_view s);
 

@@ -10,20 +10,11 @@
 namespace grpo::train {
 
 AdvantageScaling parse_advantage_scaling(std::string_view name) {
-  if (name == "group") return AdvantageScaling::GroupStd;
-  if (name == "batch") return AdvantageScaling::BatchStd;
-  if (name == "none") return AdvantageScaling::None;
-  fail("[advantages] unknown reward scaling \"", name, "\": expected group, batch or none");
+  if (auto s = kAdvantageScalingNames.find(name)) return *s;
+  fail("[advantages] unknown reward scaling \"", name, "\": expected ", kAdvantageScalingNames.listing());
 }
 
-std::string_view advantage_scaling_name(AdvantageScaling s) {
-  switch (s) {
-    case AdvantageScaling::GroupStd: return "group";
-    case AdvantageScaling::BatchStd: return "batch";
-    case AdvantageScaling::None: return "none";
-  }
-  return "?";
-}
+std::string_view advantage_scaling_name(AdvantageScaling s) { return kAdvantageScalingNames.name(s); }
 
 namespace {
 
@@ -76,36 +67,19 @@ std::vector<float> grpo_advantages(std::span<const float> rewards, std::span<con
   return adv;
 }
 
+const char* const kGaeRefused =
+    "algorithm.adv_estimator = gae needs a critic (a value model trained alongside the policy), which this engine "
+    "does not have; use a critic-free estimator: grpo, rloo, reinforce_plus_plus, reinforce_plus_plus_baseline, "
+    "remax, opo, grpo_passk or gpg";
+
 AdvEstimator parse_adv_estimator(std::string_view name) {
-  if (name == "grpo") return AdvEstimator::Grpo;
-  if (name == "grpo_passk") return AdvEstimator::GrpoPassk;
-  if (name == "rloo") return AdvEstimator::Rloo;
-  if (name == "reinforce_plus_plus") return AdvEstimator::ReinforcePlusPlus;
-  if (name == "reinforce_plus_plus_baseline") return AdvEstimator::ReinforcePlusPlusBaseline;
-  if (name == "remax") return AdvEstimator::Remax;
-  if (name == "opo") return AdvEstimator::Opo;
-  if (name == "gpg") return AdvEstimator::Gpg;
-  if (name == "gae")
-    fail("[advantages] adv_estimator gae needs a critic (a value model trained alongside the policy), which this "
-         "engine does not have; use a critic-free estimator: grpo, rloo, reinforce_plus_plus, "
-         "reinforce_plus_plus_baseline, remax, opo, grpo_passk or gpg");
-  fail("[advantages] unknown adv_estimator \"", name, "\": expected grpo, rloo, reinforce_plus_plus, "
-       "reinforce_plus_plus_baseline, remax, opo, grpo_passk or gpg");
+  const auto e = kAdvEstimatorNames.find(name);
+  GRPO_CHECK(e, "[advantages] unknown adv_estimator \"", name, "\": expected ", kAdvEstimatorNames.listing());
+  GRPO_CHECK(*e != AdvEstimator::Gae, "[advantages] ", kGaeRefused);
+  return *e;
 }
 
-std::string_view adv_estimator_name(AdvEstimator e) {
-  switch (e) {
-    case AdvEstimator::Grpo: return "grpo";
-    case AdvEstimator::GrpoPassk: return "grpo_passk";
-    case AdvEstimator::Rloo: return "rloo";
-    case AdvEstimator::ReinforcePlusPlus: return "reinforce_plus_plus";
-    case AdvEstimator::ReinforcePlusPlusBaseline: return "reinforce_plus_plus_baseline";
-    case AdvEstimator::Remax: return "remax";
-    case AdvEstimator::Opo: return "opo";
-    case AdvEstimator::Gpg: return "gpg";
-  }
-  return "?";
-}
+std::string_view adv_estimator_name(AdvEstimator e) { return kAdvEstimatorNames.name(e); }
 
 namespace {
 
@@ -163,6 +137,7 @@ void check_inputs(const AdvantageOptions& opt, const AdvantageInputs& in) {
   GRPO_CHECK(opt.estimator != AdvEstimator::Remax || in.reward_baselines.size() == static_cast<size_t>(in.B),
              "[advantages] remax needs reward_baselines [B = ", in.B, "] (the greedy responses' rewards), got ",
              in.reward_baselines.size());
+  GRPO_CHECK(opt.estimator != AdvEstimator::Gae, "[advantages] ", kGaeRefused);
   GRPO_CHECK(opt.estimator != AdvEstimator::ReinforcePlusPlus || (opt.gamma >= 0 && opt.gamma <= 1),
              "[advantages] reinforce_plus_plus needs algorithm.gamma in [0, 1], got ", opt.gamma);
 }
@@ -249,6 +224,7 @@ std::vector<double> outcome_values(const AdvantageOptions& opt, const AdvantageI
       break;
     case AdvEstimator::ReinforcePlusPlus:
     case AdvEstimator::Remax:
+    case AdvEstimator::Gae:  // refused by check_inputs
       GRPO_CHECK(false, "[advantages] not an outcome estimator");
   }
   return value;

@@ -10,11 +10,15 @@
 #include <string_view>
 #include <vector>
 
+#include "core/names.h"
+
 namespace grpo::train {
 
 // How advantages are scaled after subtracting the group mean (TRL `scale_rewards`; verl
 // `norm_adv_by_std_in_grpo: false` is None).
 enum class AdvantageScaling { GroupStd, BatchStd, None };
+inline constexpr auto kAdvantageScalingNames = name_table<AdvantageScaling>(
+    {{AdvantageScaling::GroupStd, "group"}, {AdvantageScaling::BatchStd, "batch"}, {AdvantageScaling::None, "none"}});
 
 AdvantageScaling parse_advantage_scaling(std::string_view name);  // "group" | "batch" | "none"
 std::string_view advantage_scaling_name(AdvantageScaling s);
@@ -25,9 +29,23 @@ std::string_view advantage_scaling_name(AdvantageScaling s);
 std::vector<float> grpo_advantages(std::span<const float> rewards, std::span<const int64_t> group_sizes,
                                    AdvantageScaling scaling, double eps = 1e-6);
 
-enum class AdvEstimator { Grpo, GrpoPassk, Rloo, ReinforcePlusPlus, ReinforcePlusPlusBaseline, Remax, Opo, Gpg };
+// Gae is verl's critic-based estimator: a value of algorithm.adv_estimator, refused (it needs a critic, which this
+// engine does not train).
+enum class AdvEstimator { Grpo, Rloo, ReinforcePlusPlus, ReinforcePlusPlusBaseline, Remax, Opo, GrpoPassk, Gpg, Gae };
+inline constexpr auto kAdvEstimatorNames =
+    name_table<AdvEstimator>({{AdvEstimator::Grpo, "grpo"},
+                              {AdvEstimator::Rloo, "rloo"},
+                              {AdvEstimator::ReinforcePlusPlus, "reinforce_plus_plus"},
+                              {AdvEstimator::ReinforcePlusPlusBaseline, "reinforce_plus_plus_baseline"},
+                              {AdvEstimator::Remax, "remax"},
+                              {AdvEstimator::Opo, "opo"},
+                              {AdvEstimator::GrpoPassk, "grpo_passk"},
+                              {AdvEstimator::Gpg, "gpg"},
+                              {AdvEstimator::Gae, "gae"}});
+// Why gae is refused, and what to use instead.
+extern const char* const kGaeRefused;
 
-// verl's names; "gae" (it needs a critic, which this engine does not train) and unknown names are refused.
+// verl's names; gae and unknown names are refused.
 AdvEstimator parse_adv_estimator(std::string_view name);
 std::string_view adv_estimator_name(AdvEstimator e);
 

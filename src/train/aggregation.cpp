@@ -9,25 +9,12 @@
 namespace grpo::train {
 
 LossAggMode parse_loss_agg_mode(std::string_view name) {
-  if (name == "token-mean") return LossAggMode::TokenMean;
-  if (name == "token-sum") return LossAggMode::TokenSum;
-  if (name == "seq-mean-token-sum") return LossAggMode::SeqMeanTokenSum;
-  if (name == "seq-mean-token-mean") return LossAggMode::SeqMeanTokenMean;
-  if (name == "seq-mean-token-sum-norm") return LossAggMode::SeqMeanTokenSumNorm;
-  fail("[aggregation] unknown loss_agg_mode \"", name,
-       "\": expected token-mean, token-sum, seq-mean-token-sum, seq-mean-token-mean or seq-mean-token-sum-norm");
+  if (auto m = kLossAggModeNames.find(name)) return *m;
+  fail("[aggregation] unknown loss_agg_mode \"", name, "\": expected ", kLossAggModeNames.listing());
 }
 
 std::string_view loss_agg_mode_name(LossAggMode mode) {
-  switch (mode) {
-    case LossAggMode::TokenMean: return "token-mean";
-    case LossAggMode::TokenSum: return "token-sum";
-    case LossAggMode::SequenceMean: return "sequence-mean";
-    case LossAggMode::SeqMeanTokenSum: return "seq-mean-token-sum";
-    case LossAggMode::SeqMeanTokenMean: return "seq-mean-token-mean";
-    case LossAggMode::SeqMeanTokenSumNorm: return "seq-mean-token-sum-norm";
-  }
-  return "?";
+  return mode == LossAggMode::SequenceMean ? "sequence-mean" : kLossAggModeNames.name(mode);
 }
 
 std::vector<float> sequence_loss_weights(std::span<const int64_t> response_tokens, LossAggMode mode,

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/names.h"
+
 namespace grpo::train {
 
 enum class LossAggMode {
@@ -23,6 +25,14 @@ enum class LossAggMode {
   // value per sequence (geo_mean's torch.mean over the batch).
   SequenceMean,
 };
+
+// verl's names (actor.loss_agg_mode; SequenceMean is not one of them).
+inline constexpr auto kLossAggModeNames =
+    name_table<LossAggMode>({{LossAggMode::TokenMean, "token-mean"},
+                             {LossAggMode::TokenSum, "token-sum"},
+                             {LossAggMode::SeqMeanTokenSum, "seq-mean-token-sum"},
+                             {LossAggMode::SeqMeanTokenMean, "seq-mean-token-mean"},
+                             {LossAggMode::SeqMeanTokenSumNorm, "seq-mean-token-sum-norm"}});
 
 LossAggMode parse_loss_agg_mode(std::string_view name);  // verl names, e.g. "token-mean" (not SequenceMean)
 std::string_view loss_agg_mode_name(LossAggMode mode);

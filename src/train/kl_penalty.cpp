@@ -9,29 +9,15 @@
 
 namespace grpo::train {
 
+const char* const kFullKlRefused =
+    "kl_penalty \"full\" needs the whole vocabulary distribution of every response token, which training never "
+    "materialises (verl does not implement it either); use kl, abs, mse or low_var_kl";
+
 KlPenaltyType parse_kl_penalty(std::string_view name) {
-  KlPenaltyType t;
-  std::string_view base = name;
-  if (!base.empty() && base.back() == '+') {
-    t.straight_through = true;
-    base.remove_suffix(1);
-  }
-  if (base == "kl" || base == "k1") {
-    t.estimator = KlEstimator::K1;
-  } else if (base == "abs") {
-    t.estimator = KlEstimator::Abs;
-  } else if (base == "mse" || base == "k2") {
-    t.estimator = KlEstimator::K2;
-  } else if (base == "low_var_kl" || base == "k3") {
-    t.estimator = KlEstimator::K3;
-  } else if (base == "full") {
-    fail("[kl] kl_penalty \"full\" needs the whole vocabulary distribution of every response token, which "
-         "training never materialises (verl does not implement it either); use kl, abs, mse or low_var_kl");
-  } else {
-    fail("[kl] unknown kl_penalty \"", name, "\": expected kl, k1, abs, mse, k2, low_var_kl or k3 (optionally "
-         "with \"+\" for the straight-through k2 gradient)");
-  }
-  return t;
+  const auto t = kKlPenaltyNames.find(name);
+  GRPO_CHECK(t, "[kl] unknown kl_penalty \"", name, "\": expected ", kKlPenaltyNames.listing());
+  GRPO_CHECK(t->estimator != KlEstimator::Full, "[kl] ", kFullKlRefused);
+  return *t;
 }
 
 KlValue kl_penalty(double logp, double ref_logp, KlPenaltyType type) {
@@ -47,6 +33,8 @@ KlValue kl_penalty(double logp, double ref_logp, KlPenaltyType type) {
       v = {std::clamp(raw, -10.0, 10.0), (raw >= -10.0 && raw <= 10.0) ? (ex - 1.0) * dx : 0.0};
       break;
     }
+    case KlEstimator::Full:
+      fail("[kl] ", kFullKlRefused);
   }
   if (type.straight_through) v.dlogp = d;
   return v;

@@ -53,17 +53,13 @@ StepReport AdamW::step_shard(float* params, const float* shard_grads, double gra
   return r;
 }
 
-float scheduled_lr(float lr, int64_t step, int64_t total, int64_t warmup_steps, const std::string& style,
-                   float min_lr_ratio) {
+float scheduled_lr(float lr, int64_t step, int64_t total, int64_t warmup_steps, WarmupStyle style, float min_lr_ratio) {
   if (warmup_steps > 0 && step < warmup_steps) return lr * static_cast<float>(step + 1) / warmup_steps;
-  if (style == "constant") return lr;
-  if (style == "cosine") {
-    const int64_t span = std::max<int64_t>(1, total - warmup_steps);
-    const double progress = std::min(1.0, static_cast<double>(step - warmup_steps) / span);
-    const double cosine = 0.5 * (1.0 + std::cos(M_PI * progress));
-    return static_cast<float>(lr * (min_lr_ratio + (1.0 - min_lr_ratio) * cosine));
-  }
-  fail("[optimizer] unknown lr schedule \"", style, "\", expected constant or cosine");
+  if (style == WarmupStyle::Constant) return lr;
+  const int64_t span = std::max<int64_t>(1, total - warmup_steps);
+  const double progress = std::min(1.0, static_cast<double>(step - warmup_steps) / span);
+  const double cosine = 0.5 * (1.0 + std::cos(M_PI * progress));
+  return static_cast<float>(lr * (min_lr_ratio + (1.0 - min_lr_ratio) * cosine));
 }
 
 }  // namespace grpo::train

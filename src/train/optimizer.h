@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/arena.h"
+#include "core/names.h"
 #include "model/weights.h"
 
 namespace grpo::train {
@@ -59,9 +60,14 @@ class AdamW {
   int64_t step_ = 0;
 };
 
+// The learning rate after the warm-up (verl's optim.warmup_style): constant, or cosine decay.
+enum class WarmupStyle { Constant, Cosine };
+inline constexpr auto kWarmupStyleNames =
+    name_table<WarmupStyle>({{WarmupStyle::Constant, "constant"}, {WarmupStyle::Cosine, "cosine"}});
+
 // Learning rate at optimizer step `step` (0-based) of `total`: linear warm-up over warmup_steps, then
-// constant ("constant") or cosine decay to min_lr_ratio * lr ("cosine").
-float scheduled_lr(float lr, int64_t step, int64_t total, int64_t warmup_steps, const std::string& style,
+// constant or cosine decay to min_lr_ratio * lr.
+float scheduled_lr(float lr, int64_t step, int64_t total, int64_t warmup_steps, WarmupStyle style,
                    float min_lr_ratio = 0.0f);
 
 }  // namespace grpo::train

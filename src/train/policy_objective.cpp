@@ -14,33 +14,11 @@
 namespace grpo::train {
 
 PgLossMode parse_pg_loss_mode(std::string_view name) {
-  static const std::pair<const char*, PgLossMode> kModes[] = {
-      {"vanilla", PgLossMode::Vanilla}, {"gspo", PgLossMode::Gspo},       {"cispo", PgLossMode::Cispo},
-      {"sapo", PgLossMode::Sapo},       {"clip_cov", PgLossMode::ClipCov}, {"kl_cov", PgLossMode::KlCov},
-      {"geo_mean", PgLossMode::GeoMean}, {"gpg", PgLossMode::Gpg},        {"dppo_tv", PgLossMode::DppoTv},
-      {"dppo_kl", PgLossMode::DppoKl},  {"dro", PgLossMode::Dro}};
-  for (const auto& [n, m] : kModes)
-    if (name == n) return m;
-  fail("[policy_loss] unknown loss_mode \"", name,
-       "\": expected vanilla, gspo, cispo, sapo, clip_cov, kl_cov, geo_mean, gpg, dppo_tv, dppo_kl or dro");
+  if (auto m = kPgLossModeNames.find(name)) return *m;
+  fail("[policy_loss] unknown loss_mode \"", name, "\": expected ", kPgLossModeNames.listing());
 }
 
-std::string_view pg_loss_mode_name(PgLossMode mode) {
-  switch (mode) {
-    case PgLossMode::Vanilla: return "vanilla";
-    case PgLossMode::Gspo: return "gspo";
-    case PgLossMode::Cispo: return "cispo";
-    case PgLossMode::Sapo: return "sapo";
-    case PgLossMode::ClipCov: return "clip_cov";
-    case PgLossMode::KlCov: return "kl_cov";
-    case PgLossMode::GeoMean: return "geo_mean";
-    case PgLossMode::Gpg: return "gpg";
-    case PgLossMode::DppoTv: return "dppo_tv";
-    case PgLossMode::DppoKl: return "dppo_kl";
-    case PgLossMode::Dro: return "dro";
-  }
-  return "?";
-}
+std::string_view pg_loss_mode_name(PgLossMode mode) { return kPgLossModeNames.name(mode); }
 
 LossAggMode effective_loss_agg_mode(PgLossMode mode, LossAggMode requested) {
   if (mode == PgLossMode::Gspo || mode == PgLossMode::Sapo) return LossAggMode::SeqMeanTokenMean;

@@ -18,12 +18,24 @@
 #include <utility>
 #include <vector>
 
+#include "core/names.h"
 #include "train/aggregation.h"
 #include "train/kl_penalty.h"
 
 namespace grpo::train {
 
 enum class PgLossMode { Vanilla, Gspo, Cispo, Sapo, ClipCov, KlCov, GeoMean, Gpg, DppoTv, DppoKl, Dro };
+inline constexpr auto kPgLossModeNames = name_table<PgLossMode>({{PgLossMode::Vanilla, "vanilla"},
+                                                                 {PgLossMode::Gspo, "gspo"},
+                                                                 {PgLossMode::Cispo, "cispo"},
+                                                                 {PgLossMode::Sapo, "sapo"},
+                                                                 {PgLossMode::ClipCov, "clip_cov"},
+                                                                 {PgLossMode::KlCov, "kl_cov"},
+                                                                 {PgLossMode::GeoMean, "geo_mean"},
+                                                                 {PgLossMode::Gpg, "gpg"},
+                                                                 {PgLossMode::DppoTv, "dppo_tv"},
+                                                                 {PgLossMode::DppoKl, "dppo_kl"},
+                                                                 {PgLossMode::Dro, "dro"}});
 
 PgLossMode parse_pg_loss_mode(std::string_view name);  // verl's names
 std::string_view pg_loss_mode_name(PgLossMode mode);

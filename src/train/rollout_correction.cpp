@@ -10,9 +10,7 @@
 namespace grpo::train {
 
 RolloutIsLevel parse_rollout_is_level(std::string_view name) {
-  if (name == "token") return RolloutIsLevel::Token;
-  if (name == "sequence") return RolloutIsLevel::Sequence;
-  if (name.empty() || name == "null" || name == "none") return RolloutIsLevel::Off;
+  if (auto level = kRolloutIsNames.find(name)) return *level;
   fail("[rollout_correction] unknown rollout_is \"", name, "\": expected token, sequence or null");
 }
 

@@ -5,15 +5,24 @@
 // rollout_is_threshold; rollout_rs rejects (masks out of the loss) tokens or whole responses whose divergence
 // estimate lies outside its threshold. log_ratio below is old - rollout.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/names.h"
+
 namespace grpo::train {
 
 enum class RolloutIsLevel { Off, Token, Sequence };
-RolloutIsLevel parse_rollout_is_level(std::string_view name);  // token | sequence | null (off)
+// verl's algorithm.rollout_correction.rollout_is: token, sequence, or off ("" as written, null or none).
+inline constexpr auto kRolloutIsNames = name_table<RolloutIsLevel>({{RolloutIsLevel::Off, ""},
+                                                                    {RolloutIsLevel::Token, "token"},
+                                                                    {RolloutIsLevel::Sequence, "sequence"},
+                                                                    {RolloutIsLevel::Off, "null"},
+                                                                    {RolloutIsLevel::Off, "none"}});
+RolloutIsLevel parse_rollout_is_level(std::string_view name);
 
 // w [n] (=) for one response (mask [n] 0/1): token: min(exp(clamp(old - rollout, -20, 20)), threshold);
 // sequence: min(exp(clamp(sum_t mask (old - rollout), -20, 20)), threshold) on every token; 0 where masked.

@@ -61,10 +61,10 @@ TEST(GrpoBench, OverridesSwitchEveryOptimisation) {
               on.actor_rollout_ref.rollout.continuous_batching);
   EXPECT_FALSE(off.actor_rollout_ref.rollout.share_group_prompt || off.actor_rollout_ref.rollout.enable_prefix_caching ||
                off.actor_rollout_ref.rollout.continuous_batching);
-  EXPECT_EQ(on.actor_rollout_ref.rollout.decode_matmul, "batch_invariant");
-  EXPECT_EQ(off.actor_rollout_ref.rollout.decode_matmul, "onednn");
-  EXPECT_EQ(on.actor_rollout_ref.rollout.kv_cache_dtype, "bf16");
-  EXPECT_EQ(off.actor_rollout_ref.rollout.kv_cache_dtype, "f32");
+  EXPECT_EQ(on.actor_rollout_ref.rollout.decode_matmul, ops::DecodeMatmul::BatchInvariant);
+  EXPECT_EQ(off.actor_rollout_ref.rollout.decode_matmul, ops::DecodeMatmul::OneDnn);
+  EXPECT_EQ(on.actor_rollout_ref.rollout.kv_cache_dtype, KvCacheDtype::BF16);
+  EXPECT_EQ(off.actor_rollout_ref.rollout.kv_cache_dtype, KvCacheDtype::F32);
   EXPECT_EQ(off.trainer.default_local_dir, "runs/x");
 
   // One switch off alone changes its key only.
@@ -72,7 +72,7 @@ TEST(GrpoBench, OverridesSwitchEveryOptimisation) {
   EXPECT_FALSE(no_prefix.actor_rollout_ref.rollout.enable_prefix_caching);
   EXPECT_TRUE(no_prefix.actor_rollout_ref.rollout.share_group_prompt);
   EXPECT_TRUE(no_prefix.actor_rollout_ref.actor.use_dynamic_bsz);
-  EXPECT_EQ(bench_config(o, {"bf16 KV cache"}).actor_rollout_ref.rollout.kv_cache_dtype, "f32");
+  EXPECT_EQ(bench_config(o, {"bf16 KV cache"}).actor_rollout_ref.rollout.kv_cache_dtype, KvCacheDtype::F32);
   EXPECT_THROW(bench_config(o, {"no such optimisation"}), Error);
   o.dtype = "f32";
   EXPECT_FALSE(bench_config(o, {}).mixed_precision.enabled);
@@ -138,8 +138,10 @@ TEST(GrpoBench, VisionRunsAndTheirTowerRows) {
   const Config c = bench_config(o, {});
   EXPECT_EQ(c.data.max_prompt_length, 128);
   EXPECT_TRUE(c.data.apply_chat_template);
-  EXPECT_EQ(c.actor_rollout_ref.rollout.decode_matmul, "batch_invariant");  // the switch, not the yaml's value
-  EXPECT_EQ(bench_config(o, {"batch-invariant GEMV"}).actor_rollout_ref.rollout.decode_matmul, "onednn");
+  EXPECT_EQ(c.actor_rollout_ref.rollout.decode_matmul,
+            ops::DecodeMatmul::BatchInvariant);  // the switch, not the yaml's value
+  EXPECT_EQ(bench_config(o, {"batch-invariant GEMV"}).actor_rollout_ref.rollout.decode_matmul,
+            ops::DecodeMatmul::OneDnn);
 
   test::TempDir dir;
   const std::string path = dir.path() + "/metrics.jsonl";
@@ -246,10 +248,10 @@ TEST(GrpoBench, LongTailLengthsInEveryRun) {
   std::vector<std::string> all;
   for (const GrpoBenchSwitch& sw : grpo_bench_switches()) all.push_back(sw.name);
   for (const Config& c : {bench_config(o, {}), bench_config(o, all)}) {
-    EXPECT_EQ(c.actor_rollout_ref.rollout.response_lengths, "long_tail");
+    EXPECT_EQ(c.actor_rollout_ref.rollout.response_lengths, ResponseLengths::LongTail);
     EXPECT_TRUE(c.actor_rollout_ref.rollout.ignore_eos);  // only the drawn lengths end responses
   }
-  EXPECT_EQ(bench_config(GrpoBenchOptions{}, {}).actor_rollout_ref.rollout.response_lengths, "off");
+  EXPECT_EQ(bench_config(GrpoBenchOptions{}, {}).actor_rollout_ref.rollout.response_lengths, ResponseLengths::Off);
   o.lengths = "uniform";
   EXPECT_THROW(grpo_bench_defaults(o), Error);
 }

@@ -41,11 +41,11 @@ TEST(Config, DefaultsAreVerls) {
   EXPECT_EQ(c.actor_rollout_ref.actor.ppo_mini_batch_size, 256);
   EXPECT_DOUBLE_EQ(c.actor_rollout_ref.actor.clip_ratio_low, 0.2);
   EXPECT_DOUBLE_EQ(c.actor_rollout_ref.actor.clip_ratio_c, 3.0);
-  EXPECT_EQ(c.actor_rollout_ref.actor.loss_agg_mode, "token-mean");
+  EXPECT_EQ(c.actor_rollout_ref.actor.loss_agg_mode, train::LossAggMode::TokenMean);
   EXPECT_DOUBLE_EQ(c.actor_rollout_ref.actor.kl_loss_coef, 0.001);
   EXPECT_DOUBLE_EQ(c.actor_rollout_ref.actor.optim.lr, 1e-6);
   EXPECT_TRUE(c.algorithm.norm_adv_by_std_in_grpo);
-  EXPECT_EQ(c.algorithm.adv_estimator, "grpo");
+  EXPECT_EQ(c.algorithm.adv_estimator, train::AdvEstimator::Grpo);
   EXPECT_EQ(c.trainer.save_freq, -1);
   // verl's ppo_trainer.yaml defaults that differed here before verl's run scripts were read unchanged.
   EXPECT_FALSE(c.data.filter_overlong_prompts);
@@ -56,7 +56,7 @@ TEST(Config, DefaultsAreVerls) {
   EXPECT_TRUE(c.actor_rollout_ref.rollout.do_sample);
   EXPECT_FALSE(c.actor_rollout_ref.rollout.val_kwargs.do_sample);
   EXPECT_TRUE(c.reward.functions.empty()) << "verl's choice: custom function, data_source rules, else math";
-  EXPECT_EQ(c.reward.reward_manager, "naive");
+  EXPECT_EQ(c.reward.reward_manager, RewardManager::Naive);
   EXPECT_EQ(c.reward.custom_reward_function.name, "compute_score");
   // derived: loss_scale_factor 0 -> max_response_length
   EXPECT_DOUBLE_EQ(c.actor_rollout_ref.actor.loss_scale_factor, 512.0);
@@ -106,7 +106,7 @@ TEST(Config, MissionAliasesAndDerivedValues) {
 TEST(Config, NormAdvFalseMeansNoStd) {
   test::TempDir dir;
   Config c = load_config(dir.write("c.yaml", kMinimal), {"algorithm.norm_adv_by_std_in_grpo=false"});
-  EXPECT_EQ(c.algorithm.scale_rewards, "none");
+  EXPECT_EQ(c.algorithm.scale_rewards, train::AdvantageScaling::None);
   std::string e = error_of([&] {
     load_config(dir.write("c.yaml", kMinimal), {"algorithm.norm_adv_by_std_in_grpo=false",
                                                 "algorithm.scale_rewards=batch"});
@@ -228,7 +228,47 @@ TEST(Config, ResolvedYamlRoundTrips) {
   EXPECT_EQ(back.reward.functions[1].command, "python3 r.py --flag");
   EXPECT_DOUBLE_EQ(back.reward.functions[1].timeout_s, 2.5);
   EXPECT_EQ(back.reward.functions[1].workers, 3);
-  EXPECT_EQ(back.trainer.logger, (std::vector<std::string>{"console"}));
+  EXPECT_EQ(back.trainer.logger, (std::vector<Logger>{Logger::Console}));
+}
+
+// Every choice key takes each of its names: the value loads (or a cross-check refuses it, never the key), is
+// written back by its name and reads back to the same config; a misspelt name is an error naming the key, the
+// value and the allowed names.
+TEST(Config, ChoiceKeysTakeTheirNamesAndRoundTrip) {
+  test::TempDir dir;
+  const std::string path = dir.write("c.yaml", kMinimal);
+  int choice_keys = 0;
+  for (const ConfigKeyInfo& k : config_keys()) {
+    const bool list = k.allowed.starts_with("a list of: ");
+    if (!list && !k.allowed.starts_with("one of: ")) continue;
+    ++choice_keys;
+    const std::string names = k.allowed.substr(k.allowed.find(": ") + 2);
+    for (size_t b = 0; b <= names.size();) {
+      const size_t end = std::min(names.find(", ", b), names.size());
+      const std::string name = names.substr(b, end - b);
+      b = end + 2;
+      const std::string set = k.name + "=" + (list ? "[" + name + "]" : name);
+      try {
+        const Config c = load_config(path, {set});
+        const std::string yaml = config_to_yaml(c);
+        EXPECT_EQ(config_to_yaml(load_config(dir.write("back.yaml", yaml))), yaml) << set;
+      } catch (const Error& e) {
+        EXPECT_FALSE(contains(e.what(), "allowed")) << set << " -> " << e.what();
+      }
+    }
+    const std::string e = error_of([&] { load_config(path, {k.name + "=no_such_name"}); });
+    EXPECT_TRUE(contains(e, k.name) && contains(e, "no_such_name") && contains(e, k.allowed)) << e;
+  }
+  EXPECT_GE(choice_keys, 20);
+  // Synonyms load as one value, written by its first name.
+  const Config c = load_config(path, {"actor_rollout_ref.actor.kl_loss_type=k1"});
+  EXPECT_EQ(c.actor_rollout_ref.actor.kl_loss_type, (train::KlPenaltyType{train::KlEstimator::K1, false}));
+  EXPECT_TRUE(contains(config_to_yaml(c), "kl_loss_type: \"kl\"")) << config_to_yaml(c);
+  EXPECT_TRUE(contains(error_of([&] { load_config(path, {"algorithm.kl_penalty=k3+"}); }), "not an allowed value"));
+  EXPECT_TRUE(contains(error_of([&] { load_config(path, {"actor_rollout_ref.actor.kl_loss_type=full"}); }),
+                       "not an allowed value"));
+  EXPECT_TRUE(contains(error_of([&] { load_config(path, {"reward.functions=[{name: judge}]"}); }),
+                       "name must be one of: math, exact, format, external, verl, python"));
 }
 
 // verl's custom_reward_function (top-level and reward.* spellings), reward_kwargs as a mapping, the
@@ -243,7 +283,7 @@ TEST(Config, CustomRewardFunctionKeys) {
   EXPECT_EQ(c.reward.custom_reward_function.name, "score_fn");
   EXPECT_EQ(c.reward.custom_reward_function.reward_kwargs,
             nlohmann::json::parse(R"({"bonus": 0.5, "mode": "strict", "n": 3})"));
-  EXPECT_EQ(c.reward.reward_manager, "batch");
+  EXPECT_EQ(c.reward.reward_manager, RewardManager::Batch);
   Config back = load_config(dir.write("resolved.yaml", config_to_yaml(c)));
   EXPECT_EQ(config_to_yaml(back), config_to_yaml(c));
   EXPECT_EQ(back.reward.custom_reward_function.reward_kwargs, c.reward.custom_reward_function.reward_kwargs);
@@ -435,14 +475,14 @@ TEST(Config, VerlOverridesParseAsHydraDoes) {
   EXPECT_TRUE(c.data.val_files.empty());
   EXPECT_DOUBLE_EQ(c.actor_rollout_ref.actor.optim.lr, 1e-6);
   EXPECT_TRUE(c.actor_rollout_ref.actor.use_kl_loss);
-  EXPECT_EQ(c.trainer.logger, (std::vector<std::string>{"console", "jsonl"}));  // wandb's metrics: metrics.jsonl
+  EXPECT_EQ(c.trainer.logger, (std::vector<Logger>{Logger::Console, Logger::Jsonl}));  // wandb's metrics: metrics.jsonl
   EXPECT_EQ(notes.foreign_loggers, (std::vector<std::string>{"wandb"}));
   EXPECT_EQ(c.trainer.default_local_dir, "checkpoints/proj/exp");  // verl's default run folder
   EXPECT_TRUE(contains(notes.describe("runs/x"), "wandb not written here; metrics go to runs/x/metrics.jsonl")) << notes.describe("runs/x");
 
   // A logger named alone, verl's `file` logger (JSON lines: ours), ${key} in a text value.
   c = load_config(path, {"trainer.logger=file", "trainer.default_local_dir=out/${trainer.experiment_name}"});
-  EXPECT_EQ(c.trainer.logger, (std::vector<std::string>{"jsonl"}));
+  EXPECT_EQ(c.trainer.logger, (std::vector<Logger>{Logger::Jsonl}));
   EXPECT_EQ(c.trainer.default_local_dir, "out/gsm8k");
   std::string e = error_of([&] { load_config(path, {"trainer.default_local_dir=${oc.env:HOME}/x"}); });
   EXPECT_TRUE(contains(e, "${...} must name another text key")) << e;
@@ -525,9 +565,9 @@ TEST(Config, MultiTurnKeysAreVerls) {
   EXPECT_EQ(mt.max_assistant_turns, 3);
   EXPECT_EQ(mt.max_user_turns, 0);  // null keeps the default: no limit
   EXPECT_EQ(mt.max_tool_response_length, 100);
-  EXPECT_EQ(mt.tool_response_truncate_side, "left");
+  EXPECT_EQ(mt.tool_response_truncate_side, tools::TruncateSide::Left);
   EXPECT_EQ(mt.tool_config_path, "tools.yaml");
-  EXPECT_EQ(mt.format, "hermes");
+  EXPECT_EQ(mt.format, tools::ToolCallFormat::Hermes);
   std::string e = error_of([&] { load_config(path, {"actor_rollout_ref.rollout.multi_turn.format=json"}); });
   EXPECT_TRUE(contains(e, "multi_turn.format") && contains(e, "hermes")) << e;
   e = error_of([&] {

@@ -254,9 +254,10 @@ TEST(Dataset, OverlongPromptsFilteredTruncatedOrRejected) {
   e = error_of([&] { load_dataset(path, opt); });
   EXPECT_NE(e.find("d.jsonl: all 3 prompts are longer than 2 tokens"), std::string::npos) << e;
 
-  EXPECT_EQ(prompt_overflow_from_config(true, "error"), PromptOverflow::Filter);
-  EXPECT_EQ(prompt_overflow_from_config(false, "left"), PromptOverflow::TruncateLeft);
-  EXPECT_THROW(prompt_overflow_from_config(false, "middle"), Error);
+  EXPECT_EQ(prompt_overflow_from_config(true, PromptOverflow::Error), PromptOverflow::Filter);
+  EXPECT_EQ(prompt_overflow_from_config(false, PromptOverflow::TruncateLeft), PromptOverflow::TruncateLeft);
+  EXPECT_EQ(kTruncationNames.find("left"), PromptOverflow::TruncateLeft);
+  EXPECT_FALSE(kTruncationNames.find("middle"));
 }
 
 TEST(Arith, AnswersAreRightAndStepsEndAtTheAnswer) {

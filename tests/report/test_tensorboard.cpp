@@ -170,7 +170,8 @@ TEST(StepLogger, EachLoggerOnExactlyWhenListed) {
     std::string name = "run";
     for (const auto& l : loggers) name += "_" + l;
     StepLoggerOptions o;
-    o.loggers = loggers;
+    o.loggers.clear();
+    for (const auto& l : loggers) o.loggers.push_back(*kLoggerNames.find(l));
     o.run_dir = dir.path() + "/" + name;
     o.project_name = "proj";
     o.experiment_name = "exp";

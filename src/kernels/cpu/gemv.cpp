@@ -248,20 +248,12 @@ int64_t gemv_max_batch(DType w_dtype) {
 }
 
 DecodeMatmul parse_decode_matmul(const std::string& name) {
-  if (name == "batch_invariant") return DecodeMatmul::BatchInvariant;
-  if (name == "fastest") return DecodeMatmul::Fastest;
-  if (name == "onednn") return DecodeMatmul::OneDnn;
-  fail("[decode_matmul] unknown kind \"", name, "\": expected batch_invariant, fastest or onednn");
+  if (auto how = kDecodeMatmulNames.find(name)) return *how;
+  fail("[decode_matmul] unknown kind \"", name, "\": expected ", kDecodeMatmulNames.listing());
 }
 
-const char* decode_matmul_name(DecodeMatmul how) {
-  switch (how) {
-    case DecodeMatmul::BatchInvariant: return "batch_invariant";
-    case DecodeMatmul::Fastest: return "fastest";
-    case DecodeMatmul::OneDnn: return "onednn";
-  }
-  return "?";
-}
+// The table's names are literals: data() ends with a NUL.
+const char* decode_matmul_name(DecodeMatmul how) { return kDecodeMatmulNames.name(how).data(); }
 
 void decode_matmul(float* y, const float* x, bf16_t* x_bf16, const void* W, DType w_dtype, int64_t B, int64_t N,
                    int64_t K, DecodeMatmul how) {
