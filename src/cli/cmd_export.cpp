@@ -1,12 +1,14 @@
 // `grpo export`: merges a PEFT LoRA adapter into its base model (W + s B A for every adapted linear) and
 // writes the result as a complete Hugging Face folder (config.json, safetensors, the base's tokenizer and
-// preprocessor files), loadable by transformers, vLLM and this engine without the adapter.
+// preprocessor files), loadable by transformers, vLLM and this engine without the adapter; or, with
+// --format gguf, writes a model (the adapter merged in when given) as one GGUF file for llama.cpp and Ollama.
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "core/files.h"
 #include "core/threads.h"
+#include "export/gguf_model.h"
 #include "model/checkpoint.h"
 #include "model/lora.h"
 #include "model/weights.h"
@@ -17,7 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct ExportArgs {
-  std::string model, adapter, out, dtype = "f32";
+  std::string model, adapter, out, dtype = "f32", format = "hf", type = "f32";
   int threads = 0;
 };
 
@@ -41,8 +43,33 @@ std::string base_model_of(const ExportArgs& a) {
   return beside;
 }
 
+// --format gguf: the model (--model, or the adapter's base with the adapter merged in) as one GGUF file.
+void run_export_gguf(const ExportArgs& a) {
+  const std::string base = a.adapter.empty() ? a.model : base_model_of(a);
+  GRPO_CHECK(!base.empty(), "[export] --format gguf needs --model DIR (or --adapter DIR with its base)");
+  GRPO_CHECK(!fs::is_directory(a.out), "[export] --out ", a.out, " is a folder; --format gguf writes one file");
+  gguf::check_exportable(load_model_config(base + "/config.json"), base);  // before loading any weights
+  auto weights = ModelWeights::load(base);
+  std::string merged;
+  if (!a.adapter.empty()) {
+    auto lora = LoraAdapters::load(weights->config(), a.adapter);
+    lora->merge_into(*weights);
+    merged = cat(" + ", a.adapter, " (", lora->modules().size(), " adapted linears merged)");
+  }
+  const gguf::GgmlType type = gguf::parse_file_type(a.type);
+  const auto s = gguf::write_gguf(*weights, base, a.out, type, fs::path(a.out).stem().string());
+  std::fprintf(stderr,
+               "[export] %s%s -> %s (GGUF v3, %s: %lld tensors, %lld q8_0, %lld f16 where rows are not a "
+               "multiple of 32; %lld metadata keys)\n",
+               base.c_str(), merged.c_str(), a.out.c_str(), gguf::ggml_type_name(type),
+               static_cast<long long>(s.tensors), static_cast<long long>(s.quantized),
+               static_cast<long long>(s.f16_fallback), static_cast<long long>(s.kv));
+}
+
 void run_export(const ExportArgs& a) {
   if (a.threads > 0) set_num_threads(a.threads);
+  if (a.format == "gguf") return run_export_gguf(a);
+  GRPO_CHECK(!a.adapter.empty(), "[export] --adapter is required for --format hf (a merged Hugging Face folder)");
   const std::string base = base_model_of(a);
   GRPO_CHECK(fs::absolute(a.out).lexically_normal() != fs::absolute(base).lexically_normal(), "[export] --out ", a.out,
              " is the base model's folder; write the merged model elsewhere");
@@ -61,12 +88,18 @@ void run_export(const ExportArgs& a) {
 
 void setup_export(CLI::App& app) {
   auto a = std::make_shared<ExportArgs>();
-  CLI::App* c = app.add_subcommand("export", "Merge a LoRA adapter into its base model and write a Hugging Face folder");
-  c->add_option("--adapter", a->adapter, "PEFT LoRA adapter folder (adapter_config.json + adapter_model.safetensors)")
-      ->required();
+  CLI::App* c = app.add_subcommand(
+      "export", "Merge a LoRA adapter into its base model and write a Hugging Face folder, or write a GGUF file");
+  c->add_option("--adapter", a->adapter,
+                "PEFT LoRA adapter folder (adapter_config.json + adapter_model.safetensors); required for --format hf");
   c->add_option("--model", a->model, "Base model folder (default: the adapter's base_model_name_or_path)");
-  c->add_option("--out", a->out, "Output folder (written atomically)")->required();
-  c->add_option("--dtype", a->dtype, "Saved dtype: f32 or bf16")->check(CLI::IsMember({"f32", "bf16"}));
+  c->add_option("--out", a->out, "Output folder, or the .gguf file with --format gguf (written atomically)")
+      ->required();
+  c->add_option("--format", a->format, "hf (a Hugging Face folder, the default) or gguf (one file for llama.cpp)")
+      ->check(CLI::IsMember({"hf", "gguf"}));
+  c->add_option("--dtype", a->dtype, "Saved dtype of --format hf: f32 or bf16")->check(CLI::IsMember({"f32", "bf16"}));
+  c->add_option("--type", a->type, "Tensor type of --format gguf: f32, bf16, f16 or q8_0 (norms stay f32)")
+      ->check(CLI::IsMember({"f32", "bf16", "f16", "q8_0"}));
   c->add_option("--threads", a->threads, "Threads (default: all cores)");
   c->callback([a] { run_export(*a); });
 }
