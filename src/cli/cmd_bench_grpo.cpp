@@ -1,9 +1,9 @@
-// `grpo bench grpo [--vl]`: the ablation table (every optimisation on, each off alone, all off). Writes a random preset model and arithmetic prompts (--vl: a
-// Qwen3-VL model and the shapes task's pictures and questions) into a work folder, runs `grpo train` on
-// them in child processes (every optimisation on, each one off alone, all off; see bench/grpo_bench.h),
-// prints the tables (--vl: also the vision tower's time in rollout and training, its patches/s and the
-// fraction of the GEMM peak, measured afterwards in this process on a 2048^3 GEMM with the runs' threads)
-// and, as the last stdout line, a JSON object.
+// `grpo bench grpo [--vl]`: the ablation table (every optimisation on, each off alone, all off). Writes a random preset
+// model and arithmetic prompts (--vl: a Qwen3-VL model and the shapes task's pictures and questions) into a work
+// folder, runs `grpo train` on them in child processes (every optimisation on, each one off alone, all off; see
+// bench/grpo_bench.h), prints the tables (--vl: also the vision tower's time in rollout and training, its patches/s and
+// the fraction of the GEMM peak, measured afterwards in this process on a 2048^3 GEMM with the runs' threads) and, as
+// the last stdout line, a JSON object.
 
 #include <cstdio>
 #include <cstdlib>
@@ -81,7 +81,8 @@ void run(const BenchGrpoArgs& a) {
 void setup_bench_grpo(CLI::App& app) {
   CLI::App* bench = group_command(app, "bench", "Benchmarks (print JSON)");
   auto a = std::make_shared<BenchGrpoArgs>();
-  CLI::App* c = bench->add_subcommand("grpo", "The ablation table: GRPO steps with every optimisation on, each off alone, all off");
+  CLI::App* c = bench->add_subcommand(
+      "grpo", "The ablation table: GRPO steps with every optimisation on, each off alone, all off");
   c->add_flag("--vl", a->o.vl,
               "Qwen3-VL (--arch qwen3-vl) on the shapes task's pictures: adds the vision tower's time in rollout and "
               "training, patches/s and the fraction of the GEMM peak");

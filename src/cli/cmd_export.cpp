@@ -61,7 +61,7 @@ void run_export_gguf(const ExportArgs& a) {
   std::fprintf(stderr,
                "[export] %s%s -> %s (GGUF v3, %s: %lld tensors, %lld q8_0, %lld f16 where rows are not a "
                "multiple of 32; %lld metadata keys)\n",
-               base.c_str(), merged.c_str(), a.out.c_str(), gguf::ggml_type_name(type),
+               base.c_str(), merged.c_str(), a.out.c_str(), std::string(gguf::kGgmlTypeNames.name(type)).c_str(),
                static_cast<long long>(s.tensors), static_cast<long long>(s.quantized),
                static_cast<long long>(s.f16_fallback), static_cast<long long>(s.kv));
 }
@@ -99,7 +99,7 @@ void setup_export(CLI::App& app) {
       ->check(CLI::IsMember({"hf", "gguf"}));
   c->add_option("--dtype", a->dtype, "Saved dtype of --format hf: f32 or bf16")->check(CLI::IsMember({"f32", "bf16"}));
   c->add_option("--type", a->type, "Tensor type of --format gguf: f32, bf16, f16 or q8_0 (norms stay f32)")
-      ->check(CLI::IsMember({"f32", "bf16", "f16", "q8_0"}));
+      ->check(CLI::IsMember(gguf::kGgmlTypeNames.names()));
   c->add_option("--threads", a->threads, "Threads (default: all cores)");
   c->callback([a] { run_export(*a); });
 }

@@ -104,27 +104,33 @@ int64_t total_training_steps(const Config& c, int64_t train_examples) {
   const int64_t per_epoch = train_examples / c.data.train_batch_size;
   GRPO_CHECK(per_epoch > 0, "[config] data.train_batch_size ", c.data.train_batch_size, " is larger than the ",
              train_examples, " training prompts");
-  return checked_mul(per_epoch, c.trainer.total_epochs, "[config] training steps (trainer.total_epochs x steps per epoch)");
+  return checked_mul(per_epoch, c.trainer.total_epochs,
+                     "[config] training steps (trainer.total_epochs x steps per epoch)");
 }
+
+namespace {
+
+// Token-budget packing (dynamic) or fixed micro-batches, padded unless model.use_remove_padding.
+train::MicroBatching micro_batching(const Config& c, bool dynamic, int64_t max_tokens, int64_t micro_batch_size) {
+  train::MicroBatching mb;
+  mb.dynamic = dynamic;
+  mb.max_tokens = max_tokens;
+  mb.micro_batch_size = micro_batch_size;
+  mb.pad = !c.actor_rollout_ref.model.use_remove_padding;
+  return mb;
+}
+
+}  // namespace
 
 train::MicroBatching actor_micro_batching(const Config& c) {
   const ActorConfig& ac = c.actor_rollout_ref.actor;
-  train::MicroBatching mb;
-  mb.dynamic = ac.use_dynamic_bsz;
-  mb.max_tokens = ac.ppo_max_token_len_per_gpu;
-  mb.micro_batch_size = ac.ppo_micro_batch_size_per_gpu;
-  mb.pad = !c.actor_rollout_ref.model.use_remove_padding;
-  return mb;
+  return micro_batching(c, ac.use_dynamic_bsz, ac.ppo_max_token_len_per_gpu, ac.ppo_micro_batch_size_per_gpu);
 }
 
 train::MicroBatching ref_micro_batching(const Config& c) {
   const RefConfig& rc = c.actor_rollout_ref.ref;
-  train::MicroBatching mb;
-  mb.dynamic = rc.log_prob_use_dynamic_bsz;
-  mb.max_tokens = rc.log_prob_max_token_len_per_gpu;
-  mb.micro_batch_size = rc.log_prob_micro_batch_size_per_gpu;
-  mb.pad = !c.actor_rollout_ref.model.use_remove_padding;
-  return mb;
+  return micro_batching(c, rc.log_prob_use_dynamic_bsz, rc.log_prob_max_token_len_per_gpu,
+                        rc.log_prob_micro_batch_size_per_gpu);
 }
 
 int64_t max_num_gen_batches_per_step(const Config& c, int64_t train_examples) {
@@ -186,8 +192,8 @@ LoraConfig lora_config(const Config& c) {
   lc.rank = ms.lora_rank;
   lc.alpha = ms.lora_alpha;
   lc.use_rslora = ms.use_rslora;
-  const nlohmann::json targets = ms.target_modules.size() == 1 ? nlohmann::json(ms.target_modules[0])
-                                                               : nlohmann::json(ms.target_modules);
+  const nlohmann::json targets =
+      ms.target_modules.size() == 1 ? nlohmann::json(ms.target_modules[0]) : nlohmann::json(ms.target_modules);
   lc.target = ModuleSelector::from_json(targets, "actor_rollout_ref.model.target_modules");
   if (lc.target.kind == ModuleSelector::Kind::Regex)  // one name given as text: a name, not a regex
     lc.target = ModuleSelector::from_json(nlohmann::json::array({ms.target_modules[0]}), "target_modules");
@@ -200,7 +206,8 @@ std::unique_ptr<LoraAdapters> make_lora_adapters(const Config& c, const ModelCon
   if (ms.lora_rank == 0) return nullptr;
   const bool vision_frozen = c.actor_rollout_ref.actor.freeze_vision_tower;
   if (!ms.lora_adapter_path.empty()) {
-    ErrorContext what("loading the LoRA adapter ", ms.lora_adapter_path, " (actor_rollout_ref.model.lora_adapter_path)");
+    ErrorContext what("loading the LoRA adapter ", ms.lora_adapter_path,
+                      " (actor_rollout_ref.model.lora_adapter_path)");
     return LoraAdapters::load(m, ms.lora_adapter_path, vision_frozen);
   }
   auto lora = std::make_unique<LoraAdapters>(m, lora_config(c), "actor_rollout_ref.model (lora_rank, target_modules)",

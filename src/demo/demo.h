@@ -35,7 +35,7 @@ struct DemoOptions {
   // shapes: the SFT's validation problems (val.jsonl), in no other split; 0: the SFT validates on the test set
   int64_t val_examples = -1;
   uint64_t seed = 0;
-  std::string difficulty;      // arith levels (data/arith.h), shapes levels (data/shapes.h), tools (data/calc.h)
+  std::string difficulty;  // arith levels (data/arith.h), shapes levels (data/shapes.h), tools (data/calc.h)
   // SFT responses worked out: arith column by column, shapes listing the shapes, tools calling the calculator
   double worked_fraction = -1;
   std::string preset;          // model preset (model/presets.h)

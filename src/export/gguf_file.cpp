@@ -34,20 +34,6 @@ void write_bytes(std::FILE* f, const void* p, size_t n, const std::string& path)
 
 }  // namespace
 
-const char* ggml_type_name(GgmlType t) {
-  switch (t) {
-    case GgmlType::F32:
-      return "f32";
-    case GgmlType::F16:
-      return "f16";
-    case GgmlType::Q8_0:
-      return "q8_0";
-    case GgmlType::BF16:
-      return "bf16";
-  }
-  return "?";
-}
-
 int64_t encoded_bytes(GgmlType t, int64_t numel) {
   switch (t) {
     case GgmlType::F32:

@@ -9,33 +9,28 @@
 #include <string_view>
 #include <vector>
 
+#include "core/names.h"
+
 namespace grpo::gguf {
 
 // ggml tensor types (ggml.h's enum ggml_type) that the export writes.
 enum class GgmlType : uint32_t { F32 = 0, F16 = 1, Q8_0 = 8, BF16 = 30 };
-// GGUF metadata value types (gguf.h's enum gguf_type).
+// The tensor types this export writes, by llama.cpp's names (also `grpo export --type`).
+constexpr auto kGgmlTypeNames = name_table<GgmlType>(
+    {{GgmlType::F32, "f32"}, {GgmlType::F16, "f16"}, {GgmlType::BF16, "bf16"}, {GgmlType::Q8_0, "q8_0"}});
+// GGUF metadata value types (gguf.h's enum gguf_type), side by side.
+// clang-format off
 enum class ValueType : uint32_t {
-  U8 = 0,
-  I8 = 1,
-  U16 = 2,
-  I16 = 3,
-  U32 = 4,
-  I32 = 5,
-  F32 = 6,
-  BOOL = 7,
-  STRING = 8,
-  ARRAY = 9,
-  U64 = 10,
-  I64 = 11,
+  U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, BOOL = 7, STRING = 8, ARRAY = 9, U64 = 10, I64 = 11,
   F64 = 12
 };
+// clang-format on
 
 constexpr uint32_t kGgufVersion = 3;
 constexpr uint32_t kDefaultAlignment = 32;
 constexpr int64_t kQ8BlockSize = 32;   // values per q8_0 block
 constexpr int64_t kQ8BlockBytes = 34;  // f16 scale + 32 int8
 
-const char* ggml_type_name(GgmlType t);
 // Bytes of `numel` values of type t (numel a multiple of 32 for q8_0).
 int64_t encoded_bytes(GgmlType t, int64_t numel);
 

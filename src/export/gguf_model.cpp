@@ -80,11 +80,8 @@ void add_hparams(Writer& w, const ModelConfig& c, GgmlType file_type, const std:
 }  // namespace
 
 GgmlType parse_file_type(const std::string& name) {
-  if (name == "f32") return GgmlType::F32;
-  if (name == "f16") return GgmlType::F16;
-  if (name == "bf16") return GgmlType::BF16;
-  if (name == "q8_0") return GgmlType::Q8_0;
-  fail("[gguf] type \"", name, "\": expected f32, f16, bf16 or q8_0");
+  if (const std::optional<GgmlType> t = kGgmlTypeNames.find(name)) return *t;
+  fail("[gguf] type \"", name, "\": expected ", kGgmlTypeNames.listing());
 }
 
 void check_exportable(const ModelConfig& c, const std::string& source) {

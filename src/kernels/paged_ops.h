@@ -84,7 +84,7 @@ int64_t gemv_x_scratch_elems(int64_t B, int64_t K);
 constexpr int64_t kGemvMaxBatchF32Avx512 = 16;
 constexpr int64_t kGemvMaxBatchBf16Avx512 = 32;
 constexpr int64_t kGemvMaxBatchAvx2 = 32;  // f32 and bf16
-int64_t gemv_max_batch(DType w_dtype);  // for the instruction set in use (amx: the AVX-512 values)
+int64_t gemv_max_batch(DType w_dtype);     // for the instruction set in use (amx: the AVX-512 values)
 
 // How the rollout's matmuls run. BatchInvariant: gemv at every batch size, so a row's result never depends
 // on the rest of the batch (the default: rollouts reproducible whatever the scheduling). Fastest: gemv up

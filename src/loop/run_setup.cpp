@@ -20,15 +20,15 @@ RunSetup open_run(const Config& config, TrainingKind kind, const RunStartOptions
   run.folder = sft ? plan_sft_run_folder(config, options.overwrite)
                    : plan_grpo_run_folder(config, options.resume_dir, options.overwrite);
   run.comm->barrier();
-  run.session = Session::open(config, /*require_response=*/sft,
-                              sft ? SessionRollout::ValidateOnly : SessionRollout::TrainAndValidate,
-                              options.before_weights);
+  run.session =
+      Session::open(config, /*require_response=*/sft,
+                    sft ? SessionRollout::ValidateOnly : SessionRollout::TrainAndValidate, options.before_weights);
   return run;
 }
 
 void start_run(RunSetup& run, const Config& config, TrainingKind kind, const std::function<void()>& resume) {
   if (run.console) prepare_run_folder(run.folder);  // --overwrite deletes the earlier run only now
-  run.comm->barrier();  // the folder as rank 0 left it, before any rank reads a checkpoint
+  run.comm->barrier();                              // the folder as rank 0 left it, before any rank reads a checkpoint
   if (resume) resume();
   if (!run.console) return;
   write_file_atomic(run.run_dir() + "/config.yaml", config_to_yaml(config));

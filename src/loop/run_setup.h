@@ -25,9 +25,9 @@ namespace grpo {
 enum class TrainingKind { Sft, Grpo };
 
 struct RunStartOptions {
-  std::string resume_dir;  // GRPO: --resume RUN
-  bool overwrite = false;  // a folder holding an earlier run: delete its outputs (run_folder.h)
-  bool quiet = false;      // no progress lines
+  std::string resume_dir;                 // GRPO: --resume RUN
+  bool overwrite = false;                 // a folder holding an earlier run: delete its outputs (run_folder.h)
+  bool quiet = false;                     // no progress lines
   Session::BeforeWeights before_weights;  // checks the session before the weights load (may refuse the run)
 };
 

@@ -62,7 +62,8 @@ SftData sft_data(const Config& cfg, const Session& s, bool console) {
     }
   }
   if (too_long && console)
-    std::fprintf(stderr, "[sft] %lld sequences (each assistant turn of a conversation counts one) longer than "
+    std::fprintf(stderr,
+                 "[sft] %lld sequences (each assistant turn of a conversation counts one) longer than "
                  "sft.max_length %lld filtered out\n",
                  static_cast<long long>(too_long), static_cast<long long>(cfg.sft.max_length));
   GRPO_CHECK(!d.samples.empty(), "[sft] ", data_files_text(cfg.data.train_files), ": no usable example");
@@ -125,9 +126,13 @@ class SftLoop {
     const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
     ++step_;
     const double tokens_per_s = u.tokens / std::max(1e-9, secs * run_.comm->size());
-    const nlohmann::json m = {{"train/loss", u.loss}, {"train/lr", lr}, {"actor/grad_norm", u.grad_norm},
-                              {"actor/entropy", u.entropy}, {"perf/throughput", tokens_per_s},
-                              {"perf/packing_efficiency", u.packing_efficiency}, {"timing_s/step", secs},
+    const nlohmann::json m = {{"train/loss", u.loss},
+                              {"train/lr", lr},
+                              {"actor/grad_norm", u.grad_norm},
+                              {"actor/entropy", u.entropy},
+                              {"perf/throughput", tokens_per_s},
+                              {"perf/packing_efficiency", u.packing_efficiency},
+                              {"timing_s/step", secs},
                               {"training/epoch", epoch}};
     char line[160] = "";
     if (step_ % 10 == 0 || step_ == total_)
@@ -143,9 +148,10 @@ class SftLoop {
     const double target = cfg_.sft.stop_at_val_accuracy;
     stopped_ = target > 0 && last_val_.accuracy >= target;
     if (stopped_ && run_.console)
-      std::fprintf(stderr, "[sft] held-out accuracy %.3f reached sft.stop_at_val_accuracy %.3f: stopping at "
-                   "step %lld of %lld\n", last_val_.accuracy, target,
-                   static_cast<long long>(step_), static_cast<long long>(total_));
+      std::fprintf(stderr,
+                   "[sft] held-out accuracy %.3f reached sft.stop_at_val_accuracy %.3f: stopping at "
+                   "step %lld of %lld\n",
+                   last_val_.accuracy, target, static_cast<long long>(step_), static_cast<long long>(total_));
   }
 
   // Held-out accuracy (greedy) of the model as it is now, logged at `at_step`. Collective. The actor's
@@ -164,8 +170,8 @@ class SftLoop {
     ErrorContext validating("validation: ", s_.val.examples.size(), " prompts");
     EvalResult r = evaluate(*run_.comm, *s_.engine, s_.val.examples, eo, nullptr);
     s_.engine->release_memory();
-    nlohmann::json v = {{"val/accuracy", r.accuracy}, {"val/response_length/mean", r.response_length},
-                        {"timing_s/testing", r.seconds}};
+    nlohmann::json v = {
+        {"val/accuracy", r.accuracy}, {"val/response_length/mean", r.response_length}, {"timing_s/testing", r.seconds}};
     if (s_.tools) v["val/tools/call_share"] = r.tool_call_share;
     if (run_.logger)
       run_.logger->log(at_step, v,

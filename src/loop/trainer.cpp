@@ -80,8 +80,10 @@ void GrpoTrainer::check_memory_plan(const Session& s) const {
   // Once the data is read and before the weights load: a run that cannot fit stops here.
   const MemoryPlan p = plan_memory(memory_plan_inputs(s.config, s.model_config, s.train, s.val, comm_.size()));
   if (console_) std::fprintf(stderr, "%s\n", memory_log_line(p).c_str());
-  GRPO_CHECK(p.fits() || opt_.ignore_memory_plan, "[memory] the run does not fit this machine's memory "
-             "(grpo train --ignore-memory-plan runs it anyway):\n", explain_memory_plan(p));
+  GRPO_CHECK(p.fits() || opt_.ignore_memory_plan,
+             "[memory] the run does not fit this machine's memory "
+             "(grpo train --ignore-memory-plan runs it anyway):\n",
+             explain_memory_plan(p));
 }
 
 void GrpoTrainer::build_actor() {

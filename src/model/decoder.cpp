@@ -202,7 +202,8 @@ LoraBf16 Decoder::lora_bf16(const bf16_t* in_bf) const {
   return LoraBf16{in_bf, s_.dy_bf, s_.lora_w_bf, s_.lora_u_bf, s_.lora_du_bf};
 }
 
-void Decoder::lora_forward(int64_t l, LayerActs& a, LoraGroupIndex gi, float* out, const float* in, const bf16_t* in_bf) {
+void Decoder::lora_forward(int64_t l, LayerActs& a, LoraGroupIndex gi, float* out, const float* in,
+                           const bf16_t* in_bf) {
   if (!lora_) return;
   LoraModule mods[3];
   const float* A = nullptr;
@@ -215,8 +216,8 @@ void Decoder::lora_forward(int64_t l, LayerActs& a, LoraGroupIndex gi, float* ou
                      lora_->scale(), opt_.mode == ComputeMode::BF16 ? &bf : nullptr);
 }
 
-void Decoder::lora_backward(int64_t l, LayerActs& a, LoraGroupIndex gi, const LoraTensors* lg, float* din, const float* dout,
-                            const float* in, const bf16_t* in_bf) {
+void Decoder::lora_backward(int64_t l, LayerActs& a, LoraGroupIndex gi, const LoraTensors* lg, float* din,
+                            const float* dout, const float* in, const bf16_t* in_bf) {
   if (!lora_) return;
   LoraModule mods[3];
   const float* A = nullptr;

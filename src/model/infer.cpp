@@ -125,7 +125,8 @@ void InferenceModel::matmul(float* y, const float* x, bf16_t* x_bf, const void* 
   ops::decode_matmul(y, x, bf ? x_bf : nullptr, bf ? w16 : w32, bf ? DType::BF16 : DType::F32, T, N, K, matmul_);
 }
 
-void InferenceModel::lora(int64_t l, LoraGroupIndex gi, float* y, const float* x, float* u, float* bt, int64_t T) const {
+void InferenceModel::lora(int64_t l, LoraGroupIndex gi, float* y, const float* x, float* u, float* bt,
+                          int64_t T) const {
   if (!lora_) return;
   LoraModule mods[3];
   const float* A = nullptr;

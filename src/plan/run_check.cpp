@@ -190,17 +190,16 @@ void describe_grpo_step(const Config& c, const RunData& data, RunCheck& r) {
                         " per epoch", how, ")"));
     }
   }
-  out.push_back(cat("algorithm: ", train::kAdvEstimatorNames.name(c.algorithm.adv_estimator),
-                    " (advantages scaled by ", train::kAdvantageScalingNames.name(c.algorithm.scale_rewards),
-                    " std), loss ", train::kLossAggModeNames.name(actor.loss_agg_mode), ", clip ",
-                    actor.clip_ratio_low, "/", actor.clip_ratio_high,
-                    actor.use_kl_loss
-                        ? cat(", KL loss ", train::kKlPenaltyNames.name(actor.kl_loss_type), " x ", actor.kl_loss_coef)
+  out.push_back(cat(
+      "algorithm: ", train::kAdvEstimatorNames.name(c.algorithm.adv_estimator), " (advantages scaled by ",
+      train::kAdvantageScalingNames.name(c.algorithm.scale_rewards), " std), loss ",
+      train::kLossAggModeNames.name(actor.loss_agg_mode), ", clip ", actor.clip_ratio_low, "/", actor.clip_ratio_high,
+      actor.use_kl_loss ? cat(", KL loss ", train::kKlPenaltyNames.name(actor.kl_loss_type), " x ", actor.kl_loss_coef)
                         : "",
-                    actor.entropy_coeff != 0 ? cat(", entropy x ", actor.entropy_coeff) : "",
-                    c.algorithm.filter_groups.enable ? ", DAPO group filtering" : "",
-                    c.reward.overlong_buffer.enable ? cat(", overlong buffer ", c.reward.overlong_buffer.len) : "",
-                    "; lr ", actor.optim.lr));
+      actor.entropy_coeff != 0 ? cat(", entropy x ", actor.entropy_coeff) : "",
+      c.algorithm.filter_groups.enable ? ", DAPO group filtering" : "",
+      c.reward.overlong_buffer.enable ? cat(", overlong buffer ", c.reward.overlong_buffer.len) : "", "; lr ",
+      actor.optim.lr));
   out.push_back(cat("rollout: ", sampling(!rollout.do_sample, rollout.temperature, rollout.top_p, rollout.top_k),
                     "; validation: ",
                     data.val ? cat(data.val->examples, " prompts x ", rollout.val_kwargs.n, ", ",

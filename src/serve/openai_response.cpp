@@ -74,16 +74,8 @@ std::string content_before_calls(const std::string& text, bool final) {
 }
 
 const char* finish_reason_of(rollout::FinishReason r, bool tool_calls) {
-  if (tool_calls) return "tool_calls";
-  switch (r) {
-    case rollout::FinishReason::Stop:
-      return "stop";
-    case rollout::FinishReason::Length:
-      return "length";
-    case rollout::FinishReason::Abort:
-      return "abort";
-  }
-  return "stop";
+  // OpenAI's names are the engine's (stop, length), with tool_calls for a reply that calls tools.
+  return tool_calls ? "tool_calls" : rollout::finish_reason_name(r).data();
 }
 
 Json chat_logprobs(const Tokenizer* tok, const std::vector<int32_t>& tokens, const std::vector<float>& logprobs) {
@@ -148,18 +140,24 @@ Json completion_response(const ResponseHead& h, const ParsedRequest& p,
           {"model", h.model}, {"choices", choices},          {"usage", usage_of(p, results)}};
 }
 
+namespace {
+
+// One server-sent event carrying a chunk of `object` with one choice.
+std::string sse_choice_chunk(const ResponseHead& h, const char* object, const Json& choice) {
+  const Json chunk = {
+      {"id", h.id}, {"object", object}, {"created", h.created}, {"model", h.model}, {"choices", Json::array({choice})}};
+  return "data: " + chunk.dump() + "\n\n";
+}
+
+}  // namespace
+
 std::string chat_chunk(const ResponseHead& h, int64_t index, const Json& delta, const Json& logprobs,
                        const char* finish_reason) {
   const Json choice = {{"index", index},
                        {"delta", delta},
                        {"logprobs", logprobs},
                        {"finish_reason", finish_reason ? Json(finish_reason) : Json()}};
-  const Json chunk = {{"id", h.id},
-                      {"object", "chat.completion.chunk"},
-                      {"created", h.created},
-                      {"model", h.model},
-                      {"choices", Json::array({choice})}};
-  return "data: " + chunk.dump() + "\n\n";
+  return sse_choice_chunk(h, "chat.completion.chunk", choice);
 }
 
 std::string completion_chunk(const ResponseHead& h, int64_t index, const std::string& text, const Json& extra,
@@ -169,12 +167,7 @@ std::string completion_chunk(const ResponseHead& h, int64_t index, const std::st
                  {"logprobs", Json()},
                  {"finish_reason", finish_reason ? Json(finish_reason) : Json()}};
   for (auto it = extra.begin(); it != extra.end(); ++it) choice[it.key()] = it.value();
-  const Json chunk = {{"id", h.id},
-                      {"object", "text_completion"},
-                      {"created", h.created},
-                      {"model", h.model},
-                      {"choices", Json::array({choice})}};
-  return "data: " + chunk.dump() + "\n\n";
+  return sse_choice_chunk(h, "text_completion", choice);
 }
 
 std::string usage_chunk(const ResponseHead& h, const ParsedRequest& p, const Json& usage) {
