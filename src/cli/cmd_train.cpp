@@ -57,7 +57,10 @@ Config load_run_config(const TrainArgs& a, const char* command, ConfigNotes& not
 // --check: prints the run's summary and its problems; non-zero exit when it would not start.
 void run_check_cmd(const Config& cfg, const ConfigNotes& notes, RunKind kind, const TrainArgs& a) {
   RunCheckOptions options;
-  options.ranks = comm::world().size();
+  // The launch the config describes (trainer.nnodes x n_gpus_per_node), else the ranks started.
+  const TrainerConfig& t = cfg.trainer;
+  options.ranks = t.nnodes > 0 && t.n_gpus_per_node > 0 ? static_cast<int>(t.nnodes * t.n_gpus_per_node)
+                                                         : comm::world().size();
   options.ignore_memory_plan = a.ignore_memory_plan;
   const RunCheck check = check_run(cfg, notes, kind, options);
   std::printf("%s", describe(check).c_str());

