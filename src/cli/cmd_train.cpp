@@ -59,8 +59,8 @@ void run_check_cmd(const Config& cfg, const ConfigNotes& notes, RunKind kind, co
   RunCheckOptions options;
   // The launch the config describes (trainer.nnodes x n_gpus_per_node), else the ranks started.
   const TrainerConfig& t = cfg.trainer;
-  options.ranks = t.nnodes > 0 && t.n_gpus_per_node > 0 ? static_cast<int>(t.nnodes * t.n_gpus_per_node)
-                                                         : comm::world().size();
+  options.ranks =
+      t.nnodes > 0 && t.n_gpus_per_node > 0 ? static_cast<int>(t.nnodes * t.n_gpus_per_node) : comm::world().size();
   options.ignore_memory_plan = a.ignore_memory_plan;
   const RunCheck check = check_run(cfg, notes, kind, options);
   std::printf("%s", describe(check).c_str());
