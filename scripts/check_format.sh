@@ -6,6 +6,10 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 base="$(git log --diff-filter=A --format=%H -- .clang-format | tail -n 1)"
 if [[ -z "$base" ]] || ! git cat-file -e "$base^{commit}" 2>/dev/null; then
+  if ! git cat-file -e "HEAD~1^{commit}" 2>/dev/null; then
+    echo "[format] this clone has no history to compare with (shallow): nothing checked" >&2
+    exit 0
+  fi
   echo "[format] the commit that added .clang-format is not in this clone (shallow?): checking the last commit only" >&2
   base="HEAD~1"
 fi
