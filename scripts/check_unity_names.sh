@@ -8,7 +8,13 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-$here/build-names}"
 cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g0" \
   -DGRPO_UNITY_BATCH=0 -DGRPO_BENCH=OFF >/dev/null
-# The unity translation units only (the kernels compile one file a unit and are not concerned).
-mapfile -t units < <(ninja -C "$build" -t targets all | grep -o '^[^:]*/Unity/[^:]*\.o')
+# The engine's libraries and the grpo tool (the kernels compile one file a unit and are not concerned), and
+# the test folders of more than one batch (16 files): the regular build compiles the others as one unit.
+targets='grpo[^/:]*'
+for d in "$here"/tests/*/; do
+  files=("$d"*.cpp)
+  [[ -e "${files[0]}" ]] && ((${#files[@]} > 16)) && targets+="|test_$(basename "$d")"
+done
+mapfile -t units < <(ninja -C "$build" -t targets all | grep -oE "^CMakeFiles/($targets)\.dir/Unity/[^:]*\.o")
 ninja --quiet -C "$build" -j"$(nproc)" "${units[@]}"
 echo "[names] ${#units[@]} targets compiled as one unit each: no clashing file-private names" >&2
