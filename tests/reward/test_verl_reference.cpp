@@ -5,11 +5,11 @@
 // (data_source, response, ground truth, both scores) and the count per data source.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "reward/verl/verl_reward.h"
+#include "test_util.h"
 
 using namespace grpo;
 
@@ -17,22 +17,13 @@ namespace {
 
 const std::string kScored = std::string(GRPO_SHARED_DIR) + "/reference/verl_rewards/scored.jsonl";
 
-std::vector<nlohmann::json> load_scored_rows() {
-  std::ifstream in(kScored);
-  EXPECT_TRUE(in.good()) << "cannot read " << kScored;
-  std::vector<nlohmann::json> rows;
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) rows.push_back(nlohmann::json::parse(line));
-  return rows;
-}
-
 // reward_model.ground_truth as the rules take it: a string as is, an object ({"target": ...}) as JSON.
 std::string truth_argument(const nlohmann::json& gt) { return gt.is_string() ? gt.get<std::string>() : gt.dump(); }
 
 }  // namespace
 
 TEST(VerlReference, EveryScoredRowScoresAsVerl09) {
-  const auto rows = load_scored_rows();
+  const auto rows = test::read_jsonl(kScored);
   ASSERT_EQ(rows.size(), 2000u) << kScored;
   std::map<std::string, int> checked, wrong;
   int shown = 0;

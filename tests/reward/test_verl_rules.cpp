@@ -7,31 +7,23 @@
 // case must match exactly. The data_source dispatch and its errors are checked too.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "reward/rewards.h"
 #include "reward/verl/verl_reward.h"
+#include "test_util.h"
 
 using namespace grpo;
 
 namespace {
-
-std::vector<nlohmann::json> load_cases() {
-  std::ifstream in(std::string(GRPO_SOURCE_DIR) + "/tests/reward/data/verl_cases.jsonl");
-  std::vector<nlohmann::json> cases;
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) cases.push_back(nlohmann::json::parse(line));
-  return cases;
-}
 
 std::string truth_text(const nlohmann::json& gt) { return gt.is_string() ? gt.get<std::string>() : gt.dump(); }
 
 }  // namespace
 
 TEST(VerlRules, EveryCaseScoresAsVerl) {
-  const auto cases = load_cases();
+  const auto cases = test::read_jsonl(std::string(GRPO_SOURCE_DIR) + "/tests/reward/data/verl_cases.jsonl");
   ASSERT_GT(cases.size(), 3000u);
   std::map<std::string, int> checked, wrong;
   int shown = 0;
