@@ -2,6 +2,7 @@
 #include "serve/server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <cstdio>
@@ -73,6 +74,14 @@ Server::Server(const ServerOptions& options, const generate::LoadedModel& model,
   const size_t threads = static_cast<size_t>(options.max_queue) + 8;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(static_cast<size_t>(options.max_body_bytes));
+  // httplib's own options set SO_REUSEPORT, which would let a second server bind the same port and share its
+  // connections; ours only lets a restarted server reuse a port in TIME_WAIT. The socket is kept: bind()
+  // enlarges its backlog.
+  http_->set_socket_options([this](int sock) {
+    const int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listen_socket_ = sock;
+  });
   handle_auth_and_errors();
   add_routes();
 }
@@ -213,6 +222,10 @@ int Server::bind() {
                                       : (http_->bind_to_port(options_.host, options_.port) ? options_.port : -1);
   GRPO_CHECK(port > 0, "[serve] cannot listen on ", options_.host, ":", options_.port,
              " (address in use, or not an address of this machine)");
+  // The library listens with a backlog of 5: more clients connecting at once overflow the accept queue and
+  // some see their connection dropped. listen() again on the listening socket sets the system's maximum.
+  GRPO_CHECK(::listen(listen_socket_, SOMAXCONN) == 0, "[serve] cannot set the listen backlog of ", options_.host, ":",
+             port);
   return port;
 }
 

@@ -60,6 +60,7 @@ class Server {
   int64_t kv_blocks_, block_size_;  // the engine's KV cache (fixed at its construction)
   std::atomic<int64_t> http_requests_{0}, http_errors_{0}, next_id_{0};
   int64_t created_;
+  int listen_socket_ = -1;  // the socket bind() listens on
 };
 
 }  // namespace grpo::serve

@@ -17,6 +17,8 @@ namespace {
 using nlohmann::json;
 using test::TestServer;
 
+int status_of(const httplib::Result& r) { return r ? r->status : -1; }  // -1: no response (connection failed)
+
 std::vector<int32_t> token_ids(const httplib::Result& r) {
   if (!r || r->status != 200) return {-1};
   return json::parse(r->body)["choices"][0]["token_ids"].get<std::vector<int32_t>>();
@@ -50,7 +52,7 @@ TEST(ServeConcurrency, SeededRequestIsBitIdenticalAloneAndAmong31Others) {
   });
   go.set_value();
   EXPECT_EQ(token_ids(mine.get()), alone);
-  for (auto& f : others) EXPECT_EQ(f.get()->status, 200);
+  for (auto& f : others) EXPECT_EQ(status_of(f.get()), 200);  // all connected at once: none dropped
   EXPECT_GT(s.metric("grpo_engine_steps_total"), 0);
 }
 

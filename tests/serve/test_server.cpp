@@ -170,5 +170,24 @@ TEST(ServeHttp, ApiKeyIsRequiredWhenSet) {
   EXPECT_FALSE(keys_equal("", "abc"));
 }
 
+TEST(ServeHttp, APortInUseIsRefused) {
+  TestServer s;
+  const generate::LoadedModel m = generate::load_model(test::tiny_model(), "", "f32", 16, "");
+  rollout::EngineConfig ec;
+  ec.kv_memory_bytes = 1 << 20;
+  rollout::Engine engine(*m.model, ec, rollout::tokenizer_decode_fn(*m.tok));
+  ServerOptions o;
+  o.port = s.port();
+  Server second(o, m, engine);
+  try {
+    second.bind();
+    FAIL() << "a second server bound port " << s.port();
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot listen on 127.0.0.1:" + std::to_string(s.port())), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(s.get("/health")->status, 200);
+}
+
 }  // namespace
 }  // namespace grpo::serve
