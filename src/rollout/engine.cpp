@@ -206,6 +206,7 @@ RequestResult Engine::take_result(Run& run, size_t i) {
     const int64_t n = s.result_len >= 0 ? s.result_len : s.generated();
     if (n > 0) out.tokens.assign(s.tokens.begin() + s.prompt_len, s.tokens.begin() + s.prompt_len + n);
     out.logprobs = std::move(s.logprobs);
+    out.top_logprobs = std::move(s.top);
     out.text = s.text.take_text();
     out.finish_reason = complete ? s.finish_reason : FinishReason::Abort;
     if (run.turns.handler) {
@@ -352,6 +353,7 @@ void Engine::take_replies(Run& run, bool wait) {
     }
     s.tokens.insert(s.tokens.end(), reply.tokens.begin(), reply.tokens.end());
     s.logprobs.insert(s.logprobs.end(), n, 0.0f);
+    s.top.resize(s.top.size() + static_cast<size_t>(n) * req.top_logprobs);
     s.mask.insert(s.mask.end(), n, uint8_t{0});
     s.text.insert(decode_(reply.tokens), static_cast<size_t>(s.generated()));
     s.turn_begin = s.generated();
@@ -459,7 +461,8 @@ void Engine::draw_tokens(Run& run, std::span<const ScheduledSeq> plan, const flo
     Run::SampleJob& job = run.jobs[j];
     const Request& req = run.request(job.seq->request);
     try {
-      job.out = samplers_[omp_get_thread_num()].sample(logits + job.row * V, req.sampling, job.seq->rng);
+      job.out =
+          samplers_[omp_get_thread_num()].sample(logits + job.row * V, req.sampling, job.seq->rng, req.top_logprobs);
     } catch (...) {
 #pragma omp critical(grpo_rollout_sample_error)
       if (!error) error = std::current_exception();
@@ -498,6 +501,8 @@ void Engine::append_draw(Run& run, Sequence& s, const SampledToken& draw) {
     return;
   }
   s.logprobs.push_back(draw.logprob);
+  s.top.insert(s.top.end(), draw.top.begin(), draw.top.begin() + draw.num_top);
+  s.top.resize(s.top.size() + (req.top_logprobs - draw.num_top));  // (a vocabulary smaller than top_logprobs)
   if (run.turns.handler) s.mask.push_back(1);
   ++stats_.generated_tokens;
   const std::span<const int32_t> gen = std::span<const int32_t>(s.tokens).subspan(s.prompt_len);

@@ -92,8 +92,8 @@ void Engine::serve_report(Run& run, RequestFeed& feed) {
       const int64_t generated = s.generated();
       if (generated <= reported[k]) continue;
       const std::span<const int32_t> tokens = std::span<const int32_t>(s.tokens).subspan(s.prompt_len);
-      feed.on_tokens(run.tickets[slot], static_cast<int32_t>(k), tokens, s.logprobs,
-                     static_cast<size_t>(generated - reported[k]), s.text.text());
+      feed.on_tokens(run.tickets[slot], static_cast<int32_t>(k),
+                     {tokens, s.logprobs, s.top, static_cast<size_t>(generated - reported[k]), s.text.text()});
       reported[k] = generated;
     }
     if (run.samples_left[slot] > 0) continue;

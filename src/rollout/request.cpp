@@ -50,6 +50,8 @@ void validate_request(const Request& r, size_t index, int64_t vocab_size, int64_
   for (size_t k = 0; k < r.stop_lengths.size(); ++k)
     GRPO_CHECK(r.stop_lengths[k] >= 1 && r.stop_lengths[k] <= r.max_new_tokens, "[rollout] ", where, ": stop_lengths[",
                k, "] = ", r.stop_lengths[k], " not in [1, max_new_tokens = ", r.max_new_tokens, "]");
+  GRPO_CHECK(r.top_logprobs >= 0 && r.top_logprobs <= kMaxTopLogprobs, "[rollout] ", where,
+             ": top_logprobs must be in [0, ", kMaxTopLogprobs, "], got ", r.top_logprobs);
   validate_sampling(r.sampling, where);
 }
 

@@ -19,6 +19,13 @@ struct SamplingParams {
   float min_p = 0.0f;        // [0, 1]: drop tokens with p < min_p * p_max
 };
 
+// A token and its log-prob (an alternative of a position's top log-probs).
+struct TokenLogprob {
+  int32_t token = -1;
+  float logprob = 0;
+};
+constexpr int32_t kMaxTopLogprobs = 20;  // OpenAI's bound on top_logprobs
+
 struct Request {
   std::vector<int32_t> prompt;  // token ids, at least one
   // Vision-language models: the pictures of the prompt's <|image_pad|> runs, in order (shared, not copied).
@@ -33,6 +40,9 @@ struct Request {
   // [1, max_new_tokens].
   std::vector<int32_t> stop_lengths;
   uint64_t seed = 0;
+  // Per generated token, the log-probs of this many most likely tokens ([0, kMaxTopLogprobs]), under the same
+  // distribution as SampleResult::logprobs (most likely first, ties to the lower id).
+  int32_t top_logprobs = 0;
   // Identifies the request in the RNG key (seed, id, sample index): give each request of a batch its own
   // id so that results do not depend on which other requests run alongside it.
   uint64_t id = 0;
@@ -46,6 +56,8 @@ struct SampleResult {
   // log p(token) under softmax(logits / temperature) over the full vocabulary (temperature 0: under
   // softmax(logits)), before top-k/top-p/min-p truncation: the quantity the trainer recomputes.
   std::vector<float> logprobs;
+  // [tokens, Request::top_logprobs]: each token's alternatives (an inserted reply's token: token -1, logprob 0).
+  std::vector<TokenLogprob> top_logprobs;
   std::string text;  // decoded generated text, stop string / stop token text excluded
   FinishReason finish_reason = FinishReason::Abort;
   // Multi-turn (generate() given a TurnHandler): tokens and logprobs hold every turn and the inserted replies

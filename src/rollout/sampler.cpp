@@ -2,7 +2,7 @@
 // (ops::softmax_numerators). Truncation works on a partially sorted candidate list: top-k selects with
 // nth_element, top-p sorts a growing prefix only as far as the mass requires, min-p filters in place; the
 // draw walks the kept candidates in their (deterministic) order, or the whole vocabulary in id order, a
-// block sum at a time.
+// block sum at a time. The top log-probs come from one pass keeping the best few in a sorted array.
 #include "rollout/sampler.h"
 
 #include <algorithm>
@@ -13,6 +13,26 @@
 #include "kernels/paged_ops.h"
 
 namespace grpo::rollout {
+
+namespace {
+// The top_n largest logits into out.top (largest first; ties to the lower id, as ids are visited in order),
+// with their log-probs under logprob_of.
+template <class LogprobOf>
+void top_alternatives(const float* logits, int64_t V, int32_t top_n, const LogprobOf& logprob_of, SampledToken& out) {
+  const int32_t n = static_cast<int32_t>(std::min<int64_t>(top_n, V));
+  std::array<int32_t, kMaxTopLogprobs> best;  // [n] ids, largest logit first
+  int32_t count = 0;
+  for (int64_t i = 0; i < V; ++i) {
+    const float x = logits[i];
+    if (count == n && !(x > logits[best[n - 1]])) continue;
+    int32_t at = count < n ? count++ : n - 1;
+    for (; at > 0 && x > logits[best[at - 1]]; --at) best[at] = best[at - 1];
+    best[at] = static_cast<int32_t>(i);
+  }
+  for (int32_t k = 0; k < count; ++k) out.top[k] = {best[k], logprob_of(best[k])};
+  out.num_top = count;
+}
+}  // namespace
 
 Sampler::Sampler(int64_t vocab_size) : V_(vocab_size), prob_(vocab_size), order_(vocab_size) {
   GRPO_CHECK(vocab_size > 0, "[sampler] vocab_size must be > 0, got ", vocab_size);
@@ -51,7 +71,7 @@ int32_t Sampler::draw_in_id_order(double r, int32_t fallback) const {
   return fallback;
 }
 
-SampledToken Sampler::sample(const float* logits, const SamplingParams& sp, Rng& rng) {
+SampledToken Sampler::sample(const float* logits, const SamplingParams& sp, Rng& rng, int32_t top_n) {
   const bool greedy = sp.temperature == 0;
   const float inv_t = greedy ? 1.0f : 1.0f / sp.temperature;
   const ops::SoftmaxRow row = ops::softmax_numerators(prob_.data(), logits, V_, inv_t);
@@ -62,12 +82,19 @@ SampledToken Sampler::sample(const float* logits, const SamplingParams& sp, Rng&
   auto logprob_of = [&](int32_t tok) {
     return static_cast<float>(static_cast<double>((logits[tok] - mx) * inv_t) - log_z);
   };
-  if (greedy) return {argmax, logprob_of(argmax)};
+  auto drawn = [&](int32_t tok) {
+    SampledToken out;
+    out.token = tok;
+    out.logprob = logprob_of(tok);
+    if (top_n > 0) top_alternatives(logits, V_, top_n, logprob_of, out);
+    return out;
+  };
+  if (greedy) return drawn(argmax);
 
   const bool truncate = (sp.top_k > 0 && sp.top_k < V_) || sp.top_p < 1.0f || sp.min_p > 0.0f;
   if (!truncate) {  // draw over the whole vocabulary in id order
     const int32_t pick = draw_in_id_order(rng.uniform() * sum, argmax);
-    return {pick, logprob_of(pick)};
+    return drawn(pick);
   }
 
   std::iota(order_.begin(), order_.end(), 0);
@@ -110,7 +137,7 @@ SampledToken Sampler::sample(const float* logits, const SamplingParams& sp, Rng&
       break;
     }
   }
-  return {pick, logprob_of(pick)};
+  return drawn(pick);
 }
 
 }  // namespace grpo::rollout

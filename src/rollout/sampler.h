@@ -1,7 +1,9 @@
 // Token sampling from one row of logits: temperature, top-k, top-p, min-p, then one uniform draw from
 // the sample's own RNG. Returns the token and its log-prob under softmax(logits / temperature) over the
-// full vocabulary. Scratch is owned by the Sampler and sized once (no allocation per call).
+// full vocabulary, and optionally the log-probs of the most likely tokens under that same distribution.
+// Scratch is owned by the Sampler and sized once (no allocation per call).
 #pragma once
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -13,13 +15,16 @@ namespace grpo::rollout {
 struct SampledToken {
   int32_t token = -1;
   float logprob = 0;
+  std::array<TokenLogprob, kMaxTopLogprobs> top;  // [num_top] the most likely tokens, most likely first
+  int32_t num_top = 0;
 };
 
 class Sampler {
  public:
   explicit Sampler(int64_t vocab_size);
-  // logits [V]. Candidates tie-break by lower token id. Throws grpo::Error on NaN logits.
-  SampledToken sample(const float* logits, const SamplingParams& p, Rng& rng);
+  // logits [V]. Candidates tie-break by lower token id. top_n in [0, kMaxTopLogprobs]: alternatives wanted
+  // (they do not change the draw). Throws grpo::Error on NaN logits.
+  SampledToken sample(const float* logits, const SamplingParams& p, Rng& rng, int32_t top_n = 0);
   int64_t vocab_size() const { return V_; }
 
  private:

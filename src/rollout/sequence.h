@@ -22,6 +22,7 @@ struct Sequence {
     const size_t max_tokens = r.prompt.size() + static_cast<size_t>(r.max_new_tokens);
     tokens.reserve(max_tokens);
     logprobs.reserve(r.max_new_tokens);
+    top.reserve(static_cast<size_t>(r.max_new_tokens) * r.top_logprobs);
     blocks.reserve(max_blocks);
     block_hashes.reserve(max_blocks);
     prompt_len = static_cast<int64_t>(r.prompt.size());
@@ -35,6 +36,7 @@ struct Sequence {
   Rng rng;          // per-sample stream from (seed, request id, sample index)
   std::vector<int32_t> tokens;          // prompt + generated
   std::vector<float> logprobs;          // [generated]
+  std::vector<TokenLogprob> top;        // [generated, request's top_logprobs]
   int64_t prompt_len = 0;
   int64_t num_computed = 0;             // tokens whose k/v are in the cache
   std::vector<int32_t> blocks;          // block table

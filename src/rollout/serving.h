@@ -27,6 +27,15 @@ struct ServeState {
   int64_t preemptions = 0, generated_tokens = 0, steps = 0;
 };
 
+// A sample's tokens so far, of which the last `fresh` are new.
+struct SampleProgress {
+  std::span<const int32_t> tokens;    // [generated]
+  std::span<const float> logprobs;    // [generated]
+  std::span<const TokenLogprob> top;  // [generated, the request's top_logprobs]
+  size_t fresh = 0;
+  std::string_view text;  // the text so far (it may still lose a stop string's start that is held at its end)
+};
+
 class RequestFeed {
  public:
   virtual ~RequestFeed() = default;
@@ -35,11 +44,8 @@ class RequestFeed {
   // stopped: the engine returns when nothing runs any more (it still runs what was admitted).
   virtual bool poll(std::vector<Admission>& admit, std::vector<uint64_t>& cancel, bool idle,
                     const ServeState& state) = 0;
-  // Sample `sample` of request `ticket` has new tokens (with their log-probs): all of its tokens so far are
-  // `tokens`, of which the last `fresh` are new; `text` is its text so far (it may still lose a stop
-  // string's start that is held at its end).
-  virtual void on_tokens(uint64_t ticket, int32_t sample, std::span<const int32_t> tokens,
-                         std::span<const float> logprobs, size_t fresh, std::string_view text) = 0;
+  // Sample `sample` of request `ticket` has new tokens.
+  virtual void on_tokens(uint64_t ticket, int32_t sample, const SampleProgress& progress) = 0;
   // The request ended: its results (cancelled samples with finish reason abort), or `error` (not empty)
   // when it was refused (an invalid request, or one whose samples cannot fit the KV cache).
   virtual void on_done(uint64_t ticket, RequestResult result, const std::string& error) = 0;

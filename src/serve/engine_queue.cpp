@@ -127,17 +127,18 @@ bool EngineQueue::poll(std::vector<rollout::Admission>& admit, std::vector<uint6
   return !stopping_;
 }
 
-void EngineQueue::on_tokens(uint64_t ticket, int32_t sample, std::span<const int32_t> tokens,
-                            std::span<const float> logprobs, size_t fresh, std::string_view text) {
+void EngineQueue::on_tokens(uint64_t ticket, int32_t sample, const rollout::SampleProgress& progress) {
   std::lock_guard<std::mutex> lock(mu_);
   const auto it = tickets_.find(ticket);
   if (it == tickets_.end() || !it->second.job->stream) return;
   Job& job = *it->second.job;
+  const size_t fresh = progress.fresh, top_fresh = progress.top.size() / progress.tokens.size() * fresh;
   TokenEvent ev{it->second.index,
                 sample,
-                {tokens.end() - fresh, tokens.end()},
-                {logprobs.end() - fresh, logprobs.end()},
-                std::string(text)};
+                {progress.tokens.end() - fresh, progress.tokens.end()},
+                {progress.logprobs.end() - fresh, progress.logprobs.end()},
+                {progress.top.end() - top_fresh, progress.top.end()},
+                std::string(progress.text)};
   std::lock_guard<std::mutex> job_lock(job.mu);
   job.events.push_back(std::move(ev));
   job.cv.notify_all();

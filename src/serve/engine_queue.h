@@ -25,9 +25,10 @@ namespace grpo::serve {
 struct TokenEvent {
   size_t request;  // index in Job::requests
   int32_t sample;
-  std::vector<int32_t> tokens;  // the new tokens
-  std::vector<float> logprobs;  // [tokens]
-  std::string text;             // the sample's whole text so far
+  std::vector<int32_t> tokens;             // the new tokens
+  std::vector<float> logprobs;             // [tokens]
+  std::vector<rollout::TokenLogprob> top;  // [tokens, the request's top_logprobs]
+  std::string text;                        // the sample's whole text so far
 };
 
 struct Job {
@@ -62,8 +63,7 @@ class EngineQueue : public rollout::RequestFeed {
 
   bool poll(std::vector<rollout::Admission>& admit, std::vector<uint64_t>& cancel, bool idle,
             const rollout::ServeState& state) override;
-  void on_tokens(uint64_t ticket, int32_t sample, std::span<const int32_t> tokens, std::span<const float> logprobs,
-                 size_t fresh, std::string_view text) override;
+  void on_tokens(uint64_t ticket, int32_t sample, const rollout::SampleProgress& progress) override;
   void on_done(uint64_t ticket, rollout::RequestResult result, const std::string& error) override;
 
  private:

@@ -232,7 +232,9 @@ ParsedRequest parse_chat_request(const std::string& body, const ModelInfo& m, ui
   if (j.contains("top_logprobs"))
     p.top_logprobs = static_cast<int32_t>(
         field_of("top_logprobs", [&] { return generate::integer_field(j, "top_logprobs", 0, 20); }));
+  if (p.top_logprobs > 0 && !p.logprobs) throw bad("top_logprobs", "top_logprobs needs \"logprobs\": true");
   rollout::Request r = sampling_of(j, m, default_seed);
+  r.top_logprobs = p.logprobs ? p.top_logprobs : 0;
   std::vector<std::string> urls;
   const Json messages = template_messages_of(j, urls, m.pictures != nullptr);
   const Json tools = tools_of(j);
@@ -259,6 +261,7 @@ ParsedRequest parse_completion_request(const std::string& body, const ModelInfo&
   const rollout::Request base = sampling_of(j, m, default_seed);
   for (std::vector<int32_t>& prompt : completion_prompts(j, m)) {
     rollout::Request r = base;
+    r.top_logprobs = p.top_logprobs;
     r.prompt = std::move(prompt);
     set_max_tokens(j, r, m, "prompt");
     p.requests.push_back(std::move(r));

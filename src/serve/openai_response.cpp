@@ -18,26 +18,39 @@ std::string token_text(const Tokenizer* tok, int32_t id) {
   return tok->decode(std::vector<int32_t>{id}, false);
 }
 
-// Completions' OpenAI log-probs of one choice: tokens, token_logprobs, top_logprobs (null entries: not
-// computed), text_offset.
+Json bytes_of(const std::string& s) {
+  Json bytes = Json::array();
+  for (unsigned char c : s) bytes.push_back(static_cast<int>(c));
+  return bytes;
+}
+
+// The alternatives per token in `top` [tokens, n].
+size_t alternatives(const std::vector<int32_t>& tokens, const std::vector<rollout::TokenLogprob>& top) {
+  return tokens.empty() ? 0 : top.size() / tokens.size();
+}
+}  // namespace
+
 Json completion_logprobs(const Tokenizer* tok, const std::vector<int32_t>& tokens, const std::vector<float>& logprobs,
-                         size_t text_start) {
+                         const std::vector<rollout::TokenLogprob>& top, size_t text_start) {
   Json out = {{"tokens", Json::array()},
               {"token_logprobs", Json::array()},
               {"top_logprobs", Json::array()},
               {"text_offset", Json::array()}};
+  const size_t n = alternatives(tokens, top);
   size_t offset = text_start;
   for (size_t t = 0; t < tokens.size(); ++t) {
     const std::string s = token_text(tok, tokens[t]);
     out["tokens"].push_back(s);
     out["token_logprobs"].push_back(t < logprobs.size() ? Json(logprobs[t]) : Json());
-    out["top_logprobs"].push_back(Json());
+    Json alts = n > 0 ? Json::object() : Json();
+    for (size_t k = 0; k < n; ++k)
+      if (top[t * n + k].token >= 0) alts[token_text(tok, top[t * n + k].token)] = top[t * n + k].logprob;
+    out["top_logprobs"].push_back(std::move(alts));
     out["text_offset"].push_back(offset);
     offset += s.size();
   }
   return out;
 }
-}  // namespace
 
 ToolSplit split_tool_calls(const std::string& text, const std::string& call_id_prefix) {
   ToolSplit out;
@@ -78,13 +91,20 @@ const char* finish_reason_of(rollout::FinishReason r, bool tool_calls) {
   return tool_calls ? "tool_calls" : rollout::finish_reason_name(r).data();
 }
 
-Json chat_logprobs(const Tokenizer* tok, const std::vector<int32_t>& tokens, const std::vector<float>& logprobs) {
+Json chat_logprobs(const Tokenizer* tok, const std::vector<int32_t>& tokens, const std::vector<float>& logprobs,
+                   const std::vector<rollout::TokenLogprob>& top) {
   Json content = Json::array();
+  const size_t n = alternatives(tokens, top);
   for (size_t t = 0; t < tokens.size() && t < logprobs.size(); ++t) {
     const std::string s = token_text(tok, tokens[t]);
-    Json bytes = Json::array();
-    for (unsigned char c : s) bytes.push_back(static_cast<int>(c));
-    content.push_back({{"token", s}, {"logprob", logprobs[t]}, {"bytes", bytes}, {"top_logprobs", Json::array()}});
+    Json alts = Json::array();
+    for (size_t k = 0; k < n; ++k) {
+      const rollout::TokenLogprob& a = top[t * n + k];
+      if (a.token < 0) continue;
+      const std::string text = token_text(tok, a.token);
+      alts.push_back({{"token", text}, {"logprob", a.logprob}, {"bytes", bytes_of(text)}});
+    }
+    content.push_back({{"token", s}, {"logprob", logprobs[t]}, {"bytes", bytes_of(s)}, {"top_logprobs", alts}});
   }
   return {{"content", content}};
 }
@@ -112,7 +132,7 @@ Json chat_response(const ResponseHead& h, const ParsedRequest& p, const std::vec
       }
       choices.push_back({{"index", index},
                          {"message", message},
-                         {"logprobs", p.logprobs ? chat_logprobs(h.tok, s.tokens, s.logprobs) : Json()},
+                         {"logprobs", p.logprobs ? chat_logprobs(h.tok, s.tokens, s.logprobs, s.top_logprobs) : Json()},
                          {"finish_reason", finish_reason_of(s.finish_reason, calls)}});
     }
   return {{"id", h.id},       {"object", "chat.completion"}, {"created", h.created},
@@ -129,7 +149,7 @@ Json completion_response(const ResponseHead& h, const ParsedRequest& p,
                 {"text", prefix + s.text},
                 {"logprobs", Json()},
                 {"finish_reason", finish_reason_of(s.finish_reason, false)}};
-      if (p.logprobs) c["logprobs"] = completion_logprobs(h.tok, s.tokens, s.logprobs, prefix.size());
+      if (p.logprobs) c["logprobs"] = completion_logprobs(h.tok, s.tokens, s.logprobs, s.top_logprobs, prefix.size());
       c["token_ids"] = s.tokens;
       c["token_logprobs"] = s.logprobs;
       if (p.echo) c["prompt_token_ids"] = p.requests[i].prompt;

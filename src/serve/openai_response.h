@@ -34,8 +34,14 @@ std::string content_before_calls(const std::string& text, bool final);
 
 const char* finish_reason_of(rollout::FinishReason r, bool tool_calls);
 
-// {"content": [{"token", "logprob", "bytes", "top_logprobs": []}]} of `tokens`.
-Json chat_logprobs(const Tokenizer* tok, const std::vector<int32_t>& tokens, const std::vector<float>& logprobs);
+// {"content": [{"token", "logprob", "bytes", "top_logprobs": [{"token", "logprob", "bytes"}]}]} of `tokens`;
+// top [tokens, n]: each token's n alternatives (n = 0: none).
+Json chat_logprobs(const Tokenizer* tok, const std::vector<int32_t>& tokens, const std::vector<float>& logprobs,
+                   const std::vector<rollout::TokenLogprob>& top);
+// Completions' {"tokens", "token_logprobs", "top_logprobs", "text_offset"} of `tokens` (text offsets from
+// text_start); top_logprobs: per token {text: logprob} of its alternatives (null when none were asked for).
+Json completion_logprobs(const Tokenizer* tok, const std::vector<int32_t>& tokens, const std::vector<float>& logprobs,
+                         const std::vector<rollout::TokenLogprob>& top, size_t text_start);
 Json usage_of(const ParsedRequest& p, const std::vector<rollout::RequestResult>& results);
 
 Json chat_response(const ResponseHead& h, const ParsedRequest& p, const std::vector<rollout::RequestResult>& results);

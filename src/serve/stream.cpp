@@ -20,6 +20,7 @@ ResponseStream::ResponseStream(const ParsedRequest& p, ResponseHead head) : p_(p
     for (const std::string& s : r.stop_strings) hold_ = std::max(hold_, s.size() - 1);
   }
   sent_.assign(choices, 0);
+  text_offset_.assign(choices, 0);
 }
 
 int64_t ResponseStream::choice_of(size_t request, int32_t sample) const {
@@ -34,14 +35,22 @@ std::string ResponseStream::start() {
   return out;
 }
 
-std::string ResponseStream::delta(int64_t choice, const std::string& text, const std::vector<int32_t>& tokens,
-                                  const std::vector<float>& logprobs, const char* finish_reason) {
+std::string ResponseStream::delta(int64_t choice, const std::string& text, const TokenEvent* e,
+                                  const char* finish_reason) {
+  const bool tokens = e && !e->tokens.empty();
   if (p_.endpoint == Endpoint::Chat) {
-    const Json lp = p_.logprobs && !tokens.empty() ? chat_logprobs(head_.tok, tokens, logprobs) : Json();
+    const Json lp = p_.logprobs && tokens ? chat_logprobs(head_.tok, e->tokens, e->logprobs, e->top) : Json();
     return chat_chunk(head_, choice, text.empty() ? Json::object() : Json{{"content", text}}, lp, finish_reason);
   }
-  return completion_chunk(head_, choice, text, Json{{"token_ids", tokens}, {"token_logprobs", logprobs}},
-                          finish_reason);
+  Json extra = {{"token_ids", tokens ? Json(e->tokens) : Json::array()},
+                {"token_logprobs", tokens ? Json(e->logprobs) : Json::array()}};
+  if (p_.logprobs && tokens) {
+    size_t& offset = text_offset_[choice];
+    Json lp = completion_logprobs(head_.tok, e->tokens, e->logprobs, e->top, offset);
+    offset = lp["text_offset"].back().get<size_t>() + lp["tokens"].back().get<std::string>().size();
+    extra["logprobs"] = std::move(lp);
+  }
+  return completion_chunk(head_, choice, text, extra, finish_reason);
 }
 
 std::string ResponseStream::on_tokens(const TokenEvent& e) {
@@ -52,7 +61,7 @@ std::string ResponseStream::on_tokens(const TokenEvent& e) {
   const std::string text = settled > sent ? visible.substr(sent, settled - sent) : "";
   sent = std::max(sent, settled);
   if (text.empty() && !(p_.logprobs || p_.endpoint == Endpoint::Completions)) return "";
-  return delta(choice, text, e.tokens, e.logprobs, nullptr);
+  return delta(choice, text, &e, nullptr);
 }
 
 std::string ResponseStream::finish(const std::vector<rollout::RequestResult>& results) {
@@ -68,7 +77,7 @@ std::string ResponseStream::finish(const std::vector<rollout::RequestResult>& re
                    : Json::array();
       const size_t sent = sent_[choice];
       const std::string rest = content.size() > sent ? content.substr(sent) : "";
-      if (!rest.empty()) out += delta(choice, rest, {}, {}, nullptr);
+      if (!rest.empty()) out += delta(choice, rest, nullptr, nullptr);
       const bool calls = !calls_json.empty();
       if (calls) {
         Json tool_calls = calls_json;

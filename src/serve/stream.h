@@ -21,12 +21,13 @@ class ResponseStream {
 
  private:
   int64_t choice_of(size_t request, int32_t sample) const;
-  std::string delta(int64_t choice, const std::string& text, const std::vector<int32_t>& tokens,
-                    const std::vector<float>& logprobs, const char* finish_reason);
+  // (tokens, logprobs, top: the new tokens, none at the end)
+  std::string delta(int64_t choice, const std::string& text, const TokenEvent* tokens, const char* finish_reason);
   const ParsedRequest& p_;
   ResponseHead head_;
-  size_t hold_ = 0;           // bytes held back at the end of a running text (longest stop string - 1)
-  std::vector<size_t> sent_;  // [choices] bytes of text sent
+  size_t hold_ = 0;                  // bytes held back at the end of a running text (longest stop string - 1)
+  std::vector<size_t> sent_;         // [choices] bytes of text sent
+  std::vector<size_t> text_offset_;  // [choices] completions' logprobs: the text offset of the next token
 };
 
 }  // namespace grpo::serve

@@ -217,3 +217,46 @@ TEST(SamplingParams, InvalidValuesNameTheField) {
   EXPECT_NE(error_of(p).find("min_p"), std::string::npos);
   EXPECT_NE(error_of(p).find("request 3"), std::string::npos);
 }
+
+// The top log-probs against a brute-force sort of a random vocabulary with many ties: the n largest logits
+// (ties to the lower id), each with its log-prob under the temperature's softmax; asking for them leaves the
+// draw and the RNG as they were.
+TEST(Sampler, TopLogprobsAreTheLargestLogitsUnderTheSameSoftmax) {
+  const int64_t V = 5000;
+  std::vector<float> logits(V);
+  Rng gen(9);
+  for (float& x : logits) x = static_cast<float>(static_cast<int>(gen.uniform() * 200)) / 20.0f;  // ties
+  Sampler s(V);
+  for (const float temperature : {0.0f, 0.7f, 1.0f}) {
+    SamplingParams p;
+    p.temperature = temperature;
+    p.top_p = 0.9f;
+    const double inv_t = temperature == 0 ? 1.0 : 1.0 / temperature;
+    const float mx = *std::max_element(logits.begin(), logits.end());
+    double z = 0;
+    for (float x : logits) z += std::exp((x - mx) * inv_t);
+    std::vector<int32_t> ids(V);
+    std::iota(ids.begin(), ids.end(), 0);
+    std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+    for (const int32_t n : {1, 5, kMaxTopLogprobs}) {
+      Rng a(4), b(4);
+      const SampledToken plain = s.sample(logits.data(), p, a);
+      const SampledToken with_top = s.sample(logits.data(), p, b, n);
+      EXPECT_EQ(plain.token, with_top.token);
+      EXPECT_EQ(plain.logprob, with_top.logprob);
+      EXPECT_EQ(a.state().s[0], b.state().s[0]);
+      EXPECT_EQ(plain.num_top, 0);
+      ASSERT_EQ(with_top.num_top, n);
+      for (int32_t k = 0; k < n; ++k) {
+        EXPECT_EQ(with_top.top[k].token, ids[k]) << "temperature " << temperature << " n " << n << " k " << k;
+        EXPECT_NEAR(with_top.top[k].logprob, (logits[ids[k]] - mx) * inv_t - std::log(z), 1e-5);
+      }
+    }
+  }
+  Sampler small(3);  // more alternatives asked for than the vocabulary has
+  Rng rng(1);
+  const SampledToken t = small.sample(kThree.data(), SamplingParams{}, rng, 5);
+  ASSERT_EQ(t.num_top, 3);
+  EXPECT_EQ(t.top[2].token, 2);
+  EXPECT_NEAR(t.top[2].logprob, std::log(0.2), 1e-6);
+}

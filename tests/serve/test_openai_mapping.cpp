@@ -114,7 +114,7 @@ TEST(OpenAiResponse, StreamHoldsBackAPossibleStopString) {
   p.requests[0].stop_strings = {"END"};
   ResponseStream stream(p, ResponseHead{"id", 0, "tiny", nullptr});
   stream.start();
-  const std::string first = stream.on_tokens(TokenEvent{0, 0, {1}, {-0.5f}, "abcE"});
+  const std::string first = stream.on_tokens(TokenEvent{0, 0, {1}, {-0.5f}, {}, "abcE"});
   EXPECT_NE(first.find("\"content\":\"ab\""), std::string::npos) << first;  // "cE" may start "END"
   rollout::RequestResult done;
   done.samples.resize(1);

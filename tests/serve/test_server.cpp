@@ -94,6 +94,59 @@ TEST(ServeHttp, CompletionsTakeTokenIdsAndReturnThem) {
   EXPECT_EQ(json::parse(echo->body)["choices"][0]["text"].get<std::string>().substr(0, 2), "ab");
 }
 
+TEST(ServeHttp, TopLogprobsAreTheEnginesAlternatives) {
+  TestServer s;
+  const auto r = s.post("/v1/chat/completions",
+                        chat_body("hello", 6, {{"temperature", 0}, {"logprobs", true}, {"top_logprobs", 3}}).dump());
+  ASSERT_EQ(r->status, 200) << r->body;
+  rollout::Request want;
+  want.prompt = generate::chat_prompt(*s.model().tok, generate::Json::array({{{"role", "user"}, {"content", "hello"}}}),
+                                      generate::Json());
+  want.sampling.temperature = 0;
+  want.max_new_tokens = 6;
+  want.stop_token_ids = s.model().stop_ids;
+  want.top_logprobs = 3;
+  const rollout::SampleResult direct = test::direct(want).samples[0];
+  const json content = json::parse(r->body)["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), direct.tokens.size());
+  ASSERT_EQ(direct.top_logprobs.size(), 3 * direct.tokens.size());
+  for (size_t t = 0; t < direct.tokens.size(); ++t) {
+    ASSERT_EQ(content[t]["top_logprobs"].size(), 3u);
+    EXPECT_EQ(content[t]["top_logprobs"][0]["logprob"], content[t]["logprob"]);  // greedy: the best one was taken
+    for (size_t k = 0; k < 3; ++k) {
+      const rollout::TokenLogprob& a = direct.top_logprobs[t * 3 + k];
+      const Tokenizer& tok = *s.model().tok;  // (the tiny model's vocabulary is larger than its tokenizer's)
+      EXPECT_EQ(content[t]["top_logprobs"][k]["token"],
+                a.token < tok.vocab_size() ? tok.decode(std::vector<int32_t>{a.token}, false) : "");
+      EXPECT_EQ(content[t]["top_logprobs"][k]["logprob"].get<float>(), a.logprob);
+    }
+  }
+  const auto refused = s.post("/v1/chat/completions", chat_body("hello", 6, {{"top_logprobs", 3}}).dump());
+  EXPECT_EQ(refused->status, 400);
+  EXPECT_EQ(error_of(refused)["param"], "top_logprobs");
+
+  const json body = {{"prompt", "ab"}, {"max_tokens", 4}, {"seed", 3}, {"logprobs", 2}, {"ignore_eos", true}};
+  const json whole = json::parse(s.post("/v1/completions", body.dump())->body)["choices"][0]["logprobs"];
+  ASSERT_EQ(whole["top_logprobs"].size(), 4u);
+  for (const json& alts : whole["top_logprobs"]) {  // {text: logprob}: alternatives of the same text are one entry
+    EXPECT_GE(alts.size(), 1u);
+    EXPECT_LE(alts.size(), 2u);
+  }
+  json streamed = json::array();  // the stream's chunks carry the same alternatives
+  json streamed_offsets = json::array();
+  json streamed_body = body;
+  streamed_body["stream"] = true;
+  for (const std::string& e : test::sse_events(s.stream("/v1/completions", streamed_body.dump()))) {
+    if (e == "[DONE]") break;
+    const json lp = json::parse(e)["choices"][0]["logprobs"];
+    if (lp.is_null()) continue;
+    for (const json& alts : lp["top_logprobs"]) streamed.push_back(alts);
+    for (const json& o : lp["text_offset"]) streamed_offsets.push_back(o);
+  }
+  EXPECT_EQ(streamed, whole["top_logprobs"]);
+  EXPECT_EQ(streamed_offsets, whole["text_offset"]);
+}
+
 TEST(ServeHttp, StreamDeltasAddUpToTheReply) {
   TestServer s;
   const json extra = {{"seed", 5}, {"stop", "zz"}, {"stream_options", {{"include_usage", true}}}};
