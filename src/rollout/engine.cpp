@@ -96,11 +96,12 @@ int64_t workspace_bucket(const EngineConfig& config, int64_t tokens) {
   return std::min(bucket, config.token_budget);
 }
 
-int64_t step_workspace_bytes(const EngineConfig& config, int64_t bucket, int64_t vocab, int64_t max_positions) {
+int64_t step_workspace_bytes(const EngineConfig& config, int64_t bucket, int64_t vocab, int64_t max_positions,
+                             int64_t scored_rows) {
   const int64_t S = std::min(bucket, config.max_seqs);
   const int64_t max_blocks = (max_positions + config.block_size - 1) / config.block_size;
   const int64_t ints = 4 * bucket + (S + 1) + S * max_blocks + S + 3 * bucket;  // + M-RoPE positions
-  return ints * 4 + bucket * static_cast<int64_t>(sizeof(float*)) + S * vocab * 4 + 10 * 64;
+  return ints * 4 + bucket * static_cast<int64_t>(sizeof(float*)) + (S + scored_rows) * (vocab + 1) * 4 + 10 * 64;
 }
 
 KvBudget kv_budget_for(const EngineConfig& config, const KvCacheShape& shape, int64_t available_bytes) {
@@ -124,13 +125,17 @@ KvBudget kv_budget_for(const EngineConfig& config, const KvCacheShape& shape, in
   return kb;
 }
 
-void Engine::ensure_workspaces(int64_t tokens) {
-  const int64_t bucket = workspace_bucket(config_, tokens);
-  if (bucket <= ws_bucket_) return;
-  const int64_t S = std::min(bucket, config_.max_seqs);
-  step_ws_.reserve(static_cast<size_t>(step_workspace_bytes(config_, bucket, model_.vocab_size(), model_.max_positions())),
-                   cat("the rollout step workspace (", bucket, " tokens, ", S, " sequences, logits)"));
-  model_ws_.reserve(model_.workspace_bytes(bucket, S), cat("the rollout model workspace (", bucket, " tokens)"));
+void Engine::ensure_workspaces(int64_t tokens, bool scoring) {
+  const int64_t bucket = std::max(ws_bucket_, workspace_bucket(config_, tokens));
+  if (bucket == ws_bucket_ && (ws_scoring_ || !scoring)) return;
+  ws_scoring_ = ws_scoring_ || scoring;
+  const int64_t S = std::min(bucket, config_.max_seqs), scored = ws_scoring_ ? kMaxScoredRows : 0;
+  step_ws_.reserve(
+      static_cast<size_t>(step_workspace_bytes(config_, bucket, model_.vocab_size(), model_.max_positions(), scored)),
+      cat("the rollout step workspace (", bucket, " tokens, ", S, " sequences, ", scored,
+          " scored prompt rows, logits)"));
+  if (bucket > ws_bucket_)
+    model_ws_.reserve(model_.workspace_bytes(bucket, S), cat("the rollout model workspace (", bucket, " tokens)"));
   ws_bucket_ = bucket;
 }
 
@@ -195,6 +200,8 @@ RequestResult Engine::take_result(Run& run, size_t i) {
   if (prompt.running || !prompt.finished) run.scheduler.finish(&prompt);  // aborted before its fork
   RequestResult result;
   result.samples.resize(r.n);
+  result.prompt_logprobs = std::move(prompt.prompt_logprobs);
+  result.prompt_top_logprobs = std::move(prompt.prompt_top);
   for (int32_t k = 0; k < r.n; ++k) {
     Sequence& s = group[1 + k];
     SampleResult& out = result.samples[k];
@@ -378,6 +385,7 @@ bool Engine::step(Run& run) {
     GRPO_PROFILE("rollout_forward");
     model_.forward(in.batch, kv_->view(), in.logits, model_ws_);
   }
+  if (in.batch.R > in.sampling_rows) score_prompts(run, plan, in.logits + in.sampling_rows * model_.vocab_size());
   run.scheduler.commit();
   ++stats_.steps;
   draw_tokens(run, plan, in.logits);
@@ -389,14 +397,16 @@ bool Engine::step(Run& run) {
 
 Engine::StepInputs Engine::build_step_inputs(Run& run, std::span<const ScheduledSeq> plan) {
   const int64_t bs = config_.block_size, V = model_.vocab_size();
-  int64_t T = 0, R = 0, nblocks = 0;
+  int64_t T = 0, R = 0, scored = 0, nblocks = 0;
   for (const ScheduledSeq& p : plan) {
     T += p.num_tokens;
     R += p.wants_logits;
+    scored += p.scored_rows();
     nblocks += static_cast<int64_t>(p.seq->blocks.size());
   }
-  const int64_t S = static_cast<int64_t>(plan.size());
-  ensure_workspaces(T);
+  const int64_t S = static_cast<int64_t>(plan.size()), sampling_rows = R;
+  R += scored;
+  ensure_workspaces(T, scored > 0);
   step_ws_.reset();
   int32_t* tokens = step_ws_.take<int32_t>(T, "step tokens");        // [T]
   int32_t* positions = step_ws_.take<int32_t>(T, "step positions");  // [T]
@@ -410,7 +420,7 @@ Engine::StepInputs Engine::build_step_inputs(Run& run, std::span<const Scheduled
   for (const ScheduledSeq& p : plan) pictures = pictures || !run.request(p.seq->request).pictures.empty();
   int32_t* mrope = pictures ? step_ws_.take<int32_t>(3 * T, "step mrope positions") : nullptr;  // [3, T]
   const float** features = pictures ? step_ws_.take<const float*>(T, "step features") : nullptr;  // [T]
-  int64_t t = 0, r = 0;
+  int64_t t = 0, r = 0, scored_row = sampling_rows;
   indptr[0] = 0;
   for (int64_t s = 0; s < S; ++s) {
     const Sequence& seq = *plan[s].seq;
@@ -431,10 +441,13 @@ Engine::StepInputs Engine::build_step_inputs(Run& run, std::span<const Scheduled
     std::copy(seq.blocks.begin(), seq.blocks.end(), table + indptr[s]);
     indptr[s + 1] = indptr[s] + static_cast<int32_t>(seq.blocks.size());
     if (plan[s].wants_logits) rows[r++] = static_cast<int32_t>(t - 1);
+    const int64_t chunk_start = t - plan[s].num_tokens;
+    for (int64_t j = 0; j < plan[s].scored_rows(); ++j) rows[scored_row++] = static_cast<int32_t>(chunk_start + j);
     const bool decode = plan[s].num_tokens == 1 && !seq.is_prompt() && seq.generated() > 0;
     (decode ? stats_.decode_tokens : stats_.prefill_tokens) += plan[s].num_tokens;
   }
-  return {ForwardBatch{tokens, positions, seq_index, slots, T, S, indptr, table, rows, R, mrope, features}, logits};
+  return {ForwardBatch{tokens, positions, seq_index, slots, T, S, indptr, table, rows, R, mrope, features}, logits,
+          sampling_rows};
 }
 
 void Engine::draw_tokens(Run& run, std::span<const ScheduledSeq> plan, const float* logits) {
@@ -469,6 +482,28 @@ void Engine::draw_tokens(Run& run, std::span<const ScheduledSeq> plan, const flo
     }
   }
   if (error) std::rethrow_exception(error);
+}
+
+void Engine::score_prompts(Run& run, std::span<const ScheduledSeq> plan, const float* logits) {
+  GRPO_PROFILE("rollout_score_prompt");
+  const int64_t V = model_.vocab_size();
+  const int nt = std::max(1, std::min(num_threads(), static_cast<int>(samplers_.size())));
+  int64_t row = 0;
+  for (const ScheduledSeq& p : plan) {
+    Sequence& seq = *p.seq;
+    const Request& req = run.request(seq.request);
+    const float temperature = req.sampling.temperature == 0 ? 1.0f : req.sampling.temperature;
+    const int64_t rows = p.scored_rows(), n = req.top_logprobs;
+#pragma omp parallel for schedule(static) num_threads(nt) if (rows > 1)
+    for (int64_t j = 0; j < rows; ++j) {
+      const int64_t pos = seq.num_computed + j;  // this row scores prompt token pos + 1
+      const SampledToken s = samplers_[omp_get_thread_num()].score(logits + (row + j) * V, seq.tokens[pos + 1],
+                                                                   temperature, static_cast<int32_t>(n));
+      seq.prompt_logprobs[pos] = s.logprob;
+      std::copy(s.top.begin(), s.top.begin() + s.num_top, seq.prompt_top.begin() + pos * n);
+    }
+    row += rows;
+  }
 }
 
 // Forks first (plan order): a prompt's samples take its tokens and share its blocks.

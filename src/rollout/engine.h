@@ -83,9 +83,11 @@ struct KvBudget {
 KvBudget kv_budget_for(const EngineConfig& config, const KvCacheShape& shape, int64_t available_bytes);
 // The token bucket (a power of 2 from 16, at most config.token_budget) the step workspaces are sized for
 // when a step has `tokens` tokens, and the bytes of the step workspace (token ids, positions, block tables,
-// the logits rows) for that bucket, of a model with `vocab` ids and `max_positions` positions.
+// the logits rows) for that bucket, of a model with `vocab` ids and `max_positions` positions, with room for
+// `scored_rows` more logits rows (prompt scoring: kMaxScoredRows once a request asks for it, else 0).
 int64_t workspace_bucket(const EngineConfig& config, int64_t tokens);
-int64_t step_workspace_bytes(const EngineConfig& config, int64_t bucket, int64_t vocab, int64_t max_positions);
+int64_t step_workspace_bytes(const EngineConfig& config, int64_t bucket, int64_t vocab, int64_t max_positions,
+                             int64_t scored_rows = 0);
 
 struct Progress {
   int64_t requests_done = 0, requests_total = 0;
@@ -139,7 +141,7 @@ class Engine {
 
  private:
   struct Run;
-  void ensure_workspaces(int64_t tokens);
+  void ensure_workspaces(int64_t tokens, bool scoring);
   // Vision models: request i's PromptVision and prefix-cache keys.
   void encode_pictures(Run& run, size_t i);
   void add_group(Run& run, size_t i);  // request i's prompt and samples, its prompt waiting to be admitted
@@ -155,10 +157,14 @@ class Engine {
   // sample, which stops or goes on; a static batch's padding ended once every sample stopped.
   struct StepInputs {
     ForwardBatch batch;
-    float* logits = nullptr;
+    float* logits = nullptr;  // [R, V]: the sampling rows, then the scored rows
+    int64_t sampling_rows = 0;
   };
   StepInputs build_step_inputs(Run& run, std::span<const ScheduledSeq> plan);
   void draw_tokens(Run& run, std::span<const ScheduledSeq> plan, const float* logits);
+  // Scored prompts: each scored row's next prompt token's log-prob (and alternatives) from its logits row
+  // (`logits` [scored rows, V], the rows in plan order).
+  void score_prompts(Run& run, std::span<const ScheduledSeq> plan, const float* logits);
   void fork_prompts(Run& run, std::span<const ScheduledSeq> plan);
   void append_draw(Run& run, Sequence& s, const SampledToken& draw);
   void end_static_batch(Run& run);
@@ -176,6 +182,7 @@ class Engine {
   std::vector<Sampler> samplers_;  // one per thread
   Workspace step_ws_, model_ws_;
   int64_t ws_bucket_ = 0;  // tokens the workspaces are sized for
+  bool ws_scoring_ = false;  // the step workspace has kMaxScoredRows more logits rows
   EngineStats stats_;
 };
 

@@ -43,6 +43,10 @@ struct Request {
   // Per generated token, the log-probs of this many most likely tokens ([0, kMaxTopLogprobs]), under the same
   // distribution as SampleResult::logprobs (most likely first, ties to the lower id).
   int32_t top_logprobs = 0;
+  // Also score the prompt: each prompt token after the first gets its log-prob given the tokens before it (and
+  // top_logprobs alternatives), under the same distribution. Its prefill is never taken from the prefix cache
+  // and runs at most Scheduler's kMaxScoredRows tokens a step (each such token is a row of logits).
+  bool prompt_logprobs = false;
   // Identifies the request in the RNG key (seed, id, sample index): give each request of a batch its own
   // id so that results do not depend on which other requests run alongside it.
   uint64_t id = 0;
@@ -69,6 +73,10 @@ struct SampleResult {
 
 struct RequestResult {
   std::vector<SampleResult> samples;  // [n]
+  // Request::prompt_logprobs: log p(prompt[i + 1] | prompt[0..i]) [prompt - 1], and the alternatives of
+  // each [prompt - 1, top_logprobs]. Empty otherwise.
+  std::vector<float> prompt_logprobs;
+  std::vector<TokenLogprob> prompt_top_logprobs;
 };
 
 // Throws grpo::Error naming the request index and the field when a request is invalid.

@@ -71,6 +71,20 @@ int32_t Sampler::draw_in_id_order(double r, int32_t fallback) const {
   return fallback;
 }
 
+SampledToken Sampler::score(const float* logits, int32_t token, float temperature, int32_t top_n) {
+  const float inv_t = 1.0f / temperature;
+  const ops::SoftmaxRow row = ops::softmax_numerators(prob_.data(), logits, V_, inv_t);
+  const double log_z = std::log(row.sum);
+  auto logprob_of = [&](int32_t tok) {
+    return static_cast<float>(static_cast<double>((logits[tok] - row.max) * inv_t) - log_z);
+  };
+  SampledToken out;
+  out.token = token;
+  out.logprob = logprob_of(token);
+  if (top_n > 0) top_alternatives(logits, V_, top_n, logprob_of, out);
+  return out;
+}
+
 SampledToken Sampler::sample(const float* logits, const SamplingParams& sp, Rng& rng, int32_t top_n) {
   const bool greedy = sp.temperature == 0;
   const float inv_t = greedy ? 1.0f : 1.0f / sp.temperature;

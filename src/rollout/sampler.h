@@ -25,6 +25,9 @@ class Sampler {
   // logits [V]. Candidates tie-break by lower token id. top_n in [0, kMaxTopLogprobs]: alternatives wanted
   // (they do not change the draw). Throws grpo::Error on NaN logits.
   SampledToken sample(const float* logits, const SamplingParams& p, Rng& rng, int32_t top_n = 0);
+  // Scoring a given token: its log-prob under softmax(logits / temperature) (temperature > 0) and the top_n
+  // alternatives, as sample() reports them. Draws nothing.
+  SampledToken score(const float* logits, int32_t token, float temperature, int32_t top_n);
   int64_t vocab_size() const { return V_; }
 
  private:

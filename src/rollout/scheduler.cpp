@@ -66,7 +66,7 @@ bool Scheduler::reserve_blocks(Sequence* seq, int64_t n) {
 }
 
 void Scheduler::match_prefix(Sequence* seq) {
-  if (!kv_.prefix_cache_enabled()) return;
+  if (!kv_.prefix_cache_enabled() || seq->scores_prompt) return;  // a scored prompt computes every row
   const int64_t bs = kv_.block_size();
   const int64_t max_blocks = (static_cast<int64_t>(seq->tokens.size()) - 1) / bs;  // keep one token to compute
   uint64_t parent = 0;
@@ -144,6 +144,14 @@ std::span<const ScheduledSeq> Scheduler::schedule() {
     for (const ScheduledSeq& p : plan_) used += p.num_tokens;
     return token_budget_ - used;
   };
+  // A scored prompt's chunk: at most the scored rows left this step (0: it waits for the next step).
+  int64_t scored_left = kMaxScoredRows;
+  auto chunk = [&](const Sequence* s, int64_t budget) {
+    const int64_t n = std::min(s->remaining(), budget);
+    if (!s->scores_prompt || s->num_computed >= s->prompt_len - 1) return n;
+    return std::min(n, scored_left);
+  };
+  auto take_scored = [&](const ScheduledSeq& p) { scored_left -= p.scored_rows(); };
   bool preempted = false;
   for (int pass = 0; pass < 2; ++pass) {  // decodes first, then running prefills
     for (size_t i = 0; i < running_.size(); ++i) {
@@ -151,7 +159,8 @@ std::span<const ScheduledSeq> Scheduler::schedule() {
       if ((s->remaining() == 1) != (pass == 0)) continue;
       const int64_t budget = budget_left();
       if (budget == 0 || static_cast<int64_t>(plan_.size()) >= max_seqs_) break;
-      const int64_t n = std::min(s->remaining(), budget);
+      const int64_t n = chunk(s, budget);
+      if (n == 0) continue;
       bool self = false;
       while (!self && !reserve_blocks(s, n)) {
         preempted = true;
@@ -162,6 +171,7 @@ std::span<const ScheduledSeq> Scheduler::schedule() {
       }
       if (self) break;  // s was the newest running sequence
       plan_.push_back({s, n, s->num_computed + n == static_cast<int64_t>(s->tokens.size())});
+      take_scored(plan_.back());
     }
   }
   // Waiting sequences join unless this step had to preempt (blocks are short).
@@ -171,8 +181,8 @@ std::span<const ScheduledSeq> Scheduler::schedule() {
     Sequence* s = waiting_.front();
     if (!running_.empty() && running_weight() + weight(s) > max_seqs_) break;
     match_prefix(s);
-    const int64_t n = std::min(s->remaining(), budget);
-    if (!reserve_blocks(s, n)) {
+    const int64_t n = chunk(s, budget);
+    if (n == 0 || !reserve_blocks(s, n)) {
       release_blocks(s);
       break;
     }
@@ -181,6 +191,7 @@ std::span<const ScheduledSeq> Scheduler::schedule() {
     running_.insert(std::upper_bound(running_.begin(), running_.end(), s, older), s);
     s->running = true;
     plan_.push_back({s, n, s->num_computed + n == static_cast<int64_t>(s->tokens.size())});
+    take_scored(plan_.back());
   }
   return plan_;
 }

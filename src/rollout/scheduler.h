@@ -8,6 +8,7 @@
 // counted, as they are taken from the cache). When blocks run out parked samples are preempted first (the
 // most recently started first): they keep waiting for their reply, and are recomputed after it.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -17,10 +18,19 @@
 
 namespace grpo::rollout {
 
+// Tokens of prompts being scored (Request::prompt_logprobs) processed per step at most: each needs its own row
+// of logits [V].
+constexpr int64_t kMaxScoredRows = 64;
+
 struct ScheduledSeq {
   Sequence* seq;
   int64_t num_tokens;  // tokens [num_computed, num_computed + num_tokens) are processed this step
   bool wants_logits;   // the chunk reaches the last known token: its logits give the next token
+  // Prompt scoring: the chunk's rows before the prompt's last token, whose logits score the next prompt token.
+  int64_t scored_rows() const {
+    if (!seq->scores_prompt) return 0;
+    return std::max<int64_t>(0, std::min(seq->num_computed + num_tokens, seq->prompt_len - 1) - seq->num_computed);
+  }
 };
 
 class Scheduler {

@@ -26,6 +26,11 @@ struct Sequence {
     blocks.reserve(max_blocks);
     block_hashes.reserve(max_blocks);
     prompt_len = static_cast<int64_t>(r.prompt.size());
+    if (sample < 0 && r.prompt_logprobs) {
+      scores_prompt = true;
+      prompt_logprobs.resize(prompt_len - 1);
+      prompt_top.resize((prompt_len - 1) * r.top_logprobs);
+    }
   }
   bool is_prompt() const { return sample < 0; }
   int64_t remaining() const { return static_cast<int64_t>(tokens.size()) - num_computed; }
@@ -38,6 +43,10 @@ struct Sequence {
   std::vector<float> logprobs;          // [generated]
   std::vector<TokenLogprob> top;        // [generated, request's top_logprobs]
   int64_t prompt_len = 0;
+  // A prompt sequence of a request with prompt_logprobs: rows of its prefill are scored (by position).
+  bool scores_prompt = false;
+  std::vector<float> prompt_logprobs;    // [prompt_len - 1]
+  std::vector<TokenLogprob> prompt_top;  // [prompt_len - 1, top_logprobs]
   int64_t num_computed = 0;             // tokens whose k/v are in the cache
   std::vector<int32_t> blocks;          // block table
   std::vector<uint64_t> block_hashes;   // prefix-cache hashes of the first full, computed blocks

@@ -258,10 +258,13 @@ ParsedRequest parse_completion_request(const std::string& body, const ModelInfo&
         static_cast<int32_t>(field_of("logprobs", [&] { return generate::integer_field(j, "logprobs", 0, 5); }));
     p.logprobs = true;
   }
+  if (p.echo && p.logprobs && p.stream)
+    throw bad("echo", "echo with logprobs is answered whole: send it without stream (or echo without logprobs)");
   const rollout::Request base = sampling_of(j, m, default_seed);
   for (std::vector<int32_t>& prompt : completion_prompts(j, m)) {
     rollout::Request r = base;
     r.top_logprobs = p.top_logprobs;
+    r.prompt_logprobs = p.echo && p.logprobs;  // the prompt's tokens are scored too
     r.prompt = std::move(prompt);
     set_max_tokens(j, r, m, "prompt");
     p.requests.push_back(std::move(r));

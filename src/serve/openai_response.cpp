@@ -30,6 +30,27 @@ size_t alternatives(const std::vector<int32_t>& tokens, const std::vector<rollou
 }
 }  // namespace
 
+namespace {
+// Completions' log-probs with echo: the prompt's tokens then the sample's, the prompt scored by the engine
+// (Request::prompt_logprobs); the first token has none (null), as in OpenAI's API.
+Json echoed_logprobs(const Tokenizer* tok, const rollout::Request& r, const rollout::RequestResult& result,
+                     const rollout::SampleResult& s) {
+  const size_t n = static_cast<size_t>(r.top_logprobs);
+  std::vector<int32_t> tokens = r.prompt;
+  tokens.insert(tokens.end(), s.tokens.begin(), s.tokens.end());
+  std::vector<float> logprobs = {0.0f};  // (the first prompt token's: replaced by null)
+  logprobs.insert(logprobs.end(), result.prompt_logprobs.begin(), result.prompt_logprobs.end());
+  logprobs.insert(logprobs.end(), s.logprobs.begin(), s.logprobs.end());
+  std::vector<rollout::TokenLogprob> top(n);
+  top.insert(top.end(), result.prompt_top_logprobs.begin(), result.prompt_top_logprobs.end());
+  top.insert(top.end(), s.top_logprobs.begin(), s.top_logprobs.end());
+  Json out = completion_logprobs(tok, tokens, logprobs, top, 0);
+  out["token_logprobs"][0] = nullptr;
+  out["top_logprobs"][0] = nullptr;
+  return out;
+}
+}  // namespace
+
 Json completion_logprobs(const Tokenizer* tok, const std::vector<int32_t>& tokens, const std::vector<float>& logprobs,
                          const std::vector<rollout::TokenLogprob>& top, size_t text_start) {
   Json out = {{"tokens", Json::array()},
@@ -149,7 +170,9 @@ Json completion_response(const ResponseHead& h, const ParsedRequest& p,
                 {"text", prefix + s.text},
                 {"logprobs", Json()},
                 {"finish_reason", finish_reason_of(s.finish_reason, false)}};
-      if (p.logprobs) c["logprobs"] = completion_logprobs(h.tok, s.tokens, s.logprobs, s.top_logprobs, prefix.size());
+      if (p.logprobs)
+        c["logprobs"] = p.echo ? echoed_logprobs(h.tok, p.requests[i], results[i], s)
+                               : completion_logprobs(h.tok, s.tokens, s.logprobs, s.top_logprobs, prefix.size());
       c["token_ids"] = s.tokens;
       c["token_logprobs"] = s.logprobs;
       if (p.echo) c["prompt_token_ids"] = p.requests[i].prompt;

@@ -28,8 +28,17 @@ int64_t ResponseStream::choice_of(size_t request, int32_t sample) const {
 }
 
 std::string ResponseStream::start() {
-  if (p_.endpoint != Endpoint::Chat) return "";
   std::string out;
+  if (p_.endpoint == Endpoint::Completions) {  // echo: each choice starts with its prompt's text
+    if (!p_.echo || !head_.tok) return "";
+    for (size_t i = 0; i < p_.requests.size(); ++i) {
+      const std::string prompt = head_.tok->decode(p_.requests[i].prompt, false);
+      for (int32_t k = 0; k < p_.requests[i].n; ++k)
+        out += completion_chunk(head_, choice_of(i, k), prompt,
+                                Json{{"token_ids", Json::array()}, {"token_logprobs", Json::array()}}, nullptr);
+    }
+    return out;
+  }
   for (size_t c = 0; c < sent_.size(); ++c)
     out += chat_chunk(head_, static_cast<int64_t>(c), Json{{"role", "assistant"}, {"content", ""}}, Json(), nullptr);
   return out;

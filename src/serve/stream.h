@@ -15,7 +15,7 @@ namespace grpo::serve {
 class ResponseStream {
  public:
   ResponseStream(const ParsedRequest& p, ResponseHead head);
-  std::string start();                         // the role chunks (chat); nothing for completions
+  std::string start();  // the role chunks (chat); completions: the prompts' text with echo, else nothing
   std::string on_tokens(const TokenEvent& e);  // the settled part of the new text, with the tokens' log-probs
   std::string finish(const std::vector<rollout::RequestResult>& results);
 

@@ -92,6 +92,13 @@ TEST(ServeHttp, CompletionsTakeTokenIdsAndReturnThem) {
   const auto echo = s.post("/v1/completions", json{{"prompt", "ab"}, {"max_tokens", 2}, {"echo", true}}.dump());
   ASSERT_EQ(echo->status, 200) << echo->body;
   EXPECT_EQ(json::parse(echo->body)["choices"][0]["text"].get<std::string>().substr(0, 2), "ab");
+  const json echo_body = {{"prompt", "ab"}, {"max_tokens", 2}, {"echo", true}, {"seed", 1}, {"stream", true}};
+  std::string streamed;  // the streamed text of the choice: the prompt's, then the reply's
+  for (const std::string& e : test::sse_events(s.stream("/v1/completions", echo_body.dump())))
+    if (e != "[DONE]") streamed += json::parse(e)["choices"][0]["text"].get<std::string>();
+  json whole_body = echo_body;
+  whole_body.erase("stream");
+  EXPECT_EQ(streamed, json::parse(s.post("/v1/completions", whole_body.dump())->body)["choices"][0]["text"]);
 }
 
 TEST(ServeHttp, TopLogprobsAreTheEnginesAlternatives) {
@@ -145,6 +152,41 @@ TEST(ServeHttp, TopLogprobsAreTheEnginesAlternatives) {
   }
   EXPECT_EQ(streamed, whole["top_logprobs"]);
   EXPECT_EQ(streamed_offsets, whole["text_offset"]);
+}
+
+// What lm-evaluation-harness's local-completions sends to score a text: the prompt as token ids, echo,
+// logprobs 1, max_tokens 1, temperature 0.
+TEST(ServeHttp, EchoWithLogprobsScoresThePrompt) {
+  TestServer s;
+  const std::vector<int32_t> prompt = {104, 101, 108, 108, 111, 32, 119, 111, 114, 108, 100};
+  const json body = {{"prompt", prompt}, {"max_tokens", 1}, {"temperature", 0}, {"logprobs", 1}, {"echo", true}};
+  const auto r = s.post("/v1/completions", body.dump());
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json lp = json::parse(r->body)["choices"][0]["logprobs"];
+  rollout::Request want;
+  want.prompt = prompt;
+  want.sampling.temperature = 0;
+  want.max_new_tokens = 1;
+  want.stop_token_ids = s.model().stop_ids;
+  want.prompt_logprobs = true;
+  want.top_logprobs = 1;
+  const rollout::RequestResult direct = test::direct(want);
+  ASSERT_EQ(lp["token_logprobs"].size(), prompt.size() + 1);
+  ASSERT_EQ(lp["top_logprobs"].size(), prompt.size() + 1);
+  EXPECT_TRUE(lp["token_logprobs"][0].is_null());
+  EXPECT_TRUE(lp["top_logprobs"][0].is_null());
+  for (size_t i = 1; i < prompt.size(); ++i) {
+    EXPECT_EQ(lp["token_logprobs"][i].get<float>(), direct.prompt_logprobs[i - 1]) << i;
+    ASSERT_EQ(lp["top_logprobs"][i].size(), 1u);
+    EXPECT_EQ(lp["top_logprobs"][i].begin().value().get<float>(), direct.prompt_top_logprobs[i - 1].logprob);
+    EXPECT_LE(lp["token_logprobs"][i].get<float>(), lp["top_logprobs"][i].begin().value().get<float>());
+  }
+  EXPECT_EQ(lp["token_logprobs"][prompt.size()].get<float>(), direct.samples[0].logprobs[0]);
+  json streamed = body;
+  streamed["stream"] = true;
+  const auto refused = s.post("/v1/completions", streamed.dump());
+  EXPECT_EQ(refused->status, 400);
+  EXPECT_EQ(error_of(refused)["param"], "echo");
 }
 
 TEST(ServeHttp, StreamDeltasAddUpToTheReply) {
