@@ -188,6 +188,29 @@ Json tools_of(const Json& j) {
   return tools.empty() ? Json() : tools;
 }
 
+// The reply's forced start for tool_choice (empty for "auto", "none" or none given): "required" opens a hermes
+// tool call, {"type": "function", "function": {"name": N}} opens a call of N, which must be one of the tools.
+std::string forced_reply_start(const Json& j, const Json& tools) {
+  if (!j.contains("tool_choice")) return "";
+  const Json& c = j["tool_choice"];
+  const char* expected = "\"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}";
+  if (c.is_string()) {
+    const std::string s = c.get<std::string>();
+    if (s == "none" || s == "auto") return "";
+    if (s != "required") throw bad("tool_choice", std::string("field \"tool_choice\" must be ") + expected);
+    if (tools.is_null()) throw bad("tool_choice", "tool_choice \"required\" needs tools");
+    return "<tool_call>\n";
+  }
+  if (!c.is_object() || !c.contains("function") || !c["function"].is_object() || !c["function"].contains("name") ||
+      !c["function"]["name"].is_string())
+    throw bad("tool_choice", std::string("field \"tool_choice\" must be ") + expected);
+  const std::string name = c["function"]["name"].get<std::string>();
+  bool known = false;
+  for (const Json& t : tools.is_null() ? Json::array() : tools) known = known || t["function"]["name"] == name;
+  if (!known) throw bad("tool_choice", "tool_choice names the function \"" + name + "\", which is not in tools");
+  return "<tool_call>\n{\"name\": " + Json(name).dump() + ", \"arguments\": ";
+}
+
 // A completions prompt: a string (tokenised) or a list of token ids.
 std::vector<int32_t> completion_prompt(const Json& p, const ModelInfo& m) {
   if (p.is_string()) {
@@ -241,6 +264,11 @@ ParsedRequest parse_chat_request(const std::string& body, const ModelInfo& m, ui
   p.tools = !tools.is_null();
   if (!urls.empty()) field_of("messages", [&] { m.pictures->read(urls, r); });
   r.prompt = field_of("messages", [&] { return generate::chat_prompt(*m.tok, messages, tools); });
+  p.reply_start = forced_reply_start(j, tools);
+  if (!p.reply_start.empty()) {
+    const std::vector<int32_t> forced = m.tok->encode(p.reply_start);
+    r.prompt.insert(r.prompt.end(), forced.begin(), forced.end());
+  }
   if (!urls.empty()) field_of("messages", [&] { m.pictures->expand(r); });
   set_max_tokens(j, r, m, "messages");
   p.requests.push_back(std::move(r));

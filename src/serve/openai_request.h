@@ -47,6 +47,9 @@ struct ParsedRequest {
   int32_t top_logprobs = 0;
   bool echo = false;   // completions: the prompt's text before each choice's
   bool tools = false;  // chat with tools: <tool_call> blocks of the reply become tool_calls
+  // tool_choice "required" or a named function: the reply's start, appended to the prompt (the model writes
+  // the rest of the call); the reply's text is this followed by what the engine generated.
+  std::string reply_start;
 };
 
 // Throws ApiError. The requests' seeds are the given one, else `default_seed` (a fresh one per request).

@@ -143,10 +143,11 @@ Json chat_response(const ResponseHead& h, const ParsedRequest& p, const std::vec
   for (const rollout::RequestResult& r : results)
     for (const rollout::SampleResult& s : r.samples) {
       const int64_t index = static_cast<int64_t>(choices.size());
-      Json message = {{"role", "assistant"}, {"content", s.text}};
+      const std::string text = p.reply_start + s.text;
+      Json message = {{"role", "assistant"}, {"content", text}};
       bool calls = false;
       if (p.tools) {
-        ToolSplit split = split_tool_calls(s.text, "call_" + h.id + "_" + std::to_string(index) + "_");
+        ToolSplit split = split_tool_calls(text, "call_" + h.id + "_" + std::to_string(index) + "_");
         calls = !split.calls.empty();
         message["content"] = calls && split.content.empty() ? Json() : Json(split.content);
         if (calls) message["tool_calls"] = std::move(split.calls);

@@ -64,7 +64,8 @@ std::string ResponseStream::delta(int64_t choice, const std::string& text, const
 
 std::string ResponseStream::on_tokens(const TokenEvent& e) {
   const int64_t choice = choice_of(e.request, e.sample);
-  const std::string visible = p_.tools ? content_before_calls(e.text, false) : e.text;
+  const std::string text_so_far = p_.reply_start + e.text;
+  const std::string visible = p_.tools ? content_before_calls(text_so_far, false) : text_so_far;
   const size_t settled = utf8_floor(visible, visible.size() > hold_ ? visible.size() - hold_ : 0);
   size_t& sent = sent_[choice];
   const std::string text = settled > sent ? visible.substr(sent, settled - sent) : "";
@@ -80,9 +81,10 @@ std::string ResponseStream::finish(const std::vector<rollout::RequestResult>& re
       const rollout::SampleResult& s = results[i].samples[k];
       const int64_t choice = choice_of(i, static_cast<int32_t>(k));
       // What was streamed is a prefix of this (with tools: the text before the first call, untrimmed).
-      const std::string content = p_.tools ? content_before_calls(s.text, true) : s.text;
+      const std::string text = p_.reply_start + s.text;
+      const std::string content = p_.tools ? content_before_calls(text, true) : text;
       const Json calls_json =
-          p_.tools ? split_tool_calls(s.text, "call_" + head_.id + "_" + std::to_string(choice) + "_").calls
+          p_.tools ? split_tool_calls(text, "call_" + head_.id + "_" + std::to_string(choice) + "_").calls
                    : Json::array();
       const size_t sent = sent_[choice];
       const std::string rest = content.size() > sent ? content.substr(sent) : "";

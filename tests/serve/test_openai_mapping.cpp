@@ -62,6 +62,45 @@ TEST_F(OpenAiMapping, ChatMessagesGoThroughTheTemplate) {
   EXPECT_EQ(prompt_text(with_tools).find("get_weather"), std::string::npos);
 }
 
+// tool_choice "required" and a named function are enforced by starting the reply: the prompt ends with the
+// generation prompt followed by the opening of a call (of that function), and the reply's text starts with it.
+TEST_F(OpenAiMapping, ToolChoiceStartsTheReplyWithACall) {
+  const json tool = {{"type", "function"}, {"function", {{"name", "get_weather"}}}};
+  json body = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"tools", {tool}}};
+  const std::string plain = prompt_text(body);
+  EXPECT_NE(plain.rfind("<|im_start|>assistant"), std::string::npos) << plain;  // the generation prompt
+  body["tool_choice"] = "auto";
+  EXPECT_EQ(prompt_text(body), plain);
+  body["tool_choice"] = "required";
+  EXPECT_EQ(prompt_text(body), plain + "<tool_call>\n");
+  body["tool_choice"] = {{"type", "function"}, {"function", {{"name", "get_weather"}}}};
+  const ParsedRequest named = parse_chat_request(body.dump(), info(), 1);
+  EXPECT_EQ(named.reply_start, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ");
+  EXPECT_EQ(prompt_text(body), plain + named.reply_start);
+  rollout::RequestResult done;  // the model completes the call
+  done.samples.resize(1);
+  done.samples[0].text = "{\"city\": \"Oslo\"}}\n</tool_call>";
+  done.samples[0].finish_reason = rollout::FinishReason::Stop;
+  const json reply = chat_response(ResponseHead{"id", 0, "tiny", tok_}, named, {done});
+  const json& message = reply["choices"][0]["message"];
+  EXPECT_EQ(reply["choices"][0]["finish_reason"], "tool_calls") << reply;
+  EXPECT_TRUE(message["content"].is_null());
+  EXPECT_EQ(message["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(json::parse(message["tool_calls"][0]["function"]["arguments"].get<std::string>()),
+            json({{"city", "Oslo"}}));
+  ResponseStream stream(named, ResponseHead{"id", 0, "tiny", tok_});
+  const std::string events = stream.start() + stream.finish({done});
+  EXPECT_NE(events.find("\"name\":\"get_weather\""), std::string::npos) << events;
+
+  body["tool_choice"] = {{"type", "function"}, {"function", {{"name", "elsewhere"}}}};
+  EXPECT_EQ(error(body), std::make_pair(400, std::string("tool_choice")));
+  body["tool_choice"] = "sometimes";
+  EXPECT_EQ(error(body), std::make_pair(400, std::string("tool_choice")));
+  body.erase("tools");
+  body["tool_choice"] = "required";
+  EXPECT_EQ(error(body), std::make_pair(400, std::string("tool_choice")));
+}
+
 TEST_F(OpenAiMapping, BadFieldsAreNamed) {
   const json user = {{{"role", "user"}, {"content", "hi"}}};
   EXPECT_EQ(error({{"messages", user}, {"n", 17}}), std::make_pair(400, std::string("n")));
