@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <numeric>
 
@@ -142,18 +143,55 @@ void GrpoTrainer::build_rewards_and_schedule() {
 
 void GrpoTrainer::resume_from(const std::string& checkpoint) {
   ErrorContext loading("loading the checkpoint ", checkpoint);
-  // Every rank reads the whole-layout moments and keeps its shard, whatever the ranks that saved them.
-  std::vector<float> m(actor_->trained_numel()), v(m.size());
   int64_t optimizer_steps = 0;
-  state_ = s_->lora ? load_run_lora_checkpoint(checkpoint, *s_->lora, m.data(), v.data(), m.size(), &optimizer_steps)
-                    : load_run_checkpoint(checkpoint, *s_->weights, m.data(), v.data(), m.size(), &optimizer_steps);
-  actor_->load_moments(m.data(), v.data(), optimizer_steps);
+  if (s_->lora) {  // the adapters' moments, whole on every rank (small); each keeps its shard
+    std::vector<float> m(actor_->trained_numel()), v(m.size());
+    state_ = load_run_lora_checkpoint(checkpoint, *s_->lora, m.data(), v.data(), m.size(), &optimizer_steps);
+    actor_->load_moments(m.data(), v.data(), optimizer_steps);
+  } else {  // each rank reads the moments of its own range, whatever the ranks that saved them
+    const train::Actor::MomentRange r = actor_->moment_range();
+    std::vector<float> m(r.hi - r.lo), v(m.size());
+    state_ = load_run_checkpoint_range(checkpoint, *s_->weights, r.lo, r.hi, actor_->trained_numel(), m.data(),
+                                       v.data(), &optimizer_steps);
+    actor_->load_moment_range(m.data(), v.data(), optimizer_steps);
+  }
   s_->engine->clear_prefix_cache();
   if (console_) {
     truncate_metrics(run_dir_ + "/metrics.jsonl", state_.global_step);
     std::fprintf(stderr, "[train] resumed %s at step %lld of %lld\n", checkpoint.c_str(),
                  static_cast<long long>(state_.global_step), static_cast<long long>(total_steps_));
   }
+}
+
+std::string GrpoTrainer::save_checkpoint() {
+  const std::string& base = cfg_.actor_rollout_ref.model.path;
+  const int64_t keep = cfg_.trainer.max_actor_ckpt_to_keep;
+  std::string dir;
+  if (comm_.size() > 1 && !s_->lora) {
+    const std::string stage = moment_stage_dir(run_dir_, state_.global_step);
+    if (console_) {  // (a leftover of a crashed save goes first)
+      std::error_code ec;
+      std::filesystem::remove_all(stage, ec);
+      make_dirs(stage);
+    }
+    comm_.barrier();
+    const train::Actor::MomentRange r = actor_->moment_range();
+    const nlohmann::json mine =
+        write_moment_shard(stage, comm_.rank(), {r.lo, r.hi, r.m, r.v}, actor_->trained_numel());
+    std::vector<nlohmann::json> shards;
+    for (const std::string& entry : comm_.all_gather_bytes(mine.dump())) shards.push_back(nlohmann::json::parse(entry));
+    actor_->gather_weights();  // the f32 masters of every shard on rank 0, for the model folder
+    const ShardedMoments moments{stage, shards, actor_->trained_numel(), actor_->optimizer().steps()};
+    if (console_) dir = save_run_checkpoint(run_dir_, *s_->weights, moments, state_, DType::F32, base, keep);
+  } else {  // one process, or LoRA (the adapters' moments are small): rank 0 writes them whole
+    const train::Actor::FullMoments full = actor_->gather_for_checkpoint();
+    const OptimizerMoments moments{full.m, full.v, full.numel, actor_->optimizer().steps()};
+    if (console_)
+      dir = s_->lora ? save_run_lora_checkpoint(run_dir_, *s_->lora, moments, state_, base, base, keep)
+                     : save_run_checkpoint(run_dir_, *s_->weights, moments, state_, DType::F32, base, keep);
+  }
+  comm_.barrier();
+  return dir;
 }
 
 GrpoTrainer::~GrpoTrainer() = default;
@@ -267,17 +305,8 @@ TrainSummary GrpoTrainer::run() {
     if (last || (cfg_.trainer.save_freq > 0 && step % cfg_.trainer.save_freq == 0)) {
       auto t0 = Clock::now();
       ErrorContext saving("saving the checkpoint of step ", step, " in ", run_dir_, "/checkpoints");
-      // Rank 0 gathers the f32 master weights and the moments of every shard and writes one checkpoint.
-      const train::Actor::FullMoments full = actor_->gather_for_checkpoint();
-      const OptimizerMoments moments{full.m, full.v, full.numel, actor_->optimizer().steps()};
-      const std::string& base = cfg_.actor_rollout_ref.model.path;
-      if (console_)
-        sum.final_checkpoint =
-            s_->lora ? save_run_lora_checkpoint(run_dir_, *s_->lora, moments, state_, base, base,
-                                                cfg_.trainer.max_actor_ckpt_to_keep)
-                     : save_run_checkpoint(run_dir_, *s_->weights, moments, state_, DType::F32, base,
-                                           cfg_.trainer.max_actor_ckpt_to_keep);
-      comm_.barrier();
+      const std::string checkpoint = save_checkpoint();
+      if (console_) sum.final_checkpoint = checkpoint;
       if (!opt_.quiet)
         std::fprintf(stderr, "[train] saved %s (%.1fs)\n", sum.final_checkpoint.c_str(), seconds_since(t0));
     }

@@ -25,14 +25,21 @@ int64_t step_of(const std::string& name) {
   return std::stoll(digits);
 }
 
+void write_trainer_state(const std::string& dir, const TrainerState& st, int64_t optimizer_steps) {
+  nlohmann::json j = {{"global_step", st.global_step},
+                      {"epoch", st.epoch},
+                      {"epoch_position", st.epoch_position},
+                      {"skipped_steps", st.skipped_steps},
+                      {"consecutive_skips", st.consecutive_skips},
+                      {"reward_kl_coef", st.reward_kl_coef},
+                      {"optimizer_steps", optimizer_steps}};
+  write_file_atomic(dir + "/trainer_state.json", j.dump(2) + "\n");
+}
+
 // trainer_state.json and optimizer.safetensors (the moments named after the parameters) into `dir`.
 void write_optimizer_state(const std::string& dir, const Arena& layout, const OptimizerMoments& opt,
                            const TrainerState& st) {
-  nlohmann::json j = {{"global_step", st.global_step}, {"epoch", st.epoch}, {"epoch_position", st.epoch_position},
-                      {"skipped_steps", st.skipped_steps}, {"consecutive_skips", st.consecutive_skips},
-                      {"reward_kl_coef", st.reward_kl_coef},
-                      {"optimizer_steps", opt.steps}};
-  write_file_atomic(dir + "/trainer_state.json", j.dump(2) + "\n");
+  write_trainer_state(dir, st, opt.steps);
   std::vector<StTensorOut> moments;
   for (const auto& [prefix, base] : {std::pair<std::string, const float*>{"m.", opt.m}, {"v.", opt.v}})
     for (const auto& [name, view] : layout.entries())
@@ -119,6 +126,29 @@ std::string save_run_checkpoint(const std::string& run_dir, const ModelWeights& 
   return dir;
 }
 
+std::string moment_stage_dir(const std::string& run_dir, int64_t global_step) {
+  return run_dir + "/checkpoints/" + kStepPrefix + std::to_string(global_step) + ".shards";
+}
+
+std::string save_run_checkpoint(const std::string& run_dir, const ModelWeights& w, const ShardedMoments& opt,
+                                const TrainerState& st, DType save_dtype, const std::string& tokenizer_dir,
+                                int64_t max_to_keep) {
+  GRPO_CHECK(max_to_keep >= 0, "[checkpoint] trainer.max_actor_ckpt_to_keep must be >= 0 (0: keep all), got ",
+             max_to_keep);
+  const std::string ckdir = run_dir + "/checkpoints";
+  const std::string name = kStepPrefix + std::to_string(st.global_step);
+  const std::string dir = ckdir + "/" + name;
+  save_checkpoint(dir, w.config(), w.named_tensors(), save_dtype, 0, tokenizer_files(tokenizer_dir),
+                  [&](const std::string& partial) {
+                    write_trainer_state(partial, st, opt.steps);
+                    place_moment_shards(opt.stage_dir, partial, opt.shards, opt.numel);
+                  });
+  std::error_code ec;
+  fs::remove_all(opt.stage_dir, ec);
+  mark_latest_and_prune(run_dir, name, dir, max_to_keep);
+  return dir;
+}
+
 std::string save_run_lora_checkpoint(const std::string& run_dir, const LoraAdapters& lora, const OptimizerMoments& opt,
                                      const TrainerState& st, const std::string& base_model,
                                      const std::string& tokenizer_dir, int64_t max_to_keep) {
@@ -184,6 +214,24 @@ TrainerState load_run_checkpoint(const std::string& dir, ModelWeights& w, float*
   Checkpoint ck = Checkpoint::open(dir);
   w.load_from(ck);
   read_moments(dir, w.params(), m, v, moments_numel);
+  return read_trainer_state(dir, optimizer_steps);
+}
+
+TrainerState load_run_checkpoint_range(const std::string& dir, ModelWeights& w, int64_t lo, int64_t hi,
+                                       int64_t moments_numel, float* m, float* v, int64_t* optimizer_steps) {
+  if (!has_moment_shards(dir)) {  // moments named after the parameters, in the whole layout
+    std::vector<float> m_all(moments_numel), v_all(moments_numel);
+    TrainerState st = load_run_checkpoint(dir, w, m_all.data(), v_all.data(), moments_numel, optimizer_steps);
+    std::copy(m_all.begin() + lo, m_all.begin() + hi, m);
+    std::copy(v_all.begin() + lo, v_all.begin() + hi, v);
+    return st;
+  }
+  GRPO_CHECK(!file_exists(dir + "/adapter_config.json"), "[resume] ", dir,
+             " is a LoRA checkpoint (adapter_config.json): "
+             "resume it with actor_rollout_ref.model.lora_rank > 0");
+  Checkpoint ck = Checkpoint::open(dir);
+  w.load_from(ck);
+  read_moment_range(dir, lo, hi, moments_numel, m, v);
   return read_trainer_state(dir, optimizer_steps);
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "loop/optimizer_shards.h"
 #include "model/lora.h"
 #include "model/weights.h"
 #include "train/optimizer.h"
@@ -34,11 +35,26 @@ struct OptimizerMoments {
   int64_t steps = 0;         // optimizer steps taken
 };
 
+// The moments of a run on several ranks, sharded (loop/optimizer_shards.h): each rank's shard file staged in
+// stage_dir, listed by `shards` (every rank's manifest entry, in rank order).
+struct ShardedMoments {
+  std::string stage_dir;
+  std::vector<nlohmann::json> shards;
+  int64_t numel = 0;  // elements covered, as in OptimizerMoments
+  int64_t steps = 0;
+};
+// Where the ranks stage their moment shards for the checkpoint of `global_step`.
+std::string moment_stage_dir(const std::string& run_dir, int64_t global_step);
+
 // Writes <run_dir>/checkpoints/global_step_<N> (optimizer state and trainer state written straight into
 // the folder being assembled) and updates <run_dir>/checkpoints/latest; then, when max_to_keep > 0
 // (trainer.max_actor_ckpt_to_keep), removes the oldest global_step_* folders beyond that many. Returns the
 // folder.
 std::string save_run_checkpoint(const std::string& run_dir, const ModelWeights& w, const OptimizerMoments& opt,
+                                const TrainerState& st, DType save_dtype, const std::string& tokenizer_dir,
+                                int64_t max_to_keep = 0);
+// The same with sharded moments, moved from their stage into the folder (the stage is removed).
+std::string save_run_checkpoint(const std::string& run_dir, const ModelWeights& w, const ShardedMoments& opt,
                                 const TrainerState& st, DType save_dtype, const std::string& tokenizer_dir,
                                 int64_t max_to_keep = 0);
 // LoRA: the same folder with the adapter in PEFT's layout (adapter_config.json + adapter_model.safetensors,
@@ -59,6 +75,11 @@ std::string latest_run_checkpoint(const std::string& run_dir);
 // optimizer's step count.
 TrainerState load_run_checkpoint(const std::string& dir, ModelWeights& w, float* m, float* v, int64_t moments_numel,
                                  int64_t* optimizer_steps);
+
+// Loads weights and state, and the moments of elements [lo, hi) of the layout into m and v [hi - lo], from
+// sharded moments or from optimizer.safetensors, whatever the number of ranks that saved them.
+TrainerState load_run_checkpoint_range(const std::string& dir, ModelWeights& w, int64_t lo, int64_t hi,
+                                       int64_t moments_numel, float* m, float* v, int64_t* optimizer_steps);
 
 // The same for an optimizer that owns the whole layout (one process).
 std::string save_run_checkpoint(const std::string& run_dir, const ModelWeights& w, const train::AdamW& adam,

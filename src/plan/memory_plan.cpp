@@ -404,12 +404,13 @@ void add_terms(const MemoryPlanInputs& in, const PlanSetup& u, const ParameterSi
   add("checkpoint file", file, 0, 0, 0,
       frozen16 ? "safetensors mapped while loading, one GEMM weight in f32" : "safetensors mapped while loading");
   // Saving on rank 0: the f32 weights whole again (ZeRO-3 gathers for the rollout, bf16 mode gathers the
-  // masters; LoRA saves the adapters only) and, on several ranks, the moments of every shard in the whole
-  // layout.
+  // masters; LoRA saves the adapters only). Each rank writes its own moments (loop/optimizer_shards.h), but
+  // with LoRA rank 0 gathers the adapters' moments of every shard.
   for (MemoryTerm& term : p.terms)
     if (!lora && term.name == (bf16 ? "master" : "weights")) term.save = P32;
-  add("checkpoint gather", 0, 0, 0, 0, "rank 0 saving: every rank's AdamW moments");
-  p.terms.back().save = dist ? (lora ? z.adapter_elems : z.numel) * 8 : 0;  // the actor's partition, whole
+  add("checkpoint gather", 0, 0, 0, 0,
+      lora ? "rank 0 saving: every rank's AdamW moments of the adapters" : "none: each rank writes its own moments");
+  p.terms.back().save = dist && lora ? z.adapter_elems * 8 : 0;  // the adapters' partition, whole
 }
 
 // The sums per phase and the peak.

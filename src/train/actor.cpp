@@ -555,6 +555,21 @@ Actor::FullMoments Actor::gather_for_checkpoint() {
   return {static_cast<const float*>(full_m_.data()), static_cast<const float*>(full_v_.data()), n};
 }
 
+Actor::MomentRange Actor::moment_range() const {
+  const int64_t n = grads_.numel();  // the trained elements (a frozen tower's lie past them)
+  const int64_t lo = std::min(adam_.begin(), n), hi = std::min(adam_.end(), n);
+  return {lo, hi, adam_.m(), adam_.v()};
+}
+
+void Actor::load_moment_range(const float* m, const float* v, int64_t optimizer_steps) {
+  const MomentRange r = moment_range();
+  if (r.hi > r.lo) {
+    std::memcpy(adam_.m(), m, static_cast<size_t>(r.hi - r.lo) * sizeof(float));
+    std::memcpy(adam_.v(), v, static_cast<size_t>(r.hi - r.lo) * sizeof(float));
+  }
+  adam_.set_steps(optimizer_steps);
+}
+
 void Actor::load_moments(const float* m_full, const float* v_full, int64_t optimizer_steps) {
   const int64_t lo = adam_.begin(), n = adam_.end() - adam_.begin();
   if (n > 0) {

@@ -169,6 +169,15 @@ class Actor {
   void gather_for_rollout();
   // Every rank takes its shard of moments given in the whole flat layout.
   void load_moments(const float* m_full, const float* v_full, int64_t optimizer_steps);
+  // This rank's AdamW moments: elements [lo, hi) of the trained ones (sharded checkpoints write them as they are).
+  struct MomentRange {
+    int64_t lo = 0, hi = 0;
+    const float* m = nullptr;  // [hi - lo]
+    const float* v = nullptr;
+  };
+  MomentRange moment_range() const;
+  // Every rank takes its moments given for just its range (moment_range's lo, hi).
+  void load_moment_range(const float* m, const float* v, int64_t optimizer_steps);
   // Elements of the flat layout the optimizer trains: all, or the text prefix with a frozen vision tower, or
   // the adapters' arena with LoRA.
   int64_t trained_numel() const { return grads_.numel(); }

@@ -430,7 +430,15 @@ TEST_F(CliDist, ResumesAfterARankIsKilledWithTwoRanksExactlyAndWithOne) {
   ASSERT_GE(saved, 2);
   ASSERT_LT(saved, kSteps) << "the run finished before the kill took effect";
 
+  // Every rank wrote its own moments (optimizer/shard_<r>.safetensors, listed in the manifest): none whole.
+  const std::string saved_dir = run + "/checkpoints/global_step_" + std::to_string(saved);
+  EXPECT_TRUE(fs::exists(saved_dir + "/optimizer/shard_0.safetensors"));
+  EXPECT_TRUE(fs::exists(saved_dir + "/optimizer/shard_1.safetensors"));
+  EXPECT_EQ(Json::parse(read_file(saved_dir + "/optimizer/manifest.json"))["shards"].size(), 2u);
+  EXPECT_FALSE(fs::exists(saved_dir + "/optimizer.safetensors"));
+
   fs::copy(run, run + "_on_one", fs::copy_options::recursive);
+  fs::copy(run, run + "_on_three", fs::copy_options::recursive);
   const Outcome two = run_resumed(2, run);
   ASSERT_EQ(two.status, 0) << two.output;
   EXPECT_NE(two.output.find("resumed"), std::string::npos) << two.output;
@@ -440,6 +448,26 @@ TEST_F(CliDist, ResumesAfterARankIsKilledWithTwoRanksExactlyAndWithOne) {
   ASSERT_EQ(single.status, 0) << single.output;
   expect_same_metrics(reference, read_metrics(run + "_on_one/metrics.jsonl"), 1e-5);
   expect_same_metrics(one, read_metrics(run + "_on_one/metrics.jsonl"), 1e-5);
+
+  const Outcome three = run_resumed(3, run + "_on_three");  // 2 -> 3: each rank reads across both shards
+  ASSERT_EQ(three.status, 0) << three.output;
+  expect_same_metrics(reference, read_metrics(run + "_on_three/metrics.jsonl"), 1e-5);
+}
+
+// A checkpoint of one process (moments saved whole, named after the parameters) resumes on two ranks, each
+// taking its range of them: the one-process run from its step 2 on, to its own metrics.
+TEST_F(CliDist, AOneProcessCheckpointResumesOnTwoRanks) {
+  const std::vector<Json> one = train(1, "one");
+  const std::string run = dir_ + "/one_to_two";
+  fs::copy(dir_ + "/one", run, fs::copy_options::recursive);
+  ASSERT_TRUE(fs::exists(run + "/checkpoints/global_step_2/optimizer.safetensors"));
+  for (int64_t step = 3; step <= kSteps; ++step)
+    fs::remove_all(run + "/checkpoints/global_step_" + std::to_string(step));
+  write_file_atomic(run + "/checkpoints/latest", "global_step_2\n");
+  const Outcome two = run_resumed(2, run);
+  ASSERT_EQ(two.status, 0) << two.output;
+  EXPECT_NE(two.output.find("at step 2 of"), std::string::npos) << two.output;
+  expect_same_metrics(one, read_metrics(run + "/metrics.jsonl"), 1e-5);
 }
 
 TEST_F(CliDist, AKilledRankStopsTheJobAndAHungRankTimesOut) {

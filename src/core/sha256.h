@@ -1,0 +1,31 @@
+// SHA-256 (FIPS 180-4) of bytes, incrementally, and of a whole file: the checksums of sharded checkpoints'
+// manifests (loop/optimizer_shards.h). Written out here rather than taken from a crypto library, since the
+// engine needs nothing else of one; tests/core checks it against the standard's test vectors.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace grpo {
+
+class Sha256 {
+ public:
+  Sha256();
+  void update(const void* data, size_t n);
+  std::string hex_digest();  // ends the hash: 64 lowercase hex digits
+
+ private:
+  void block(const uint8_t* p);  // one 64-byte block into state_
+  std::array<uint32_t, 8> state_;
+  std::array<uint8_t, 64> buf_;
+  size_t buffered_ = 0;
+  uint64_t total_ = 0;  // bytes hashed
+};
+
+std::string sha256_hex(std::string_view bytes);
+// The file's SHA-256 (read in blocks); throws grpo::Error naming the file when it cannot be read.
+std::string sha256_file(const std::string& path);
+
+}  // namespace grpo
