@@ -17,6 +17,7 @@
 #include "model/weights.h"
 #include "rollout/engine.h"
 #include "train/actor.h"
+#include "train/param_sync.h"
 
 namespace grpo {
 
@@ -329,7 +330,8 @@ RolloutBytes rollout_bytes(const MemoryPlanInputs& in, const PlanSetup& u, const
   return r;
 }
 
-// Several ranks: the reduce-scatter's wire buffers and the bf16-mode all-gather's staging; with LoRA one
+// Several ranks: the reduce-scatter's wire buffers and the bf16-mode all-gather's staging (two chunks of the
+// layout in flight, train/param_sync.h; ZeRO-3's layer windows use the same two slots); with LoRA one
 // reduce-scatter of the whole adapter gradients (every rank's piece of this rank's shard received, the
 // whole range encoded when the wire is not f32).
 int64_t communication_bytes(const Config& c, const PlanSetup& u, const ParameterSizes& z) {
@@ -339,7 +341,15 @@ int64_t communication_bytes(const Config& c, const PlanSetup& u, const Parameter
   if (u.lora) return u.N * z.adapter_part.size(0) * wb + (dp.reduce_wire == comm::Wire::F32 ? 0 : z.adapter_elems * wb);
   int64_t comm = dp.bucket_elems * wb + (dp.reduce_wire == comm::Wire::F32 ? 0 : dp.bucket_elems * wb) +
                  (dp.reduce_per_micro_batch ? dp.bucket_elems / u.N * 4 : 0);
-  if (u.bf16) comm += z.layers.packed_all + (u.zero3 ? z.layers.packed_layer : 0);
+  if (u.bf16) {
+    const int64_t chunk = std::min(z.layers.packed_all, 4 * train::ParamSync::kChunkElems);  // packed, at most
+    int64_t slot0 = chunk, slot1 = z.numel > train::ParamSync::kChunkElems ? chunk : 0;
+    if (u.zero3) {
+      slot0 = std::max(slot0, z.layers.packed_layer);
+      slot1 = std::max(slot1, z.layers.packed_layer);
+    }
+    comm += slot0 + slot1;
+  }
   return comm;
 }
 

@@ -9,8 +9,9 @@
 
 namespace grpo::train {
 
-ParamSync::ParamSync(ModelWeights& w, comm::Communicator& comm, const comm::Partition& part)
-    : w_(w), comm_(comm), part_(part), bf16_(w.has_bf16()) {
+ParamSync::ParamSync(ModelWeights& w, comm::Communicator& comm, const comm::Partition& part, int64_t chunk_elems)
+    : w_(w), comm_(comm), part_(part), bf16_(w.has_bf16()), chunk_elems_(chunk_elems) {
+  GRPO_CHECK(chunk_elems >= 1, "[zero] the all-gather's chunk must hold at least one element, got ", chunk_elems);
   GRPO_CHECK(part.total() == w.params().numel() && part.parts() == comm.size(), "[zero] parameter partition of ",
              part.total(), " elements into ", part.parts(), " shards for a layout of ", w.params().numel(), " and ",
              comm.size(), " ranks");
@@ -100,8 +101,22 @@ void ParamSync::run() {
     if (bf16_) w_.refresh_bf16();
     return;
   }
-  comm::Request r = start(0, part_.total(), 0);
-  finish(0, part_.total(), 0, r);
+  const int64_t total = part_.total();
+  if (!bf16_) {  // in place: no staging
+    comm::Request r = start(0, total, 0);
+    finish(0, total, 0, r);
+    return;
+  }
+  // Chunk c in slot c % 2: chunk c + 1 is on the wire while chunk c is unpacked.
+  const int64_t chunks = (total + chunk_elems_ - 1) / chunk_elems_;
+  auto range = [&](int64_t c) { return std::pair(c * chunk_elems_, std::min(total, (c + 1) * chunk_elems_)); };
+  comm::Request req[2];
+  req[0] = start(range(0).first, range(0).second, 0);
+  for (int64_t c = 0; c < chunks; ++c) {
+    if (c + 1 < chunks)
+      req[(c + 1) % 2] = start(range(c + 1).first, range(c + 1).second, static_cast<int>((c + 1) % 2));
+    finish(range(c).first, range(c).second, static_cast<int>(c % 2), req[c % 2]);
+  }
 }
 
 void ParamSync::release(int64_t lo, int64_t hi) {

@@ -5,6 +5,8 @@
 // - bf16 mode: the GEMM weights travel as bf16 straight into the bf16 shadow (half the bytes; their f32
 //   masters stay with the shard's owner), the tensors also read in f32 (norms, biases, embedding) as f32;
 //   both kinds packed into one all-gather.
+// In bf16 mode run() gathers the layout in chunks of at most chunk_elems elements, two in flight (staging
+// slots 0 and 1): the staging holds two chunks, never the whole packed model.
 // One process: only the bf16 shadow refresh. ZeRO-3 gathers ranges (one layer) in two steps, start and
 // finish, with up to two in flight, and releases them again (release: other ranks' parts of the range are
 // dropped, their memory returned). gather_masters() brings every f32 master shard to one rank (checkpoints
@@ -22,7 +24,8 @@ namespace grpo::train {
 
 class ParamSync {
  public:
-  ParamSync(ModelWeights& w, comm::Communicator& comm, const comm::Partition& part);
+  static constexpr int64_t kChunkElems = int64_t{1} << 25;  // 32 Mi elements: at most 128 MiB packed a slot
+  ParamSync(ModelWeights& w, comm::Communicator& comm, const comm::Partition& part, int64_t chunk_elems = kChunkElems);
 
   void run();  // the whole layout, blocking
   // Gathering of layout elements [lo, hi): start() queues it (staging buffer `slot`: 0 or 1), finish()
@@ -50,6 +53,7 @@ class ParamSync {
   comm::Communicator& comm_;
   comm::Partition part_;
   bool bf16_;
+  int64_t chunk_elems_;
   std::map<std::pair<int64_t, int64_t>, Plan> plans_;
   Buffer stage_[2];
 };

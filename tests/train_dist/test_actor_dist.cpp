@@ -501,6 +501,16 @@ TEST(ParamSyncBf16, GathersGemmWeightsAsBf16AndTheRestAsF32) {
   }
   EXPECT_LT(sync.bytes_per_rank(c.rank()), 4 * part.size(c.rank()) + 1);
 
+  // The same gather in chunks of 10,007 elements (two in flight, boundaries inside tensors and shards) gives
+  // the same bits.
+  const std::vector<bf16_t> whole16(p16.flat().as<bf16_t>(), p16.flat().as<bf16_t>() + p16.numel());
+  const std::vector<float> whole32(p, p + p32.numel());
+  std::fill(p16.flat().as<bf16_t>(), p16.flat().as<bf16_t>() + p16.numel(), bf16_t{});  // rebuilt from nothing
+  ParamSync chunked(*w, c, part, 10007);
+  chunked.run();
+  EXPECT_TRUE(std::equal(whole16.begin(), whole16.end(), p16.flat().as<bf16_t>()));
+  for (int64_t i = 0; i < p32.numel(); ++i) ASSERT_EQ(p[i], whole32[i]) << i;
+
   // ZeRO-3's layer windows: a released range (here all layers) reads zero outside this rank's shard (whole
   // pages), and a gather in two steps brings the same bits back.
   const int64_t lo = p32.offset(first_layer_tensor(w->config(), 0)), hi = p32.offset("model.norm.weight");
