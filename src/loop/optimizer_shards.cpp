@@ -21,8 +21,8 @@ std::string shard_name(int rank) { return "shard_" + std::to_string(rank) + ".sa
 
 // The manifest's entries, checked to cover [0, numel) in order.
 std::vector<nlohmann::json> checked_entries(const nlohmann::json& manifest, int64_t numel, const std::string& where) {
-  GRPO_CHECK(manifest.is_object() && manifest.value("format", "") == kFormat, where, ": \"format\" must be \"",
-             kFormat, "\"");
+  GRPO_CHECK(manifest.is_object() && manifest.value("format", "") == kFormat, where, ": \"format\" must be \"", kFormat,
+             "\"");
   GRPO_CHECK(manifest.contains("numel") && manifest["numel"].is_number_integer(), where,
              ": \"numel\" (an integer) missing");
   const int64_t saved = manifest["numel"].get<int64_t>();
@@ -40,8 +40,8 @@ std::vector<nlohmann::json> checked_entries(const nlohmann::json& manifest, int6
                    e["sha256"].is_string(),
                where, ": shards[", i, "] must have file, lo, hi, bytes and sha256");
     const std::string file = e["file"].get<std::string>();
-    GRPO_CHECK(file.find('/') == std::string::npos && file != ".." && !file.empty(), where, ": shards[", i,
-               "].file \"", file, "\" must be a file name in the folder");
+    GRPO_CHECK(file.find('/') == std::string::npos && file != ".." && !file.empty(), where, ": shards[", i, "].file \"",
+               file, "\" must be a file name in the folder");
     GRPO_CHECK(e["lo"].get<int64_t>() == next && e["hi"].get<int64_t>() >= next, where, ": shards[", i, "] covers [",
                e["lo"].get<int64_t>(), ", ", e["hi"].get<int64_t>(), "), expected to start at ", next);
     next = e["hi"].get<int64_t>();
@@ -66,14 +66,15 @@ nlohmann::json write_moment_shard(const std::string& stage_dir, int rank, const 
           {"sha256", sha256_file(path)}};
 }
 
-void place_moment_shards(const std::string& stage_dir, const std::string& dir, const std::vector<nlohmann::json>& entries,
-                         int64_t numel) {
+void place_moment_shards(const std::string& stage_dir, const std::string& dir,
+                         const std::vector<nlohmann::json>& entries, int64_t numel) {
   const nlohmann::json manifest = {{"format", kFormat}, {"numel", numel}, {"shards", entries}};
   checked_entries(manifest, numel, "[checkpoint] the ranks' shards");
   make_dirs(dir + "/optimizer");
   for (const nlohmann::json& e : entries) {
     const std::string from = stage_dir + "/" + e["file"].get<std::string>();
-    GRPO_CHECK(file_exists(from), "[checkpoint] ", from, ": a rank's moments are not there; the run folder must be on a "
+    GRPO_CHECK(file_exists(from), "[checkpoint] ", from,
+               ": a rank's moments are not there; the run folder must be on a "
                "file system every rank sees (a shared one when the ranks run on several machines)");
     fs::rename(from, dir + "/optimizer/" + e["file"].get<std::string>());
   }

@@ -27,8 +27,8 @@ struct MomentShard {
 nlohmann::json write_moment_shard(const std::string& stage_dir, int rank, const MomentShard& s, int64_t numel);
 // Moves the staged shard files named by `entries` into <dir>/optimizer and writes the manifest; checks that the
 // entries cover [0, numel) in order and that each staged file is there.
-void place_moment_shards(const std::string& stage_dir, const std::string& dir, const std::vector<nlohmann::json>& entries,
-                         int64_t numel);
+void place_moment_shards(const std::string& stage_dir, const std::string& dir,
+                         const std::vector<nlohmann::json>& entries, int64_t numel);
 // Whether the checkpoint folder holds sharded moments (optimizer/manifest.json).
 bool has_moment_shards(const std::string& dir);
 // Elements [lo, hi) of the moments into m and v [hi - lo], from the shards overlapping them. Errors name the

@@ -216,8 +216,8 @@ struct WeightBytes {
 };
 
 // ZeRO-3 while training: the root, rank 0's part of the layers and a window of two gathered layers. In
-// bf16 mode the GEMM weights are gathered into the bf16 shadow only, so from step 2 on the f32 copies of
-// the other ranks' GEMM weights stay dropped.
+// bf16 mode the GEMM weights are gathered into the bf16 shadow only, so the f32 copies of the other ranks'
+// GEMM weights are dropped once the shadow is made (ParamWindows::drop_stale_masters), before the first rollout.
 WeightBytes weight_bytes(const PlanSetup& u, const ParameterSizes& z) {
   WeightBytes w{z.P32, z.P16, z.P32};
   if (!u.zero3) return w;
@@ -385,15 +385,18 @@ void add_terms(const MemoryPlanInputs& in, const PlanSetup& u, const ParameterSi
   } else if (bf16) {
     add("weights", 0, P16, w.w16_train, P16,
         zero3 ? "bf16 shadow; ZeRO-3 training: root + shard + 2 layers" : "bf16 shadow of the layout");
-    add("master", P32, P32, w.w32_train, w.w32_later,
+    add("master", P32, w.w32_later, w.w32_train, w.w32_later,
         zero3 ? "f32 arena; ZeRO-3: root + shard while training" : "f32 arena (the masters)");
   } else {
     add("weights", P32, P32, w.w32_train, w.w32_later,
         zero3 ? "f32 arena; ZeRO-3 training: root + shard + 2 layers" : "f32 arena");
     add("master", 0, 0, 0, 0, "the f32 weights are the masters");
   }
-  add("gradients", 0, 0, grads, grads,
-      lora ? "the adapters' (none for the frozen base)" : "the whole layout, every rank (accumulates micro-batches)");
+  if (dist && !lora)
+    add_training("gradients", grads, "the whole layout while training (accumulates micro-batches), given back after");
+  else
+    add("gradients", 0, 0, grads, grads,
+        lora ? "the adapters' (none for the frozen base)" : "the whole layout (accumulates micro-batches)");
   add("gradient shard", 0, 0, grad_shard, grad_shard, "this rank's reduced shard");
   add("optimizer", 0, 0, moments, moments, cat("AdamW m, v", dist ? " of the shard" : "", lora ? " (adapters)" : ""));
   add("adapters", adapters, adapters, adapters, adapters, lora ? "LoRA weights (f32)" : "no LoRA");

@@ -167,9 +167,11 @@ Actor::Actor(ModelWeights& weights, const DecoderOptions& dopt, const MicroBatch
     std::memset(shard_grads_.data(), 0, shard_grads_.size());
     reducer_ = std::make_unique<GradReducer>(*comm_, part_, weights.config(), grads_, dp.reduce_wire, dp.bucket_elems,
                                              dp.overlap);
-    if (dp.zero3)
+    if (dp.zero3) {
       windows_ = std::make_unique<ParamWindows>(*sync_, weights.config(), w_.params(),
                                                 /*tower_backward=*/!freeze_vision_tower);
+      windows_->drop_stale_masters();  // (bf16 mode; the rollout reads the whole bf16 shadow)
+    }
     hooks_.reducer = reducer_.get();
     hooks_.windows = windows_.get();
     dec_.set_hooks(&hooks_);
@@ -309,6 +311,9 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
     if (reduce) reducer_->launch_rest();
   }
   const double sum_sq = reduce_update(st, shard, nonfinite);
+  // Reduced into this rank's shard: the whole layout's gradient pages go back to the system until the next
+  // update writes them (they are not held through the rollout and the save).
+  if (dist && !lora_) grads_.discard(0, grads_.numel());
   st.packing_efficiency = st.tokens > 0 ? static_cast<double>(st.useful_tokens) / static_cast<double>(st.tokens) : 1.0;
   const double ntok = std::max<int64_t>(1, st.response_tokens);
   st.pg_clipfrac /= ntok;

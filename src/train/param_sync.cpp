@@ -130,6 +130,15 @@ void ParamSync::release(int64_t lo, int64_t hi) {
   }
 }
 
+void ParamSync::drop_stale_masters(int64_t lo, int64_t hi) {
+  if (!bf16_) return;
+  const Plan& p = plan(lo, hi);
+  for (int r = 0; r < comm_.size(); ++r)
+    if (r != comm_.rank())
+      for (const Piece& q : p.pieces[r])
+        if (q.as_bf16) w_.params().discard(q.lo, q.hi - q.lo);
+}
+
 void ParamSync::gather_masters(int root) {
   GRPO_PROFILE("gather_masters");
   if (comm_.size() == 1 || !bf16_) return;  // f32 mode: every rank already holds every shard

@@ -34,6 +34,9 @@ class ParamSync {
   void finish(int64_t lo, int64_t hi, int slot, comm::Request& req);
   // Drops the other ranks' parts of [lo, hi) (whole pages return to the system and read as zero).
   void release(int64_t lo, int64_t hi);
+  // bf16 mode: drops the f32 copies of the other ranks' GEMM weights in [lo, hi), which nothing reads (they
+  // travel as bf16 into the shadow; their masters stay with their owners). No-op in f32 mode.
+  void drop_stale_masters(int64_t lo, int64_t hi);
   void gather_masters(int root);
   int64_t bytes_per_rank(int r) const;  // packed bytes of shard r (whole layout)
 

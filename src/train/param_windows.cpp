@@ -32,6 +32,10 @@ void ParamWindows::reshard() {
   for (int64_t l = 0; l < static_cast<int64_t>(layer_.size()); ++l) drop(l);
 }
 
+void ParamWindows::drop_stale_masters() {
+  for (const auto& [lo, hi] : layer_) sync_.drop_stale_masters(lo, hi);
+}
+
 void ParamWindows::settle() {
   for (int64_t l = 0; l < static_cast<int64_t>(layer_.size()); ++l)
     if (state_[l] == State::Gathering) ensure(l);  // a prefetch in flight: let it land first

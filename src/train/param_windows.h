@@ -26,6 +26,9 @@ class ParamWindows final : public DecoderHooks {
 
   // Drops every layer's other shards (after the rollout, before training).
   void reshard();
+  // bf16 mode, once the shadow is made: the f32 copies of the other ranks' GEMM weights of every unit go
+  // (ParamSync::drop_stale_masters), so that not even the first rollout holds the whole f32 model.
+  void drop_stale_masters();
   // Gathers the whole model (for the rollout): every layer whole.
   void gather_all();
   // After an optimizer step updated the shards: every layer dropped (whole copies are stale; each is gathered

@@ -350,6 +350,16 @@ TEST_F(CliDist, RemaxKlInRewardAndRolloutRejectionOnTwoRanksGiveTheMetricsOfOneP
   const double rejected = rs_one[0].at("rollout_corr/rollout_rs_masked_fraction").get<double>();
   EXPECT_GT(rejected, 0) << "the bounds should reject some tokens for the test to mean something";
   EXPECT_LT(rejected, 1);
+
+  // bf16 with ZeRO-3: the other ranks' f32 GEMM weights are dropped before the first rollout, which reads the
+  // bf16 shadow; two steps give one process's metrics.
+  std::vector<std::string> z3 = {"--set", "trainer.total_training_steps=2",
+                                 "--set", "mixed_precision.enabled=true",
+                                 "--set", "actor_rollout_ref.actor.fsdp_config.reshard_after_forward=true"};
+  z3.insert(z3.end(), common.begin(), common.end());
+  const std::vector<Json> z3_one = train(1, "bf16_zero3_one", z3), z3_two = train(2, "bf16_zero3_two", z3);
+  ASSERT_EQ(z3_one.size(), 3u);
+  expect_same_metrics(z3_one, z3_two, 1e-5);
 }
 
 TEST_F(CliDist, SftOnTwoRanksLowersTheLossLikeOneProcess) {

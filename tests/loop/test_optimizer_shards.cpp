@@ -43,7 +43,8 @@ class OptimizerShards : public ::testing::Test {
     const int64_t cuts[4] = {0, n_ / 3, n_ / 3, n_};  // rank 1 holds nothing
     std::vector<nlohmann::json> shards;
     for (int r = 0; r < 3; ++r)
-      shards.push_back(write_moment_shard(stage, r, {cuts[r], cuts[r + 1], m_.data() + cuts[r], v_.data() + cuts[r]}, n_));
+      shards.push_back(
+          write_moment_shard(stage, r, {cuts[r], cuts[r + 1], m_.data() + cuts[r], v_.data() + cuts[r]}, n_));
     dir_ = save_run_checkpoint(run_, w_, ShardedMoments{stage, shards, n_, 7}, st_, DType::F32, tmp_.path());
   }
   // Moments [lo, hi) read back, or the error's message.
