@@ -177,6 +177,24 @@ void Arena::discard(int64_t first, int64_t count) {
   buf_.discard(static_cast<size_t>(first * e), static_cast<size_t>(count * e));
 }
 
+void Arena::zero_and_release(int64_t first, int64_t count) {
+  if (count <= 0 || !buf_.data()) return;
+  static const int64_t page = static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+  const int64_t e = dtype_size(dtype_);
+  char* base = static_cast<char*>(buf_.data());
+  const int64_t begin = first * e, end = (first + count) * e;
+  const uintptr_t at = reinterpret_cast<uintptr_t>(base);
+  const int64_t inner_begin = static_cast<int64_t>((at + begin + page - 1) / page * page - at);
+  const int64_t inner_end = static_cast<int64_t>((at + end) / page * page - at);
+  if (inner_begin >= inner_end) {  // within a page or two: no whole page
+    std::memset(base + begin, 0, static_cast<size_t>(end - begin));
+    return;
+  }
+  std::memset(base + begin, 0, static_cast<size_t>(inner_begin - begin));
+  buf_.discard(static_cast<size_t>(inner_begin), static_cast<size_t>(inner_end - inner_begin));
+  std::memset(base + inner_end, 0, static_cast<size_t>(end - inner_end));
+}
+
 void Workspace::reserve(size_t bytes, std::string_view purpose) {
   buf_ = Buffer(0);  // the old buffer goes first: the new one may need its memory
   buf_ = Buffer(bytes, purpose);

@@ -76,6 +76,9 @@ class Arena {
   void zero();
   // Buffer::discard of elements [first, first + count).
   void discard(int64_t first, int64_t count);
+  // Elements [first, first + count) set to zero, their whole pages returned to the system (they read as zero
+  // and are faulted back in when next written), the partial pages at the ends written with zeros.
+  void zero_and_release(int64_t first, int64_t count);
 
  private:
   struct Entry {

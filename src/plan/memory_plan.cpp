@@ -17,6 +17,7 @@
 #include "model/weights.h"
 #include "rollout/engine.h"
 #include "train/actor.h"
+#include "train/grad_reducer.h"
 #include "train/param_sync.h"
 
 namespace grpo {
@@ -392,9 +393,20 @@ void add_terms(const MemoryPlanInputs& in, const PlanSetup& u, const ParameterSi
         zero3 ? "f32 arena; ZeRO-3 training: root + shard + 2 layers" : "f32 arena");
     add("master", 0, 0, 0, 0, "the f32 weights are the masters");
   }
-  if (dist && !lora)
+  const train::DataParallel dp = data_parallel_config(in.config);
+  if (dist && !lora && dp.reduce_per_micro_batch && dp.overlap) {
+    // Released bucket by bucket (train/grad_reducer.h): the unit the backward writes (a layer, or the
+    // embedding / output layer: the vocabulary's rows), the buckets in flight behind it, and a tied embedding's
+    // gradient from the head to the end.
+    const int64_t vocab_rows = m.vocab_size * m.hidden_size;
+    const int64_t resident =
+        std::min(grads, (std::max(z.layers.largest_layer, vocab_rows) + m.tie_word_embeddings * vocab_rows +
+                         static_cast<int64_t>(train::GradReducer::kReleaseLag + 1) * dp.bucket_elems) *
+                            4);
+    add_training("gradients", resident, "released bucket by bucket: the unit written and the buckets in flight");
+  } else if (dist && !lora) {
     add_training("gradients", grads, "the whole layout while training (accumulates micro-batches), given back after");
-  else
+  } else
     add("gradients", 0, 0, grads, grads,
         lora ? "the adapters' (none for the frozen base)" : "the whole layout (accumulates micro-batches)");
   add("gradient shard", 0, 0, grad_shard, grad_shard, "this rank's reduced shard");

@@ -172,10 +172,21 @@ Actor::Actor(ModelWeights& weights, const DecoderOptions& dopt, const MicroBatch
                                                 /*tower_backward=*/!freeze_vision_tower);
       windows_->drop_stale_masters();  // (bf16 mode; the rollout reads the whole bf16 shadow)
     }
+    // Reducing every micro-batch while the backward runs: each bucket's gradients are released once reduced,
+    // so the whole layout's gradients are never resident at once.
+    release_grads_ = dp.reduce_per_micro_batch && dp.overlap;
+    if (release_grads_) reducer_->release_into(&grads_);
     hooks_.reducer = reducer_.get();
     hooks_.windows = windows_.get();
     dec_.set_hooks(&hooks_);
   }
+}
+
+void Actor::zero_grads() {
+  if (release_grads_)
+    grads_.zero_and_release(0, grads_.numel());
+  else
+    grads_.zero();
 }
 
 void Actor::enter_training() {
@@ -253,7 +264,7 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
   const RankPlan rp = plan_rank(lengths_of(samples), mb_, comm_->rank(), comm_->size(),
                                 home_ranks_of(samples, comm_->size()));
   st.micro_batches = rp.plan.micro_batches.size();
-  grads_.zero();
+  zero_grads();
   float* shard = dist ? static_cast<float*>(shard_grads_.data()) : grads_.flat().f32();
   std::vector<float> lp, ent, dlp, dent;
   std::vector<int64_t> row_of;
@@ -267,7 +278,7 @@ UpdateStats Actor::run_update(const std::vector<TrainSample>& samples, LossFn&& 
       if (!reduce) return;
       if (dp_.reduce_per_micro_batch && k > 0) {
         reducer_->wait();
-        grads_.zero();
+        if (!release_grads_) grads_.zero();  // (released buckets read zero already)
       }
       reducer_->arm(grads_.flat().f32(), shard, dp_.reduce_per_micro_batch && k > 0);
     };

@@ -199,6 +199,7 @@ class Actor {
   template <typename LossFn>
   UpdateStats run_update(const std::vector<TrainSample>& samples, LossFn&& loss_fn, float lr);
   void enter_training();  // ZeRO-3: drop the layers' other shards (once after each gather_for_rollout)
+  void zero_grads();      // (released: their pages returned, read as zero)
   // After the micro-batches: the gradients reduced into this rank's shard and the statistics summed over the
   // ranks (nonfinite: micro-batches whose loss was not finite); returns the gradients' sum of squares.
   double reduce_update(UpdateStats& st, float* shard, double& nonfinite);
@@ -254,6 +255,7 @@ class Actor {
   Arena grads_;
   ModelTensors grad_tensors_;
   LoraTensors lora_grad_tensors_;  // LoRA: the adapters' gradients (grads_ is their layout)
+  bool release_grads_ = false;     // the reducer releases each bucket's gradients once reduced (GradReducer)
   Buffer shard_grads_;  // [part_.size(rank)] reduced gradients (N > 1)
   std::unique_ptr<GradReducer> reducer_;
   std::unique_ptr<ParamSync> sync_;

@@ -14,8 +14,12 @@ GradReducer::GradReducer(comm::Communicator& comm, const comm::Partition& part, 
   GRPO_CHECK(bucket_elems >= 1, "[zero] bucket size must be at least one element, got ", bucket_elems);
   GRPO_CHECK(part.total() >= layout.numel(), "[zero] partition of ", part.total(), " elements for a layout of ",
              layout.numel());
-  for (int64_t hi = layout.numel(); hi > 0; hi -= bucket_elems) {
-    const int64_t lo = std::max<int64_t>(0, hi - bucket_elems);
+  // Buckets of at least 4 pages start on a page boundary (4 KiB of f32 from the arena's page-aligned start),
+  // so that a released bucket returns all of its pages.
+  constexpr int64_t kPageElems = 1024;
+  const int64_t align = bucket_elems >= 4 * kPageElems ? kPageElems : 1;
+  for (int64_t hi = layout.numel(), lo; hi > 0; hi = lo) {
+    lo = std::max<int64_t>(0, hi - bucket_elems) / align * align;
     buckets_.push_back({lo, hi, zl_.ready_event(lo, hi)});
   }
   // Launch order: by event, then from the layout's end down. A Qwen3-VL tower lies after the text layers
@@ -40,6 +44,18 @@ void GradReducer::ready(int64_t event) {
     if (started_[i] || buckets_[i].event > event) continue;
     started_[i] = 1;
     inflight_.push_back(comm_.reduce_scatter(grads_, buckets_[i].lo, buckets_[i].hi, part_, shard_, wire_, accumulate_));
+    inflight_bucket_.push_back(i);
+  }
+  if (release_) settle(kReleaseLag);
+}
+
+void GradReducer::settle(size_t keep) {
+  for (; inflight_.size() - released_ > keep; ++released_) {
+    comm_.wait(inflight_[released_]);
+    if (release_) {
+      const Bucket& b = buckets_[inflight_bucket_[released_]];
+      release_->zero_and_release(b.lo, b.hi - b.lo);
+    }
   }
 }
 
@@ -50,8 +66,10 @@ void GradReducer::launch_rest() {
 
 void GradReducer::wait() {
   GRPO_PROFILE("grad_reduce_wait");
-  for (comm::Request& r : inflight_) comm_.wait(r);
+  settle(0);
   inflight_.clear();
+  inflight_bucket_.clear();
+  released_ = 0;
 }
 
 void GradReducer::head_done() {

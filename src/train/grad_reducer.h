@@ -8,6 +8,10 @@
 // the order of their events, then from the layout's end down, whether the events come one by one or all at
 // once (launch_rest): the same order on every rank. A bucket may be smaller than a tensor (a tensor spans
 // several) or hold several small ones.
+// Releasing (release_into): once a bucket's reduction is done its part of the gradient arena is zeroed by
+// returning its pages to the system; at most kReleaseLag buckets are in flight behind the backward (the hook
+// that starts a bucket waits for the oldest beyond that). With a reduction after every micro-batch, the
+// arena then never holds the whole model's gradients: the backward's current unit and the buckets in flight.
 #pragma once
 #include <cstdint>
 #include <utility>
@@ -30,6 +34,9 @@ class GradReducer final : public DecoderHooks {
   // to the shard's values (one reduction per micro-batch), else overwrites them. Earlier buckets must have
   // been waited for.
   void arm(const float* grads, float* shard, bool accumulate);
+  // From now on, the gradients of `grads` (the arena arm() is given) are released bucket by bucket.
+  static constexpr size_t kReleaseLag = 4;
+  void release_into(Arena* grads) { release_ = grads; }
   // Starts every bucket not started yet (after the backward, or at once when this rank had nothing to do).
   void launch_rest();
   // Waits for every started bucket.
@@ -61,6 +68,10 @@ class GradReducer final : public DecoderHooks {
   float* shard_ = nullptr;
   bool accumulate_ = false;
   std::vector<comm::Request> inflight_;
+  std::vector<size_t> inflight_bucket_;  // [inflight_] the bucket of each request
+  size_t released_ = 0;                  // inflight_ entries waited for and released
+  Arena* release_ = nullptr;
+  void settle(size_t keep);  // waits for (and releases) in-flight buckets until at most `keep` remain
 };
 
 }  // namespace grpo::train

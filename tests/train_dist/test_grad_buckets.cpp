@@ -8,7 +8,11 @@
 //   at once (launch_rest: a rank with an empty micro-batch), as every rank must post the same collectives
 //   in the same order.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <ostream>
 #include <string>
@@ -167,6 +171,84 @@ TEST_P(GradBuckets, EveryBucketStartsWithItsGradientsFinal) {
   const TensorView t = grads.view("model.visual.blocks.0.mlp.linear_fc1.weight");
   for (int64_t i = 0; i < t.numel(); ++i) moved += t.f32()[i] != 0.0f;
   EXPECT_GT(moved, 0) << "the tower's first block got no gradient";
+}
+
+// The reducer's hooks, and after each event the gradient arena's resident bytes (mincore), the largest kept.
+class ResidentProbe final : public DecoderHooks {
+ public:
+  ResidentProbe(GradReducer& r, const Arena& grads) : r_(r), grads_(grads) {}
+  void head_done() override { r_.head_done(), probe(); }
+  void layer_done(int64_t l) override { r_.layer_done(l), probe(); }
+  void vision_block_done(int64_t b) override { r_.vision_block_done(b), probe(); }
+  void embedding_done() override { r_.embedding_done(), probe(); }
+  int64_t resident() const {
+    const int64_t page = sysconf(_SC_PAGESIZE), bytes = grads_.numel() * 4;
+    char* base = reinterpret_cast<char*>(grads_.flat().f32());
+    std::vector<unsigned char> in((bytes + page - 1) / page);
+    EXPECT_EQ(mincore(base, static_cast<size_t>(bytes), in.data()), 0);
+    int64_t n = 0;
+    for (unsigned char c : in) n += c & 1;
+    return n * page;
+  }
+  int64_t peak = 0;
+
+ private:
+  void probe() { peak = std::max(peak, resident()); }
+  GradReducer& r_;
+  const Arena& grads_;
+};
+
+// Releasing: each bucket's gradients are zeroed and their pages returned once it is reduced, at most
+// kReleaseLag buckets behind the backward, so the arena never holds the whole model's gradients; the shard
+// is the same as without releasing.
+TEST_P(GradBuckets, ReleasedBucketsLeaveNoWholeGradientResident) {
+  const BucketCase& k = GetParam();
+  ModelWeights w(preset_config("qwen3-vl", k.preset));
+  init_parameters(w, /*seed=*/7);
+  const ModelConfig& c = w.config();
+  DecoderOptions dopt;
+  dopt.checkpoint_activations = k.checkpoint_activations;
+  dopt.mode = k.mode;
+  std::vector<float> shards[2];
+  int64_t peak = 0, bytes = 0;
+  for (const bool release : {false, true}) {
+    Arena grads(DType::F32);
+    declare_parameters(c, grads);
+    grads.allocate();
+    grads.zero_and_release(0, grads.numel());
+    bytes = grads.numel() * 4;
+    const ModelTensors g = resolve_tensors(c, grads);
+    comm::LocalCommunicator local;
+    const comm::Partition part = comm::Partition::even(grads.numel(), 1);
+    GradReducer reducer(local, part, c, grads, comm::Wire::F32, /*bucket_elems=*/1 << 14, /*overlap=*/true);
+    if (release) reducer.release_into(&grads);
+    ResidentProbe probe(reducer, grads);
+    Decoder dec(w, dopt);
+    dec.set_hooks(&probe);
+    std::vector<float>& shard = shards[release];
+    shard.assign(static_cast<size_t>(grads.numel()), 0.0f);
+    const PackedBatch b = batch_with_pictures(c, 40);
+    std::vector<float> lp(b.T()), ent(b.T()), dlp(b.T()), dent(b.T(), 0.0f);
+    dec.forward(b, lp.data(), ent.data());
+    Rng rng(90);
+    for (float& x : dlp) x = static_cast<float>(2 * rng.uniform() - 1);
+    reducer.arm(grads.flat().f32(), shard.data(), /*accumulate=*/false);
+    dec.backward(dlp.data(), dent.data(), g);
+    reducer.launch_rest();
+    reducer.wait();
+    if (!release) continue;
+    peak = probe.peak;
+    EXPECT_LE(probe.resident(), 2 * sysconf(_SC_PAGESIZE) * 4) << "after the reduction only partial pages stay";
+    const float* full = grads.flat().f32();  // (reading maps the zero page: after the resident count)
+    int64_t nonzero = 0;
+    for (int64_t i = 0; i < grads.numel(); ++i) nonzero += full[i] != 0.0f;
+    EXPECT_EQ(nonzero, 0) << "released gradients read zero";
+  }
+  EXPECT_EQ(shards[0], shards[1]);
+  EXPECT_LT(peak, bytes / 2) << "resident gradients at most " << peak << " of " << bytes << " bytes";
+  std::printf("[release] %s: resident gradients peaked at %.1f%% of the arena (%lld of %lld bytes)\n", k.preset,
+              100.0 * static_cast<double>(peak) / static_cast<double>(bytes), static_cast<long long>(peak),
+              static_cast<long long>(bytes));
 }
 
 TEST_P(GradBuckets, StartInTheSameOrderEventByEventOrAllAtOnce) {
