@@ -189,11 +189,12 @@ class SftLoop {
       std::string p = cfg_.actor_rollout_ref.model.path + "/" + f;
       if (file_exists(p)) extra.push_back(p);
     }
-    actor_.gather_weights();
-    if (run_.console && s_.lora)
-      s_.lora->save(dir, cfg_.actor_rollout_ref.model.path);
-    else if (run_.console)
-      save_checkpoint(dir, s_.weights->config(), s_.weights->named_tensors(), DType::F32, 0, extra);
+    actor_.with_whole_weights([&] {
+      if (run_.console && s_.lora)
+        s_.lora->save(dir, cfg_.actor_rollout_ref.model.path);
+      else if (run_.console)
+        save_checkpoint(dir, s_.weights->config(), s_.weights->named_tensors(), DType::F32, 0, extra);
+    });
     run_.comm->barrier();
     return dir;
   }

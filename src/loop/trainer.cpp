@@ -180,15 +180,18 @@ std::string GrpoTrainer::save_checkpoint() {
         write_moment_shard(stage, comm_.rank(), {r.lo, r.hi, r.m, r.v}, actor_->trained_numel());
     std::vector<nlohmann::json> shards;
     for (const std::string& entry : comm_.all_gather_bytes(mine.dump())) shards.push_back(nlohmann::json::parse(entry));
-    actor_->gather_weights();  // the f32 masters of every shard on rank 0, for the model folder
     const ShardedMoments moments{stage, shards, actor_->trained_numel(), actor_->optimizer().steps()};
-    if (console_) dir = save_run_checkpoint(run_dir_, *s_->weights, moments, state_, DType::F32, base, keep);
+    actor_->with_whole_weights([&] {  // the f32 masters of every shard on rank 0, for the model folder
+      if (console_) dir = save_run_checkpoint(run_dir_, *s_->weights, moments, state_, DType::F32, base, keep);
+    });
   } else {  // one process, or LoRA (the adapters' moments are small): rank 0 writes them whole
-    const train::Actor::FullMoments full = actor_->gather_for_checkpoint();
-    const OptimizerMoments moments{full.m, full.v, full.numel, actor_->optimizer().steps()};
-    if (console_)
-      dir = s_->lora ? save_run_lora_checkpoint(run_dir_, *s_->lora, moments, state_, base, base, keep)
-                     : save_run_checkpoint(run_dir_, *s_->weights, moments, state_, DType::F32, base, keep);
+    actor_->with_whole_weights([&] {
+      const train::Actor::FullMoments full = actor_->gather_for_checkpoint();
+      const OptimizerMoments moments{full.m, full.v, full.numel, actor_->optimizer().steps()};
+      if (console_)
+        dir = s_->lora ? save_run_lora_checkpoint(run_dir_, *s_->lora, moments, state_, base, base, keep)
+                       : save_run_checkpoint(run_dir_, *s_->weights, moments, state_, DType::F32, base, keep);
+    });
   }
   comm_.barrier();
   return dir;

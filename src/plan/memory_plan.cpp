@@ -431,8 +431,12 @@ void add_terms(const MemoryPlanInputs& in, const PlanSetup& u, const ParameterSi
   // Saving on rank 0: the f32 weights whole again (ZeRO-3 gathers for the rollout, bf16 mode gathers the
   // masters; LoRA saves the adapters only). Each rank writes its own moments (loop/optimizer_shards.h), but
   // with LoRA rank 0 gathers the adapters' moments of every shard.
-  for (MemoryTerm& term : p.terms)
+  // On several ranks in bf16 mode rank 0 lets its bf16 shadow go while it holds the masters
+  // (Actor::with_whole_weights).
+  for (MemoryTerm& term : p.terms) {
     if (!lora && term.name == (bf16 ? "master" : "weights")) term.save = P32;
+    if (!lora && bf16 && dist && term.name == "weights") term.save = 0;
+  }
   add("checkpoint gather", 0, 0, 0, 0,
       lora ? "rank 0 saving: every rank's AdamW moments of the adapters" : "none: each rank writes its own moments");
   p.terms.back().save = dist && lora ? z.adapter_elems * 8 : 0;  // the adapters' partition, whole
@@ -557,20 +561,46 @@ std::optional<PlanChange> cheapest_fitting_change(const MemoryPlanInputs& in) {
                            }));
     }
   }
-  // A smaller KV budget (a slower rollout: fewer sequences at once), while it still holds a whole group.
-  const RolloutConfig& rc = in.config.actor_rollout_ref.rollout;
-  const int64_t kv_now = plan_memory(in).term("KV cache");
-  for (const double fraction : {0.25, 0.1, 0.05, 0.02}) {
-    if (fraction >= rc.gpu_memory_utilization) continue;
-    MemoryPlanInputs x = in;
+  // Several ranks of full fine-tuning: gradients reduced after every micro-batch and released bucket by
+  // bucket (more reductions, no whole gradient buffer).
+  const std::string per_micro = "actor_rollout_ref.actor.fsdp_config.reduce_per_micro_batch=true";
+  const bool release = in.ranks > 1 && in.lora_rank == 0 && !ac.fsdp_config.reduce_per_micro_batch;
+  auto with_release = [&](MemoryPlanInputs& x) {
     with_ckpt(x);
-    x.config.actor_rollout_ref.rollout.gpu_memory_utilization = fraction;
-    const MemoryPlan kp = plan_memory(x);
+    if (release) x.config.actor_rollout_ref.actor.fsdp_config.reduce_per_micro_batch = true;
+  };
+  if (release)
+    tries.push_back(
+        make("gradients reduced every micro-batch, released bucket by bucket, with activation checkpointing",
+             {ckpt, per_micro}, in.ranks, with_release));
+  // A smaller KV budget (a slower rollout: fewer sequences at once): the largest fraction of the available
+  // memory (in hundredths) with which the rest fits, while it still holds a whole group.
+  const RolloutConfig& rc = in.config.actor_rollout_ref.rollout;
+  auto kv_plan = [&](int hundredths) {
+    MemoryPlanInputs x = in;
+    with_release(x);
+    x.config.actor_rollout_ref.rollout.gpu_memory_utilization = hundredths / 100.0;
+    return std::pair(x, plan_memory(x));
+  };
+  int lo = 0, hi = static_cast<int>(rc.gpu_memory_utilization * 100 - 1e-9);  // the answer is in [lo, hi]
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (kv_plan(mid).second.machine_bytes() <= in.available_bytes)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  if (lo >= 1) {
+    const std::pair<MemoryPlanInputs, MemoryPlan> fitted = kv_plan(lo);
+    const MemoryPlanInputs& x = fitted.first;
+    const MemoryPlan& kp = fitted.second;
     const int64_t group_blocks = rc.n * ((kp.micro_batch_longest + 15) / 16);
-    if (kp.term("KV cache") >= kv_now || kp.kv_blocks < group_blocks) continue;
-    tries.push_back(make(cat("a KV budget of ", fraction, " x the available memory with activation checkpointing"),
-                         {ckpt, cat("actor_rollout_ref.rollout.gpu_memory_utilization=", fraction)}, in.ranks,
-                         [&](MemoryPlanInputs& y) { y.config = x.config; }));
+    std::vector<std::string> sets = {ckpt, cat("actor_rollout_ref.rollout.gpu_memory_utilization=", lo / 100.0)};
+    if (release) sets.push_back(per_micro);
+    if (kp.kv_blocks >= group_blocks)
+      tries.push_back(make(cat("a KV budget of ", lo / 100.0, " x the available memory (what is left)",
+                               release ? ", gradients released bucket by bucket" : "", ", activation checkpointing"),
+                           sets, in.ranks, [&](MemoryPlanInputs& y) { y.config = x.config; }));
   }
   const std::string z3 = "actor_rollout_ref.actor.fsdp_config.reshard_after_forward=true";
   auto with_z3 = [&](MemoryPlanInputs& x) {

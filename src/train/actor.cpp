@@ -547,14 +547,25 @@ UpdateStats Actor::update_sft(const std::vector<TrainSample>& samples, float lr)
   return run_update(samples, fn, lr);
 }
 
-void Actor::gather_weights() {
-  gather_for_rollout();
-  if (sync_) sync_->gather_masters(0);  // LoRA: the base is frozen and the adapters are whole on every rank
+void Actor::with_whole_weights(const std::function<void()>& write) {
+  // LoRA: the base is frozen and the adapters are whole on every rank; f32 mode: the weights are the masters.
+  if (!sync_ || comm_->size() == 1 || !w_.has_bf16()) {
+    gather_for_rollout();
+    write();
+    return;
+  }
+  const bool root = comm_->rank() == 0;
+  Arena& shadow = *w_.bf16_arena();
+  if (root) shadow.discard(0, shadow.numel());
+  sync_->gather_masters(0);
+  write();
+  if (!root) return;
+  w_.refresh_bf16();
+  if (windows_) windows_->drop_stale_masters();  // the other ranks' GEMM masters, gathered for the save
 }
 
 Actor::FullMoments Actor::gather_for_checkpoint() {
   if (comm_->size() == 1) return {adam_.m(), adam_.v(), adam_.end()};
-  gather_weights();
   const bool root = comm_->rank() == 0;
   const int64_t n = grads_.numel();  // the trained elements (a frozen tower's lie past them)
   if (root && full_m_.size() == 0) {

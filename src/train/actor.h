@@ -24,6 +24,7 @@
 // with no base gradients or moments is the base plus activations, below the rollout's base plus KV cache.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -153,11 +154,13 @@ class Actor {
   void share_logprobs(Decoder& dec, const std::vector<TrainSample>& samples, std::vector<std::vector<float>>* logprobs,
                       const MicroBatching* mb = nullptr);
 
-  // Checkpoints (collective: every rank calls them). gather_weights brings every rank's f32 master shard
-  // to rank 0 (needed in bf16 mode, where other ranks' GEMM weights travel as bf16 only);
-  // gather_for_checkpoint does that and returns, on rank 0, the AdamW moments in the whole flat layout
-  // (null elsewhere), valid until the next call.
-  void gather_weights();
+  // Checkpoints (collective: every rank calls them). with_whole_weights runs `write` on every rank (rank 0
+  // writes) while rank 0 holds the whole f32 model: in bf16 mode it gathers every rank's f32 master shard
+  // (the others' GEMM weights travel as bf16 only) and lets its bf16 shadow go meanwhile, rebuilt from the
+  // masters after (the same bits the gathers give); ZeRO-3 in f32 mode gathers the layers.
+  // gather_for_checkpoint returns, on rank 0, the AdamW moments in the whole flat layout (null elsewhere),
+  // valid until the next call (one process, and LoRA, whose moments are small).
+  void with_whole_weights(const std::function<void()>& write);
   struct FullMoments {
     const float* m = nullptr;
     const float* v = nullptr;

@@ -343,3 +343,36 @@ TEST(MemoryPlan, LoraChangeTurnsZero3Off) {
             ch->sets.end());
   EXPECT_EQ(ch->plan.peak, lp.peak);
 }
+
+// When the KV cache is what does not fit, the change offered is the largest KV budget (in hundredths of the
+// available memory) with which the rest fits, not a fixed fraction; on several ranks it also releases the
+// gradients bucket by bucket.
+TEST(MemoryPlan, KvBudgetOfferedIsWhatIsLeft) {
+  const ModelConfig m = preset_config("qwen3", "small");
+  for (const int ranks : {1, 2}) {
+    MemoryPlanInputs in = inputs_for(m, ranks);
+    in.config.actor_rollout_ref.model.enable_gradient_checkpointing = true;
+    in.config.data.train_batch_size = 64;
+    in.config.actor_rollout_ref.rollout.n = 8;
+    in.config.data.max_response_length = 2048;
+    in.config.actor_rollout_ref.actor.ppo_mini_batch_size = 64;
+    in.config.actor_rollout_ref.actor.ppo_max_token_len_per_gpu = 4096;
+    in.config.actor_rollout_ref.rollout.gpu_memory_utilization = 0.9;
+    in.available_bytes = int64_t{4} << 30;
+    const MemoryPlan now = plan_memory(in);
+    ASSERT_FALSE(now.fits()) << format_memory_plan(now);
+    const std::optional<PlanChange> ch = cheapest_fitting_change(in);
+    ASSERT_TRUE(ch.has_value());
+    ASSERT_NE(ch->description.find("KV budget of"), std::string::npos) << ch->description;
+    const auto key = std::find_if(ch->sets.begin(), ch->sets.end(), [](const std::string& s) {
+      return s.rfind("actor_rollout_ref.rollout.gpu_memory_utilization=", 0) == 0;
+    });
+    ASSERT_NE(key, ch->sets.end());
+    const double fraction = std::stod(key->substr(key->find('=') + 1));
+    EXPECT_TRUE(ch->plan.fits());
+    MemoryPlanInputs more = ch->plan.in;  // a hundredth more does not fit
+    more.config.actor_rollout_ref.rollout.gpu_memory_utilization = fraction + 0.01;
+    EXPECT_FALSE(plan_memory(more).fits()) << fraction;
+    EXPECT_EQ(ranks > 1, ch->plan.in.config.actor_rollout_ref.actor.fsdp_config.reduce_per_micro_batch);
+  }
+}
