@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Load for `grpo serve`: C concurrent clients, each sending R streamed completions of T tokens (ignore_eos,
-so every reply has T tokens), one after the other. Prints one JSON line: output tokens/s over the run, and the
-time to the first token (median, p99) in seconds. Standard library only.
+"""Load for an OpenAI-compatible server (`grpo serve`, llama.cpp's llama-server): C concurrent clients, each
+sending R streamed completions of T tokens (ignore_eos, so every reply has T tokens), one after the other.
+Prints one JSON line: output tokens/s over the run, and the time to the first token (median, p99) in seconds.
+A reply's tokens are its usage's completion_tokens (stream_options.include_usage), else the token ids its
+chunks carry (grpo's extension), else its chunks with text. Standard library only.
 Usage: scripts/serve_load.py URL --clients C [--requests R] [--tokens T] [--prompt TEXT]"""
 import argparse
 import http.client
@@ -15,19 +17,25 @@ import urllib.parse
 def one_request(url, body):
     u = urllib.parse.urlparse(url)
     c = http.client.HTTPConnection(u.hostname, u.port, timeout=600)
+    start = time.perf_counter()
     c.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
     r = c.getresponse()
-    start, first, tokens = time.perf_counter(), None, 0
+    if r.status != 200:
+        raise RuntimeError(f"{url}: HTTP {r.status}: {r.read()[:300]!r}")
+    first, ids, texts, usage = None, 0, 0, None
     for line in r:  # server-sent events, one "data: {...}" line each
         if not line.startswith(b"data: {"):
             continue
         chunk = json.loads(line[6:])
+        if chunk.get("usage"):
+            usage = chunk["usage"]["completion_tokens"]
         for choice in chunk.get("choices", []):
-            if choice.get("token_ids"):
+            if choice.get("token_ids") or choice.get("text"):
                 first = first or time.perf_counter()
-                tokens += len(choice["token_ids"])
+                ids += len(choice.get("token_ids") or [])
+                texts += 1 if choice.get("text") else 0
     c.close()
-    return (first - start if first else float("nan")), tokens
+    return (first - start if first else float("nan")), usage if usage is not None else (ids or texts)
 
 
 def main():
@@ -43,7 +51,7 @@ def main():
     def client(k):
         for i in range(a.requests):
             body = {"prompt": f"{a.prompt} {k} {i}", "max_tokens": a.tokens, "stream": True, "ignore_eos": True,
-                    "seed": k * 1000 + i}
+                    "seed": k * 1000 + i, "stream_options": {"include_usage": True}}
             ttft, n = one_request(a.url, body)
             with lock:
                 ttfts.append(ttft)
