@@ -64,8 +64,6 @@ bool has_line_starting(const std::vector<std::string>& lines, const std::string&
   return false;
 }
 
-}  // namespace
-
 TEST_F(RunCheckPlan, ARunThatFitsPrintsItsPlan) {
   const RunCheck r = check(int64_t{64} << 30);
   EXPECT_TRUE(r.ok()) << describe(r);
@@ -96,3 +94,5 @@ TEST_F(RunCheckPlan, SftMakesNoPlan) {
   EXPECT_FALSE(has_line_starting(r.summary, "memory plan")) << describe(r);
   EXPECT_EQ(describe(r).find("[memory]"), std::string::npos) << describe(r);
 }
+
+}  // namespace
