@@ -1,11 +1,15 @@
 // Helpers shared by the test suites: the reference models' folder, fresh temporary folders, substring
-// checks, the relative error the reference comparisons use, and JSONL files read back.
+// checks, the relative error the reference comparisons use, JSONL files read back, and a buffer's resident
+// bytes.
 #pragma once
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -46,6 +50,20 @@ inline std::vector<nlohmann::json> read_jsonl(const std::string& path) {
   std::vector<nlohmann::json> out;
   for_each_line(path, [&](int64_t, const std::string& line) { out.push_back(nlohmann::json::parse(line)); });
   return out;
+}
+
+// Resident bytes of the pages [p, p + bytes) touches (mincore): a buffer's own memory, which the process's
+// RSS (also moved by a sanitizer's shadow memory) does not isolate.
+inline int64_t resident_bytes(const void* p, size_t bytes) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(p) / page * page;
+  const size_t pages = (reinterpret_cast<uintptr_t>(p) + bytes - begin + page - 1) / page;
+  std::vector<unsigned char> in(pages);
+  if (mincore(reinterpret_cast<void*>(begin), pages * page, in.data()) != 0)
+    throw std::runtime_error("mincore failed on a buffer of " + std::to_string(bytes) + " bytes");
+  int64_t n = 0;
+  for (unsigned char c : in) n += c & 1;
+  return n * static_cast<int64_t>(page);
 }
 
 }  // namespace grpo::test

@@ -14,6 +14,7 @@
 #include "core/profiler.h"
 #include "core/rng.h"
 #include "core/stats.h"
+#include "test_util.h"
 
 using namespace grpo;
 
@@ -53,19 +54,6 @@ TEST(Workspace, OverflowNamesTheRequest) {
   EXPECT_NO_THROW(ws.take<float>(64, "b"));
 }
 
-// Resident bytes of [p, p + bytes), by mincore over its pages (not the process's RSS, which a sanitizer's
-// shadow memory also moves).
-static int64_t resident_pages_of(const void* p, size_t bytes) {
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t begin = reinterpret_cast<uintptr_t>(p) / page * page;
-  const size_t pages = (reinterpret_cast<uintptr_t>(p) + bytes - begin + page - 1) / page;
-  std::vector<unsigned char> in(pages);
-  EXPECT_EQ(mincore(reinterpret_cast<void*>(begin), pages * page, in.data()), 0);
-  int64_t n = 0;
-  for (unsigned char c : in) n += c & 1;
-  return n * static_cast<int64_t>(page);
-}
-
 // Workspace::discard between uses (a GRPO step's KV cache and activations): the pages go back to the system
 // and the same addresses are written again without any allocation.
 TEST(Workspace, DiscardReturnsThePagesAndKeepsTheReservation) {
@@ -73,10 +61,10 @@ TEST(Workspace, DiscardReturnsThePagesAndKeepsTheReservation) {
   Workspace ws(bytes, "a test workspace");
   auto* p = ws.take<unsigned char>(static_cast<int64_t>(bytes), "all of it");
   for (size_t i = 0; i < bytes; i += 4096) p[i] = 1;
-  EXPECT_EQ(resident_pages_of(p, bytes), static_cast<int64_t>(bytes));
+  EXPECT_EQ(test::resident_bytes(p, bytes), static_cast<int64_t>(bytes));
   const uint64_t allocs = Buffer::alloc_count();
   ws.discard();
-  EXPECT_LT(resident_pages_of(p, bytes), int64_t{4} << 20);
+  EXPECT_LT(test::resident_bytes(p, bytes), int64_t{4} << 20);
   EXPECT_EQ(ws.used(), 0u);
   EXPECT_EQ(ws.capacity(), bytes);
   auto* q = ws.take<unsigned char>(16, "again");

@@ -22,6 +22,7 @@
 #include "rollout/engine.h"
 #include "train/actor.h"
 #include "temp_dir.h"
+#include "test_util.h"
 
 using namespace grpo;
 
@@ -55,18 +56,6 @@ MemoryPlanInputs inputs_for(const ModelConfig& m, int ranks) {
   in.available_bytes = int64_t{64} << 30;
   in.fixed_bytes = int64_t{50} << 20;
   return in;
-}
-
-// Resident bytes of [p, p + bytes) (mincore over its pages).
-int64_t resident_in(const void* p, size_t bytes) {
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t begin = reinterpret_cast<uintptr_t>(p) / page * page;
-  const size_t pages = (reinterpret_cast<uintptr_t>(p) + bytes - begin + page - 1) / page;
-  std::vector<unsigned char> in(pages);
-  EXPECT_EQ(mincore(reinterpret_cast<void*>(begin), pages * page, in.data()), 0);
-  int64_t n = 0;
-  for (unsigned char c : in) n += c & 1;
-  return n * static_cast<int64_t>(page);
 }
 
 }  // namespace
@@ -204,10 +193,10 @@ TEST(MemoryPlan, RolloutAndTrainingBuffersAreResidentOnlyInTheirPhase) {
   engine.generate(reqs);
   const ops::PagedKvView kvv = engine.kv_cache().view();
   const size_t kv_bytes = static_cast<size_t>(kvv.num_layers * kvv.layer_elems() * ops::kv_dtype_size(kvv.dtype));
-  EXPECT_GT(resident_in(kvv.k, kv_bytes), 0);
+  EXPECT_GT(test::resident_bytes(kvv.k, kv_bytes), 0);
   engine.release_memory();
-  EXPECT_EQ(resident_in(kvv.k, kv_bytes), 0);
-  EXPECT_EQ(resident_in(kvv.v, kv_bytes), 0);
+  EXPECT_EQ(test::resident_bytes(kvv.k, kv_bytes), 0);
+  EXPECT_EQ(test::resident_bytes(kvv.v, kv_bytes), 0);
 }
 
 TEST(MemoryPlan, CheckpointingAndZero3ShrinkTheirTerms) {
@@ -295,7 +284,7 @@ TEST(MemoryPlan, LoraTermsAreWhatTheLoraCodeAllocates) {
   EXPECT_EQ(p.term("optimizer"), (actor.optimizer().end() - actor.optimizer().begin()) * 8);
   EXPECT_EQ(p.term("weights"), frozen->bf16_arena()->numel() * 2);
   const TensorView f32 = frozen->params().flat();
-  const int64_t f32_resident = resident_in(f32.data, static_cast<size_t>(f32.numel()) * 4);
+  const int64_t f32_resident = test::resident_bytes(f32.data, static_cast<size_t>(f32.numel()) * 4);
   EXPECT_EQ(p.term("master"), f32_resident);
   EXPECT_LT(f32_resident, f32.numel() * 4 / 2);  // the GEMM weights' pages were never written
   EXPECT_EQ(p.term("optimizer") + p.term("gradients") + p.term("adapters"), lora.params().numel() * 16);

@@ -14,6 +14,7 @@
 #include "rollout/fake_model.h"
 #include "rollout/incremental_text.h"
 #include "rollout/kv_cache.h"
+#include "test_util.h"
 
 using namespace grpo;
 using namespace grpo::rollout;
@@ -22,17 +23,6 @@ namespace {
 KvCacheShape small_shape(ops::KvDType dt = ops::KvDType::F32) { return {2, 2, 8, 4, dt}; }
 std::vector<int32_t> toks(int32_t start) { return {start, start + 1, start + 2, start + 3}; }
 
-// Resident bytes of the whole pages of [p, p + bytes) (mincore).
-int64_t kv_resident_bytes(const void* p, size_t bytes) {
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t begin = reinterpret_cast<uintptr_t>(p) / page * page;
-  const size_t pages = (reinterpret_cast<uintptr_t>(p) + bytes - begin + page - 1) / page;
-  std::vector<unsigned char> in(pages);
-  EXPECT_EQ(mincore(reinterpret_cast<void*>(begin), pages * page, in.data()), 0);
-  int64_t n = 0;
-  for (unsigned char c : in) n += c & 1;
-  return n * static_cast<int64_t>(page);
-}
 }  // namespace
 
 TEST(KvCache, SizesFromByteBudgetPerDtype) {
@@ -117,15 +107,15 @@ TEST(KvCache, ReleasedStorageIsNotResidentAndItsBlocksAreNotCached) {
     const size_t bytes = static_cast<size_t>(view.num_layers * view.layer_elems() * ops::kv_dtype_size(dt));
     std::memset(view.k, 1, bytes);  // every block written, as a long rollout does
     std::memset(view.v, 1, bytes);
-    EXPECT_GE(kv_resident_bytes(view.k, bytes), static_cast<int64_t>(bytes) * 9 / 10);
+    EXPECT_GE(test::resident_bytes(view.k, bytes), static_cast<int64_t>(bytes) * 9 / 10);
     const int32_t b = kv.allocate();
     const uint64_t h = KvCache::hash_block(0, toks(1));
     kv.insert(b, h, 0, toks(1));
     EXPECT_THROW(kv.release_storage(), Error);  // a block is in use
     kv.release(b);
     kv.release_storage();
-    EXPECT_EQ(kv_resident_bytes(view.k, bytes), 0);
-    EXPECT_EQ(kv_resident_bytes(view.v, bytes), 0);
+    EXPECT_EQ(test::resident_bytes(view.k, bytes), 0);
+    EXPECT_EQ(test::resident_bytes(view.v, bytes), 0);
     EXPECT_EQ(kv.lookup(h, 0, toks(1)), -1);  // its content is gone: never served again
     EXPECT_EQ(kv.available_blocks(), kv.num_blocks());
     EXPECT_EQ(static_cast<const char*>(view.k)[100], 0);  // same addresses, zero pages

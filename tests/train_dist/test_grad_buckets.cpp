@@ -8,7 +8,6 @@
 //   at once (launch_rest: a rank with an empty micro-batch), as every rank must post the same collectives
 //   in the same order.
 #include <gtest/gtest.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,6 +28,7 @@
 #include "model/weights.h"
 #include "train/grad_reducer.h"
 #include "train/zero_layout.h"
+#include "test_util.h"
 
 using namespace grpo;
 using namespace grpo::train;
@@ -182,13 +182,7 @@ class ResidentProbe final : public DecoderHooks {
   void vision_block_done(int64_t b) override { r_.vision_block_done(b), probe(); }
   void embedding_done() override { r_.embedding_done(), probe(); }
   int64_t resident() const {
-    const int64_t page = sysconf(_SC_PAGESIZE), bytes = grads_.numel() * 4;
-    char* base = reinterpret_cast<char*>(grads_.flat().f32());
-    std::vector<unsigned char> in((bytes + page - 1) / page);
-    EXPECT_EQ(mincore(base, static_cast<size_t>(bytes), in.data()), 0);
-    int64_t n = 0;
-    for (unsigned char c : in) n += c & 1;
-    return n * page;
+    return test::resident_bytes(grads_.flat().f32(), static_cast<size_t>(grads_.numel()) * 4);
   }
   int64_t peak = 0;
 
