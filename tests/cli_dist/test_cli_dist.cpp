@@ -44,6 +44,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli_dist_run.h"
 #include "cli_run.h"
 #include "core/files.h"
 #include "report/metrics.h"
@@ -53,7 +54,15 @@
 using namespace grpo;
 using Json = nlohmann::json;
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
+using test::Clock;
+using test::config_yaml;
+using test::expect_same_metrics;
+using test::latest_step;
+using test::Outcome;
+using test::prompt_line;
+using test::run_to_end;
+using test::spawn;
+using test::wait_for;
 
 namespace {
 
@@ -68,54 +77,6 @@ constexpr int64_t kSteps = 6;
 // log-probs on the tiny model in bf16 (about a third of the tokens fall outside).
 constexpr const char* kRejectionBounds = "0.999_1.001";
 
-std::string prompt_line(int i) {
-  const int a = i % 7 + 1, b = i * 3 % 5 + 2;
-  const std::string sum = std::to_string(a) + "+" + std::to_string(b);
-  return Json{{"prompt", "Compute " + sum + "."},
-              {"answer", std::to_string(a + b)},
-              {"response", sum + "=" + std::to_string(a + b) + ". \\boxed{" + std::to_string(a + b) + "}"}}
-             .dump() +
-         "\n";
-}
-
-// 4 prompts x 8 samples of at most 8 tokens a step, rewarded when the response starts with a lowercase
-// letter; every step saved; validation before training, at step 3 and at the end.
-std::string config_yaml(const std::string& dir) {
-  return "data:\n"
-         "  train_files: " + dir + "/train.jsonl\n"
-         "  val_files: " + dir + "/val.jsonl\n"
-         "  train_batch_size: 4\n"
-         "  max_prompt_length: 32\n"
-         "  max_response_length: 8\n"
-         "  apply_chat_template: false\n"
-         "actor_rollout_ref:\n"
-         "  model:\n"
-         "    path: " + dir + "/model\n"
-         "  rollout:\n"
-         "    n: 8\n"
-         "    max_num_seqs: 32\n"
-         "  actor:\n"
-         "    ppo_mini_batch_size: 4\n"
-         "    use_dynamic_bsz: true\n"
-         "    ppo_max_token_len_per_gpu: 128\n"
-         "    optim:\n"
-         "      lr: 1.0e-2\n"
-         "reward:\n"
-         "  functions:\n"
-         "    - name: format\n"
-         "      pattern: \"^[a-z]\"\n"
-         "trainer:\n"
-         "  total_training_steps: " + std::to_string(kSteps) + "\n"
-         "  save_freq: 1\n"
-         "  test_freq: 3\n"
-         "  seed: 0\n"
-         "sft:\n"
-         "  batch_size: 6\n"
-         "  epochs: 2\n"
-         "  lr: 5.0e-3\n"
-         "  max_length: 64\n";
-}
-
 // The command line of `grpo ARGS` on `ranks` ranks (1: no launcher).
 std::vector<std::string> command(int ranks, const std::vector<std::string>& args) {
   std::vector<std::string> c;
@@ -123,40 +84,6 @@ std::vector<std::string> command(int ranks, const std::vector<std::string>& args
   c.push_back(GRPO_BINARY);
   c.insert(c.end(), args.begin(), args.end());
   return c;
-}
-
-// Starts `argv` with stdout and stderr going to `log`.
-pid_t spawn(const std::vector<std::string>& argv, const std::string& log) {
-  std::vector<char*> a;
-  for (const std::string& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-  a.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    execvp(a[0], a.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-struct Outcome {
-  int status;  // exit status, -1 when killed by a signal
-  std::string output;
-  double seconds;
-};
-
-Outcome wait_for(pid_t pid, const std::string& log, Clock::time_point t0) {
-  int st = 0;
-  waitpid(pid, &st, 0);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, read_file(log),
-          std::chrono::duration<double>(Clock::now() - t0).count()};
-}
-
-Outcome run_to_end(const std::vector<std::string>& argv, const std::string& log) {
-  const auto t0 = Clock::now();
-  return wait_for(spawn(argv, log), log, t0);
 }
 
 // The process of rank `rank` among the children of the launcher `mpirun` (0 when not found).
@@ -180,49 +107,6 @@ pid_t rank_pid(pid_t mpirun, int rank) {
   return 0;
 }
 
-int64_t latest_step(const std::string& run) {
-  const std::string ck = latest_run_checkpoint(run);
-  return ck.empty() ? 0 : std::stoll(ck.substr(ck.rfind('_') + 1));
-}
-
-bool clock_or_machine(const std::string& key) {
-  return key.rfind("timing_s/", 0) == 0 ||
-         (key.rfind("perf/", 0) == 0 && key != "perf/train_tokens" && key != "perf/packing_efficiency");
-}
-
-// Metrics of the update that sum fp32 values in an order that depends on the ranks (the trainer's log-probs
-// against the rollout's included: each rank recomputes its own share's).
-bool continuous(const std::string& key) {
-  static const std::set<std::string> keys = {"actor/pg_loss",     "actor/kl_loss", "actor/entropy",
-                                             "actor/pg_clipfrac", "actor/ppo_kl",  "actor/grad_norm",
-                                             "actor/pg_clipfrac_lower", "train/loss"};
-  return keys.count(key) != 0 || key.rfind("training/rollout_probs_diff_", 0) == 0 ||
-         key.rfind("rollout_corr/", 0) == 0;
-}
-
-// Compares two runs' metrics line by line: equal, continuous metrics (and those starting with one of
-// `also_continuous`) within `rel` (relative, or absolute below 1). Lines from `from_line` on.
-void expect_same_metrics(const std::vector<Json>& a, const std::vector<Json>& b, double rel, size_t from_line = 0,
-                         const std::vector<std::string>& also_continuous = {}) {
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = from_line; i < a.size(); ++i) {
-    SCOPED_TRACE(testing::Message() << "line " << i + 1 << ": " << a[i].dump() << "\nvs " << b[i].dump());
-    for (const auto& [key, va] : a[i].items()) {
-      if (clock_or_machine(key)) continue;
-      ASSERT_TRUE(b[i].contains(key)) << key;
-      const Json& vb = b[i][key];
-      bool cont = continuous(key);
-      for (const std::string& prefix : also_continuous) cont = cont || key.rfind(prefix, 0) == 0;
-      if (cont && va.is_number() && vb.is_number()) {
-        const double x = va.get<double>(), y = vb.get<double>();
-        EXPECT_LE(std::fabs(x - y), rel * std::max(1.0, std::fabs(x))) << key;
-      } else {
-        EXPECT_EQ(va, vb) << key;
-      }
-    }
-  }
-}
-
 class CliDist : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -236,7 +120,7 @@ class CliDist : public ::testing::Test {
     for (int i = 0; i < 16; ++i) (i < 4 ? val_data : train_data) += prompt_line(i);
     write_file_atomic(dir_ + "/train.jsonl", train_data);
     write_file_atomic(dir_ + "/val.jsonl", val_data);
-    write_file_atomic(dir_ + "/config.yaml", config_yaml(dir_));
+    write_file_atomic(dir_ + "/config.yaml", config_yaml(dir_, kSteps));
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
 
@@ -502,11 +386,11 @@ TEST_F(CliDist, AKilledRankStopsTheJobAndAHungRankTimesOut) {
     if (sig == SIGSTOP) kill(victim, SIGKILL);  // in case the launcher left it stopped
     EXPECT_NE(o.status, 0) << o.output;
     EXPECT_LT(o.seconds, timeout_s + 30) << o.output;
-    if (sig == SIGKILL) {
+    if (sig == SIGKILL) {  // mpirun names the rank that died; rank 0, ended by SIGTERM, the one it waited for
       EXPECT_NE(o.output.find("rank 1"), std::string::npos) << o.output;
     } else {
       EXPECT_NE(o.output.find("error: [rank 0] [comm] rank 0/2:"), std::string::npos) << o.output;
-      EXPECT_NE(o.output.find("did not complete within 3 s"), std::string::npos) << o.output;
+      EXPECT_NE(o.output.find("did not complete within 3 s: rank 1 died, is stopped"), std::string::npos) << o.output;
     }
   }
 }

@@ -9,12 +9,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <functional>
 #include <future>
 #include <thread>
 
+#include "comm/wait_note.h"
 #include "comm/op_state.h"
 #include "core/clock.h"
 #include "core/dtype.h"
@@ -104,7 +106,7 @@ class MpiCommunicator final : public Communicator {
   Request all_gather(void* data, std::vector<int64_t> off) override {
     check_offsets("all_gather", off);
     return submit(cat("all_gather of ", off.back() - off.front(), " bytes"), [=, this] {
-      std::vector<MPI_Request> reqs;
+      Posted reqs;
       char* d = static_cast<char*>(data);
       int64_t sent = 0;
       for (int r = 0; r < size_; ++r) {
@@ -121,7 +123,7 @@ class MpiCommunicator final : public Communicator {
     check_offsets("gather", off);
     GRPO_CHECK(root >= 0 && root < size_, "[comm] gather to rank ", root, " of ", size_);
     return submit(cat("gather of ", off.back() - off.front(), " bytes to rank ", root), [=, this] {
-      std::vector<MPI_Request> reqs;
+      Posted reqs;
       int64_t sent = 0;
       if (rank_ == root) {
         char* o = static_cast<char*>(out);
@@ -142,7 +144,7 @@ class MpiCommunicator final : public Communicator {
     Request r = submit(cat("all_gather_bytes of ", mine.size(), " bytes"), [&, this] {
       std::vector<int64_t> sizes(size_);
       sizes[rank_] = static_cast<int64_t>(mine.size());
-      std::vector<MPI_Request> reqs;
+      Posted reqs;
       int64_t sent = 0;
       for (int p = 0; p < size_; ++p) {
         if (p == rank_) continue;
@@ -150,7 +152,6 @@ class MpiCommunicator final : public Communicator {
         sent += post(true, &sizes[rank_], sizeof(int64_t), p, reqs);
       }
       complete(reqs);
-      reqs.clear();
       for (int p = 0; p < size_; ++p) {
         GRPO_CHECK(sizes[p] >= 0, "[comm] all_gather_bytes: rank ", p, " announced ", sizes[p], " bytes");
         out[p].resize(sizes[p]);
@@ -172,7 +173,7 @@ class MpiCommunicator final : public Communicator {
     GRPO_CHECK(root >= 0 && root < size_ && bytes >= 0, "[comm] broadcast of ", bytes, " bytes from rank ", root,
                " of ", size_);
     Request r = submit(cat("broadcast of ", bytes, " bytes from rank ", root), [=, this] {
-      std::vector<MPI_Request> reqs;
+      Posted reqs;
       int64_t sent = 0;
       if (rank_ == root) {
         for (int p = 0; p < size_; ++p)
@@ -188,8 +189,10 @@ class MpiCommunicator final : public Communicator {
 
   void barrier() override {
     Request r = submit("barrier", [this] {
-      std::vector<MPI_Request> reqs(1);
-      check(MPI_Ibarrier(comm_, &reqs[0]));
+      Posted reqs;
+      reqs.requests.emplace_back();
+      reqs.peers.push_back(-1);
+      check(MPI_Ibarrier(comm_, &reqs.requests.back()));
       complete(reqs);
       return int64_t{0};
     });
@@ -197,6 +200,16 @@ class MpiCommunicator final : public Communicator {
   }
 
  private:
+  // Point-to-point requests in flight, each with the rank at its other end (-1: all, a barrier).
+  struct Posted {
+    std::vector<MPI_Request> requests;
+    std::vector<int> peers;
+    void clear() {
+      requests.clear();
+      peers.clear();
+    }
+  };
+
   struct Task {
     std::shared_ptr<detail::OpState> state;
     std::function<int64_t()> run;  // runs on the communication thread; returns the bytes it sent
@@ -233,6 +246,7 @@ class MpiCommunicator final : public Communicator {
     int found = 0;
     MPI_Comm_get_attr(comm_, MPI_TAG_UB, &ub, &found);
     tag_ub_ = found && ub ? *ub : 32767;
+    if (size_ > 1) print_wait_note_on_sigterm();
     ready.set_value("");
 
     for (;;) {
@@ -280,32 +294,68 @@ class MpiCommunicator final : public Communicator {
 
   // Posts a send (or receive) of `bytes` bytes with `peer` in messages of at most kMaxMessage bytes;
   // returns the bytes sent.
-  int64_t post(bool send, const void* p, int64_t bytes, int peer, std::vector<MPI_Request>& reqs) {
+  int64_t post(bool send, const void* p, int64_t bytes, int peer, Posted& reqs) {
     for (int64_t off = 0; off < bytes; off += kMaxMessage) {
       const int n = static_cast<int>(std::min(kMaxMessage, bytes - off));
       MPI_Request r;
       char* at = static_cast<char*>(const_cast<void*>(p)) + off;
       check(send ? MPI_Isend(at, n, MPI_BYTE, peer, tag(), comm_, &r) : MPI_Irecv(at, n, MPI_BYTE, peer, tag(), comm_, &r));
-      reqs.push_back(r);
+      reqs.requests.push_back(r);
+      reqs.peers.push_back(peer);
     }
     return send ? bytes : 0;
   }
 
   // Drives the requests to completion: MPI_Testall with a short spin, then sleeps of growing length (20 us
   // to 200 us) between polls, so a waiting communication thread takes little CPU from the compute threads.
-  void complete(std::vector<MPI_Request>& reqs) {
-    if (reqs.empty()) return;
+  // A wait past kNoteAfter leaves a note of what it waits for (printed if the launcher ends the job, see
+  // wait_note.h); past the timeout it fails naming the ranks whose messages are still outstanding.
+  void complete(Posted& reqs) {
+    if (reqs.requests.empty()) return;
+    constexpr double kNoteAfter = 0.25;  // seconds
     const auto t0 = Clock::now();
+    double noted = 0;  // the wait's length at the last note
     for (int polls = 0;; ++polls) {
       int done = 0;
-      check(MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE));
-      if (done) return;
-      if (polls % 64 == 0 && seconds_since(t0) > timeout())
-        fail("[comm] rank ", rank_, "/", size_, ": ", *what_, " did not complete within ", timeout(),
-             " s: another rank died, is stopped or took a different code path (timeout: trainer.comm_timeout_s or "
-             "GRPO_COMM_TIMEOUT_S)");
+      check(MPI_Testall(static_cast<int>(reqs.requests.size()), reqs.requests.data(), &done, MPI_STATUSES_IGNORE));
+      if (done) {
+        if (noted > 0) set_wait_note("");
+        reqs.clear();
+        return;
+      }
+      if (polls % 64 == 0) {
+        const double waited = seconds_since(t0);
+        if (waited > timeout())
+          fail("[comm] rank ", rank_, "/", size_, ": ", *what_, " did not complete within ", timeout(),
+               " s: ", outstanding_peers(reqs),
+               " died, is stopped, cannot be reached or took a different code path (timeout: "
+               "trainer.comm_timeout_s or GRPO_COMM_TIMEOUT_S)");
+        if (waited > noted + kNoteAfter) {
+          noted = waited;
+          char secs[32];
+          std::snprintf(secs, sizeof secs, "%.1f", waited);
+          set_wait_note(cat("[rank ", rank_, "] [comm] ended by SIGTERM (the launcher ends the job) after waiting ",
+                            secs, " s for ", outstanding_peers(reqs), ": ", *what_));
+        }
+      }
       if (polls >= 32) std::this_thread::sleep_for(std::chrono::microseconds(polls < 256 ? 20 : 200));
     }
+  }
+
+  // "rank 1", "ranks 1, 3" or "another rank": the peers of the requests not complete yet.
+  std::string outstanding_peers(const Posted& reqs) {
+    std::vector<int> peers;
+    for (size_t i = 0; i < reqs.requests.size(); ++i) {
+      int done = 1;
+      if (reqs.requests[i] != MPI_REQUEST_NULL) MPI_Request_get_status(reqs.requests[i], &done, MPI_STATUS_IGNORE);
+      if (!done && reqs.peers[i] >= 0 && std::find(peers.begin(), peers.end(), reqs.peers[i]) == peers.end())
+        peers.push_back(reqs.peers[i]);
+    }
+    if (peers.empty()) return "another rank";
+    std::sort(peers.begin(), peers.end());
+    std::string list = peers.size() == 1 ? "rank " : "ranks ";
+    for (size_t i = 0; i < peers.size(); ++i) list += (i ? ", " : "") + std::to_string(peers[i]);
+    return list;
   }
 
   int64_t run_reduce_scatter(const float* full, int64_t lo, int64_t hi, const Partition& part, float* shard, Wire wire,
@@ -314,7 +364,7 @@ class MpiCommunicator final : public Communicator {
     const int64_t a = part.piece_begin(rank_, lo, hi), mine = part.piece_size(rank_, lo, hi);
     recv_.resize(std::max<size_t>(recv_.size(), static_cast<size_t>(size_ * mine * wb)));
     if (wire != Wire::F32) send_.resize(std::max<size_t>(send_.size(), static_cast<size_t>((hi - lo) * wb)));
-    std::vector<MPI_Request> reqs;
+    Posted reqs;
     int64_t sent = 0;
     for (int p = 0; p < size_; ++p) {
       if (p == rank_) continue;
