@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <sstream>
 
 #include "bench/bench_folder.h"
 #include "cli/child_process.h"
@@ -28,7 +29,9 @@ void run_one(const BenchDistArgs& a, const GrpoBenchOptions& o, const std::strin
              const std::string& train_path, DistBenchRun& r, const std::string& run_dir) {
   std::vector<std::string> argv;
   if (r.ranks > 1) {
-    argv = {a.mpirun, "-np", std::to_string(r.ranks), "--oversubscribe", "-x", "OMP_NUM_THREADS=1"};
+    std::istringstream launcher(a.mpirun);  // the launcher and its own arguments, split at spaces
+    for (std::string word; launcher >> word;) argv.push_back(word);
+    argv.insert(argv.end(), {"-np", std::to_string(r.ranks), "--oversubscribe", "-x", "OMP_NUM_THREADS=1"});
     if (geteuid() == 0) argv.push_back("--allow-run-as-root");  // Open MPI refuses root otherwise
   }
   // --overwrite: the run folders are this benchmark's own, so a re-run into the same --out starts them over
@@ -91,7 +94,10 @@ void setup_bench_dist(CLI::App& app) {
       ->check(CLI::IsMember({"bf16", "f32"}))
       ->capture_default_str();
   c->add_option("--seed", a->o.seed, "Seed")->capture_default_str();
-  c->add_option("--mpirun", a->mpirun, "The MPI launcher")->capture_default_str();
+  c->add_option("--mpirun", a->mpirun,
+                "The MPI launcher, with arguments of its own split at spaces (between hosts of the network-namespace "
+                "bed: 'scripts/netns_bed.sh mpirun')")
+      ->capture_default_str();
   c->add_option("--out", a->out, "Work folder, kept (default: a temporary folder, removed)");
   c->callback([a] { run(*a); });
 }
