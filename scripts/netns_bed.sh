@@ -135,9 +135,10 @@ run_mpirun() {
   hostfile="/run/netns-bed-${name}.hosts"
   for ((i = 1; i <= n; ++i)); do echo "$(host_ip "$i") slots=1"; done >"$hostfile"
   # TCP between the hosts (shared memory would bypass the links); the daemons' own channel on the bridge too.
+  # No binding: each host's daemon would bind its rank to "its" first core, the same core on every host.
   exec env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --hostfile "$hostfile" \
     --mca plm_rsh_agent "$self agent" --mca plm_rsh_no_tree_spawn 1 \
-    --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "${subnet}.0/24" \
+    --bind-to none --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "${subnet}.0/24" \
     --mca oob_tcp_if_include "${subnet}.0/24" --mca orte_leave_session_attached 1 -x PATH "$@"
 }
 

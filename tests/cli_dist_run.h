@@ -26,8 +26,8 @@ inline std::string prompt_line(int i) {
   const int a = i % 7 + 1, b = i * 3 % 5 + 2;
   const std::string sum = std::to_string(a) + "+" + std::to_string(b);
   return nlohmann::json{{"prompt", "Compute " + sum + "."},
-              {"answer", std::to_string(a + b)},
-              {"response", sum + "=" + std::to_string(a + b) + ". \\boxed{" + std::to_string(a + b) + "}"}}
+                        {"answer", std::to_string(a + b)},
+                        {"response", sum + "=" + std::to_string(a + b) + ". \\boxed{" + std::to_string(a + b) + "}"}}
              .dump() +
          "\n";
 }
@@ -36,15 +36,21 @@ inline std::string prompt_line(int i) {
 // letter; `steps` steps, every one saved; validation before training, every 3 steps and at the end.
 inline std::string config_yaml(const std::string& dir, int64_t steps) {
   return "data:\n"
-         "  train_files: " + dir + "/train.jsonl\n"
-         "  val_files: " + dir + "/val.jsonl\n"
+         "  train_files: " +
+         dir +
+         "/train.jsonl\n"
+         "  val_files: " +
+         dir +
+         "/val.jsonl\n"
          "  train_batch_size: 4\n"
          "  max_prompt_length: 32\n"
          "  max_response_length: 8\n"
          "  apply_chat_template: false\n"
          "actor_rollout_ref:\n"
          "  model:\n"
-         "    path: " + dir + "/model\n"
+         "    path: " +
+         dir +
+         "/model\n"
          "  rollout:\n"
          "    n: 8\n"
          "    max_num_seqs: 32\n"
@@ -59,7 +65,9 @@ inline std::string config_yaml(const std::string& dir, int64_t steps) {
          "    - name: format\n"
          "      pattern: \"^[a-z]\"\n"
          "trainer:\n"
-         "  total_training_steps: " + std::to_string(steps) + "\n"
+         "  total_training_steps: " +
+         std::to_string(steps) +
+         "\n"
          "  save_freq: 1\n"
          "  test_freq: 3\n"
          "  seed: 0\n"
@@ -117,8 +125,8 @@ inline bool clock_or_machine(const std::string& key) {
 // Metrics of the update that sum fp32 values in an order that depends on the ranks (the trainer's log-probs
 // against the rollout's included: each rank recomputes its own share's).
 inline bool continuous(const std::string& key) {
-  static const std::set<std::string> keys = {"actor/pg_loss",     "actor/kl_loss", "actor/entropy",
-                                             "actor/pg_clipfrac", "actor/ppo_kl",  "actor/grad_norm",
+  static const std::set<std::string> keys = {"actor/pg_loss",           "actor/kl_loss", "actor/entropy",
+                                             "actor/pg_clipfrac",       "actor/ppo_kl",  "actor/grad_norm",
                                              "actor/pg_clipfrac_lower", "train/loss"};
   return keys.count(key) != 0 || key.rfind("training/rollout_probs_diff_", 0) == 0 ||
          key.rfind("rollout_corr/", 0) == 0;
@@ -126,8 +134,8 @@ inline bool continuous(const std::string& key) {
 
 // Compares two runs' metrics line by line: equal, continuous metrics (and those starting with one of
 // `also_continuous`) within `rel` (relative, or absolute below 1). Lines from `from_line` on.
-inline void expect_same_metrics(const std::vector<nlohmann::json>& a, const std::vector<nlohmann::json>& b, double rel, size_t from_line = 0,
-                         const std::vector<std::string>& also_continuous = {}) {
+inline void expect_same_metrics(const std::vector<nlohmann::json>& a, const std::vector<nlohmann::json>& b, double rel,
+                                size_t from_line = 0, const std::vector<std::string>& also_continuous = {}) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = from_line; i < a.size(); ++i) {
     SCOPED_TRACE(testing::Message() << "line " << i + 1 << ": " << a[i].dump() << "\nvs " << b[i].dump());

@@ -86,8 +86,8 @@ class CliNetns : public ::testing::Test {
   // `grpo train` of the suite's config into `run`, on the 2 hosts of the bed (or over shared memory).
   static std::vector<std::string> train_command(bool hosts, const std::string& run,
                                                 const std::vector<std::string>& more = {}) {
-    std::vector<std::string> c = hosts ? std::vector<std::string>{kBed, "mpirun"}
-                                       : std::vector<std::string>{kMpiexec, "--oversubscribe"};
+    std::vector<std::string> c =
+        hosts ? std::vector<std::string>{kBed, "mpirun"} : std::vector<std::string>{kMpiexec, "--oversubscribe"};
     c.insert(c.end(), {"-np", "2", "-x", "OMP_NUM_THREADS=1", GRPO_BINARY, "train", dir_ + "/config.yaml", "--threads",
                        "1", "--set", "trainer.default_local_dir=" + run});
     c.insert(c.end(), more.begin(), more.end());
@@ -136,7 +136,7 @@ TEST_F(CliNetns, ACutLinkEndsTheJobNamingTheRankAndTheRunResumesExactly) {
   EXPECT_NE(ended.status, 0) << ended.output;
   EXPECT_LT(ended.seconds, timeout_s + 10) << ended.output;
   EXPECT_NE(ended.output.find("netns_bed: host 2 (" + std::string(std::getenv("GRPO_NETNS_SUBNET")) +
-                             ".12): link down for 1 s, connection lost"),
+                              ".12): link down for 1 s, connection lost"),
             std::string::npos)
       << ended.output;
   EXPECT_NE(ended.output.find("[rank 0] [comm] ended by SIGTERM (the launcher ends the job) after waiting "),
