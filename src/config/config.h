@@ -122,7 +122,7 @@ struct FsdpConfig {
   FsdpMixedPrecision mixed_precision;
   double bucket_cap_mb = 4;             // gradient reduce-scatter bucket, MB of fp32 gradients
   bool overlap_comm = true;             // start each bucket during the backward (false: after it)
-  bool reduce_per_micro_batch = false;  // reduce after every micro-batch (false: once per mini-batch)
+  bool reduce_per_micro_batch = true;   // reduce after every micro-batch, as FSDP does (false: once per mini-batch)
   bool reshard_after_forward = false;   // ZeRO-3: layers' parameters sharded while training, gathered just in time
 };
 

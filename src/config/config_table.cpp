@@ -285,7 +285,8 @@ std::vector<KeySpec> build_table() {
       KEY(actor_rollout_ref.actor.fsdp_config.overlap_comm, any(),
           "start each bucket's reduction as soon as the backward completed it (false: after the backward)"),
       KEY(actor_rollout_ref.actor.fsdp_config.reduce_per_micro_batch, any(),
-          "reduce gradients after every micro-batch (false: once per mini-batch, after the last one)"),
+          "reduce-scatter gradients into the shard after every micro-batch, as FSDP does, releasing each bucket "
+          "once reduced: no whole-model gradient buffer (false: accumulate whole, reduce once per mini-batch)"),
       KEY(actor_rollout_ref.actor.fsdp_config.reshard_after_forward, any(),
           "ZeRO-3: while training keep only this rank's shard of the layers' parameters and gather each layer "
           "just in time, the next one prefetched (false: ZeRO-2, whole parameters on every rank)"),

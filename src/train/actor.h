@@ -78,7 +78,7 @@ struct DataParallel {
   comm::Wire reduce_wire = comm::Wire::F32;  // fsdp_config.mixed_precision.reduce_dtype
   int64_t bucket_elems = 1 << 20;            // fsdp_config.bucket_cap_mb, in fp32 elements
   bool overlap = true;                       // start each bucket during the backward (else after it)
-  bool reduce_per_micro_batch = false;       // reduce every micro-batch (else once, after the last)
+  bool reduce_per_micro_batch = true;        // reduce every micro-batch (else once, after the last)
   bool zero3 = false;                        // fsdp_config.reshard_after_forward: layers gathered just in time
 };
 

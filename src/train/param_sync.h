@@ -24,7 +24,7 @@ namespace grpo::train {
 
 class ParamSync {
  public:
-  static constexpr int64_t kChunkElems = int64_t{1} << 25;  // 32 Mi elements: at most 128 MiB packed a slot
+  static constexpr int64_t kChunkElems = int64_t{1} << 22;  // 4 Mi elements: at most 16 MiB packed a slot
   ParamSync(ModelWeights& w, comm::Communicator& comm, const comm::Partition& part, int64_t chunk_elems = kChunkElems);
 
   void run();  // the whole layout, blocking
