@@ -57,7 +57,7 @@ DataLengths data_lengths(const Dataset& train, const Dataset& val);
 // oneDNN's primitives, kernels and scratch, the allocator's arenas), measured on the runs of
 // docs/performance.md.
 int64_t measured_fixed_overhead_bytes();
-constexpr int64_t kRuntimeOverheadBytes = int64_t{24} << 20;
+constexpr int64_t kRuntimeOverheadBytes = int64_t{16} << 20;
 
 struct MemoryPlanInputs {
   Config config;

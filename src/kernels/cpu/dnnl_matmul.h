@@ -2,12 +2,18 @@
 // attributes of alpha and beta, and a bounded cache of matmul primitives keyed by shape ("shape cache":
 // creating a primitive costs ~1 ms, executing a cached one nothing). Packed batches vary T from step to
 // step, so each cache is bounded: past its capacity (1024 shapes) it starts over; plans in use stay alive
-// through their shared_ptr.
+// through their shared_ptr. Primitives are made with a user scratchpad: a cached plan holds no working memory
+// of its own (oneDNN's default gives each primitive one, sized by its shape, so that a cache of shapes grew
+// by megabytes with every new micro-batch length); each thread executes on one scratchpad of its own, grown
+// to the largest plan it ran.
 #pragma once
 
 #include <dnnl.hpp>
 
 #include <cstddef>
+#include <cstdlib>
+#include <new>
+#include <unordered_map>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -20,6 +26,7 @@ namespace grpo::ops::cpu_dnnl {
 struct MatmulPlan {
   dnnl::memory::desc a_md, b_md, c_md;
   dnnl::matmul prim;
+  dnnl::memory::desc scratch_md;  // the working memory the primitive needs at execute
 };
 
 // The process's oneDNN CPU engine and stream.
@@ -35,6 +42,7 @@ inline Runtime& runtime() {
 // C = alpha * op(A) op(B) + beta * C with beta 0 or 1: alpha an output scale, beta = 1 a sum post-op.
 inline dnnl::primitive_attr matmul_attr(float alpha, float beta) {
   dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
   if (beta != 0.0f) {
     dnnl::post_ops ops;
@@ -47,8 +55,27 @@ inline dnnl::primitive_attr matmul_attr(float alpha, float beta) {
 inline MatmulPlan make_plan(const dnnl::memory::desc& a_md, const dnnl::memory::desc& b_md,
                             const dnnl::memory::desc& c_md, float alpha, float beta) {
   const dnnl::matmul::desc desc(a_md, b_md, c_md);
-  return {a_md, b_md, c_md,
-          dnnl::matmul(dnnl::matmul::primitive_desc(desc, matmul_attr(alpha, beta), runtime().engine))};
+  const dnnl::matmul::primitive_desc pd(desc, matmul_attr(alpha, beta), runtime().engine);
+  return {a_md, b_md, c_md, dnnl::matmul(pd), pd.scratchpad_desc()};
+}
+
+// This thread's scratchpad for executing plans: at least `bytes`, 64-byte aligned, kept for the next call.
+inline void* thread_scratchpad(size_t bytes) {
+  struct Scratch {
+    void* p = nullptr;
+    size_t size = 0;
+    ~Scratch() { std::free(p); }
+  };
+  thread_local Scratch s;
+  if (bytes > s.size) {
+    const size_t rounded = (bytes + 63) / 64 * 64;
+    void* grown = std::aligned_alloc(64, rounded);
+    if (!grown) throw std::bad_alloc();
+    std::free(s.p);
+    s.p = grown;
+    s.size = rounded;
+  }
+  return s.p;
 }
 
 // Runs plan on A, B, C (pointers to the first element of each operand's view) and waits for it.
@@ -57,7 +84,10 @@ inline void execute(const MatmulPlan& plan, const void* A, const void* B, float*
   dnnl::memory a(plan.a_md, rt.engine, const_cast<void*>(A));
   dnnl::memory b(plan.b_md, rt.engine, const_cast<void*>(B));
   dnnl::memory c(plan.c_md, rt.engine, C);
-  plan.prim.execute(rt.stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+  std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}};
+  if (const size_t bytes = plan.scratch_md.get_size(); bytes > 0)
+    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(plan.scratch_md, rt.engine, thread_scratchpad(bytes)));
+  plan.prim.execute(rt.stream, args);
   rt.stream.wait();
 }
 
