@@ -1,6 +1,8 @@
 // Rollout benchmark (see rollout_bench.h).
 #include "bench/rollout_bench.h"
 
+#include <algorithm>
+
 #include "core/rng.h"
 #include "rollout/decoder_model.h"
 
@@ -82,6 +84,25 @@ int64_t decode_weight_bytes(const ModelWeights& w, ComputeMode mode) {
   return c.num_hidden_layers * per_layer + C * f32  // final norm
          + V * C * wsize                             // lm_head (the embedding table when tied)
          + C * f32;                                  // the input embedding's row of the token
+}
+
+double matmul_flops_per_token(const ModelConfig& c) {
+  const double C = static_cast<double>(c.hidden_size), Q = static_cast<double>(c.num_attention_heads * c.head_dim),
+               KV = static_cast<double>(c.num_key_value_heads * c.head_dim),
+               F = static_cast<double>(c.intermediate_size), V = static_cast<double>(c.vocab_size);
+  const double per_layer = (Q + 2 * KV) * C + C * Q + 3 * F * C;  // wqkv, wo, gate + up, down
+  return 2 * (static_cast<double>(c.num_hidden_layers) * per_layer + V * C);
+}
+
+Roofline generation_roofline(int64_t weight_bytes, double flops_per_token, double bandwidth_bytes_per_s,
+                             double gemm_peak_flops_per_s, int64_t batch) {
+  const double read_s = static_cast<double>(weight_bytes) / bandwidth_bytes_per_s,
+               compute_s = static_cast<double>(batch) * flops_per_token / gemm_peak_flops_per_s;
+  Roofline r;
+  r.decode_compute_bound = compute_s > read_s;
+  r.decode_tokens_per_s = static_cast<double>(batch) / std::max(read_s, compute_s);
+  r.prefill_tokens_per_s = gemm_peak_flops_per_s / flops_per_token;
+  return r;
 }
 
 }  // namespace grpo::rollout

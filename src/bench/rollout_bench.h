@@ -37,4 +37,20 @@ RolloutBenchResult run_rollout_bench(ModelWeights& w, const RolloutBenchOptions&
 // norms and biases (f32), and one row of the f32 input embedding (an untied table is never read in full).
 int64_t decode_weight_bytes(const ModelWeights& w, ComputeMode mode);
 
+// Multiply-add FLOPs of one token through the model's matmuls (2 x the matmul weights, lm_head included);
+// attention over the context is left out (under 3% of it at 256 tokens of context on qwen3-0.6b).
+double matmul_flops_per_token(const ModelConfig& c);
+
+// The roofline of generation on this machine: a decode step of `batch` sequences reads every weight once
+// and multiplies it `batch` times, so it takes at least max(weight bytes / DRAM bandwidth, batch x FLOPs per
+// token / GEMM peak): bandwidth-bound at batch 1, compute-bound at large batches, the larger of the two in
+// between. Prefill is compute-bound: at most GEMM peak / FLOPs per token tokens/s.
+struct Roofline {
+  double decode_tokens_per_s = 0;  // batch / the step's lower bound
+  bool decode_compute_bound = false;
+  double prefill_tokens_per_s = 0;
+};
+Roofline generation_roofline(int64_t weight_bytes, double flops_per_token, double bandwidth_bytes_per_s,
+                             double gemm_peak_flops_per_s, int64_t batch);
+
 }  // namespace grpo::rollout

@@ -7,6 +7,8 @@
 // own pair, and the medians reported. Also which kernel the decode matmuls take at each batch size of the
 // run and, where the bf16 GEMV runs on AMX tiles, their crossover with the vector GEMV and oneDNN on the
 // model's largest decode matmul (gate/up), measured in the same run; elsewhere, why the tiles are absent.
+// And the roofline (rollout_bench.h): each measurement next to its bound, decode at batch 1 against the
+// bandwidth, the batch run's decode against the larger of its two bounds, prefill against the GEMM peak.
 // Prints one JSON object.
 #include <algorithm>
 #include <cstdio>
@@ -102,6 +104,34 @@ void report_decode_kernels(nlohmann::json& j, const ModelConfig& c, const rollou
                          {"tiles_beat_onednn_up_to_batch", beats_onednn}};
 }
 
+// The run against the machine's roofline (rollout_bench.h): the GEMM peak measured here (a 2048^3 GEMM in
+// the weights' dtype), the bandwidth from the single-sequence rounds (whose fraction of the bound is
+// bandwidth_fraction); the batch run's decode at its batch (every sample at once) and its prefill.
+void report_roofline(nlohmann::json& j, const ModelConfig& c, const rollout::RolloutBenchOptions& o,
+                     const rollout::RolloutBenchResult& opt, const Decode1& d1, int64_t wbytes) {
+  const DType wdt = o.mode == ComputeMode::BF16 ? DType::BF16 : DType::F32;
+  std::fprintf(stderr, "[bench rollout] the %s GEMM peak (2048^3)...\n", std::string(dtype_name(wdt)).c_str());
+  const double peak_gflops = measure_gemm_gflops(wdt, 2048, 2048, 2048);
+  const double flops = rollout::matmul_flops_per_token(c);
+  const int64_t batch = o.prompts * o.n;
+  const rollout::Roofline r = rollout::generation_roofline(wbytes, flops, d1.bandwidth, peak_gflops * 1e9, batch);
+  j["roofline"] = {{"gemm_peak_gflops", peak_gflops},
+                   {"flops_per_token", flops},
+                   {"decode_batch", batch},
+                   {"decode_bound", r.decode_compute_bound ? "gemm_peak" : "bandwidth"},
+                   {"decode_bound_tokens_per_s", r.decode_tokens_per_s},
+                   {"decode_fraction", opt.decode_tokens_per_s / r.decode_tokens_per_s},
+                   {"decode_gflops", opt.decode_tokens_per_s * flops / 1e9},
+                   {"prefill_bound_tokens_per_s", r.prefill_tokens_per_s},
+                   {"prefill_fraction", opt.prefill_tokens_per_s / r.prefill_tokens_per_s}};
+  std::fprintf(stderr,
+               "[bench rollout] roofline: GEMM peak %.0f GFLOP/s, %.1f GB/s; decode at batch 1 %.2f of the bandwidth "
+               "bound; decode at batch %lld %.2f of its %s bound (%.0f tokens/s); prefill %.2f of the GEMM peak\n",
+               peak_gflops, d1.bandwidth / 1e9, d1.fraction, static_cast<long long>(batch),
+               opt.decode_tokens_per_s / r.decode_tokens_per_s, r.decode_compute_bound ? "GEMM-peak" : "bandwidth",
+               r.decode_tokens_per_s, opt.prefill_tokens_per_s / r.prefill_tokens_per_s);
+}
+
 struct BenchRolloutArgs {
   std::string model, preset = "small", arch = "qwen3", dtype = "bf16", decode_matmul = "batch_invariant";
   rollout::RolloutBenchOptions o;
@@ -146,6 +176,7 @@ void run(const BenchRolloutArgs& a) {
                       {"threads", num_threads()},
                       {"gen_tokens_per_s", opt.gen_tokens_per_s},
                       {"prefill_tokens_per_s", opt.prefill_tokens_per_s},
+                      {"decode_tokens_per_s", opt.decode_tokens_per_s},
                       {"seconds", opt.seconds},
                       {"kv_bytes", opt.kv_bytes},
                       {"blocks_shared", opt.blocks_shared},
@@ -157,6 +188,7 @@ void run(const BenchRolloutArgs& a) {
                       {"bandwidth_fraction", d1.fraction},
                       {"decode1_rounds", d1.rounds}};
   report_decode_kernels(j, w->config(), o);
+  report_roofline(j, w->config(), o, opt, d1, wbytes);
   if (a.lora_rank > 0) {  // the same run with adapters on all linears, unmerged (random A and B, alpha 2r)
     LoraConfig lc;
     lc.rank = a.lora_rank;
