@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A test bed of 2 to 4 "hosts" on one Linux machine, for running grpo's multi-process jobs over a real network
+# A test bed of 2 to 9 "hosts" on one Linux machine, for running grpo's multi-process jobs over a real network
 # stack instead of shared memory: each host is a network namespace with its own interface, joined to the
 # others by a veth pair into one bridge, its link rate-limited with tc's tbf qdisc (and delayed with netem
 # where the kernel has it). Open MPI runs between them over TCP only (no shared memory across hosts);
@@ -14,7 +14,7 @@
 # Several beds can coexist: GRPO_NETNS_NAME (default "grpo", at most 8 characters) names one, and
 # GRPO_NETNS_SUBNET (default 10.77.0) is its /24. Host i (1-based) is namespace <name>-h<i> at <subnet>.<10+i>;
 # the bridge <name>-br is <subnet>.1.
-set -euo pipefail
+set -Eeuo pipefail  # -E: the ERR trap of `up` also fires inside its functions
 name="${GRPO_NETNS_NAME:-grpo}"
 subnet="${GRPO_NETNS_SUBNET:-10.77.0}"
 state="/run/netns-bed-${name}.env"
@@ -31,7 +31,7 @@ hosts() { [[ -f "$state" ]] || die "no bed '$name' is up (run: $0 up)"; sed -n '
 # prefix or nothing). Both ends of each veth are shaped, so each direction of a link has the rate.
 shape() {
   local dev="$1" rate="$2" delay="$3"; shift 3
-  # tbf's burst must hold at least rate / HZ bytes; 8 MB covers 10 Gbit/s at HZ = 100.
+  # tbf's burst must hold at least rate / HZ bytes: 8 MB covers 10 Gbit/s from HZ = 160 (Debian's kernels: 250).
   if [[ -n "$delay" ]] && "$@" tc qdisc add dev "$dev" root handle 1: netem delay "$delay" 2>/dev/null; then
     "$@" tc qdisc add dev "$dev" parent 1: handle 2: tbf rate "$rate" burst 8mb latency 100ms
   else
@@ -86,7 +86,7 @@ up() {
 down() {
   for ns in $(ip netns list | awk '{print $1}' | grep -E "^${name}-h[0-9]+$" || true); do ip netns del "$ns"; done
   ip link del "${name}-br" 2>/dev/null || true
-  rm -f "$state"
+  rm -f "$state" "/run/netns-bed-${name}.hosts"
 }
 
 status() {
@@ -114,14 +114,15 @@ agent() {
   n="$(hosts)"
   for ((i = 1; i <= n; ++i)); do [[ "$(host_ip "$i")" == "$ip" ]] && host="$i"; done
   [[ -n "$host" ]] || die "agent: $ip is not a host of bed '$name'"
-  ip netns exec "$(host_ns "$host")" unshare --uts sh -c "hostname $(host_ns "$host"); $*" &
+  # a session of its own (setsid; a background job of this script is no group leader, so setsid does not
+  # fork and $! leads the session), so that a lost host's daemon and its ranks end together
+  setsid ip netns exec "$(host_ns "$host")" unshare --uts sh -c "hostname $(host_ns "$host"); $*" &
   local daemon=$! down=0
   while kill -0 "$daemon" 2>/dev/null; do
     if ip link show "$(host_link "$host")" | grep -q 'state UP'; then down=0; else down=$((down + 1)); fi
     if ((down >= 5)); then
       echo "netns_bed: host $host ($ip): link down for 1 s, connection lost" >&2
-      pkill -KILL -P "$daemon" 2>/dev/null || true
-      kill -KILL "$daemon" 2>/dev/null || true
+      pkill -KILL -s "$daemon" 2>/dev/null || true
       exit 255
     fi
     sleep 0.2

@@ -3,6 +3,7 @@
 // (tests/cli_dist/test_cli_dist.cpp says which metrics are equal and which agree to a tolerance, and why).
 #pragma once
 #include <fcntl.h>
+#include <signal.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -103,6 +104,21 @@ struct Outcome {
 inline Outcome wait_for(pid_t pid, const std::string& log, Clock::time_point t0) {
   int st = 0;
   waitpid(pid, &st, 0);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, read_file(log),
+          std::chrono::duration<double>(Clock::now() - t0).count()};
+}
+
+// wait_for with a deadline: past it, `pid` is killed (SIGKILL) and the outcome's status is -2.
+inline Outcome wait_for(pid_t pid, const std::string& log, Clock::time_point t0, Clock::time_point deadline) {
+  int st = 0;
+  while (waitpid(pid, &st, WNOHANG) == 0) {
+    if (Clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &st, 0);
+      return {-2, read_file(log), std::chrono::duration<double>(Clock::now() - t0).count()};
+    }
+    usleep(10000);
+  }
   return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, read_file(log),
           std::chrono::duration<double>(Clock::now() - t0).count()};
 }

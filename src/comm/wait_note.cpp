@@ -1,5 +1,6 @@
-// The wait note (wait_note.h): two fixed buffers, the writer filling the one not published and then
-// publishing it, so the handler (async-signal-safe: atomic load, write, signal, raise) reads a whole line.
+// The wait note (wait_note.h): two fixed buffers used in turn, the writer filling the one it did not publish
+// last and then publishing it (one writer: the communication thread), so the handler (async-signal-safe: atomic load,
+// write, signal, raise) reads a whole line.
 #include "comm/wait_note.h"
 
 #include <signal.h>
@@ -16,6 +17,7 @@ constexpr size_t kNoteBytes = 1024;
 char notes[2][kNoteBytes];
 size_t note_length[2];
 std::atomic<int> published{-1};  // the slot the handler prints, -1: none
+int next_slot = 0;               // the writer's: the slot it fills next (never the one last published)
 
 void on_sigterm(int) {
   const int slot = published.load(std::memory_order_acquire);
@@ -34,7 +36,8 @@ void set_wait_note(std::string_view text) {
     published.store(-1, std::memory_order_release);
     return;
   }
-  const int slot = published.load(std::memory_order_relaxed) == 0 ? 1 : 0;
+  const int slot = next_slot;
+  next_slot = 1 - slot;
   size_t n = std::min(text.size(), kNoteBytes - 1);
   std::memcpy(notes[slot], text.data(), n);
   if (notes[slot][n - 1] != '\n') notes[slot][n++] = '\n';  // n <= kNoteBytes - 1: room for it

@@ -276,6 +276,7 @@ class MpiCommunicator final : public Communicator {
       try {
         sent = t.run();
       } catch (const std::exception& e) {
+        set_wait_note("");  // failed, no longer waiting: a SIGTERM from now on is only the job ending
         error = e.what();
         failure_ = cat(error, " (an earlier operation failed; the communicator is unusable)");
         failed_ = true;
@@ -325,11 +326,13 @@ class MpiCommunicator final : public Communicator {
       }
       if (polls % 64 == 0) {
         const double waited = seconds_since(t0);
-        if (waited > timeout())
-          fail("[comm] rank ", rank_, "/", size_, ": ", *what_, " did not complete within ", timeout(),
-               " s: ", outstanding_peers(reqs),
-               " died, is stopped, cannot be reached or took a different code path (timeout: "
-               "trainer.comm_timeout_s or GRPO_COMM_TIMEOUT_S)");
+        if (waited > timeout()) {
+          const std::string peers = outstanding_peers(reqs);
+          fail("[comm] rank ", rank_, "/", size_, ": ", *what_, " did not complete within ", timeout(), " s: ", peers,
+               peers.rfind("ranks ", 0) == 0 ? " died, are stopped, cannot be reached"
+                                             : " died, is stopped, cannot be reached",
+               " or took a different code path (timeout: trainer.comm_timeout_s or GRPO_COMM_TIMEOUT_S)");
+        }
         if (waited > noted + kNoteAfter) {
           noted = waited;
           char secs[32];
