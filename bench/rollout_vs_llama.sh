@@ -3,7 +3,8 @@
 # model is exported to GGUF with `grpo export`, llama.cpp's llama-batched-bench generates TG tokens after
 # PP-token prompts for 1, 16 and 64 sequences (and for 64 sequences sharing one prompt, -pps), and `grpo bench
 # rollout` does the same work: 1, 16 and 64 prompts of one sample each, and GRPO's shape, 16 prompts x 4
-# samples sharing their prompt. Same weights, weight type and threads. Prints a Markdown table: wall time
+# samples sharing their prompt (not quite the same work: llama.cpp's -pps run prefills one prompt where ours
+# prefills 16, which favours it). Same weights, weight type and threads. Prints a Markdown table: wall time
 # (prefill + decode) of each, the ratio, decode tokens/s of each, and grpo's fractions of its roofline (decode
 # against the bandwidth or GEMM-peak bound of its batch, prefill against the GEMM peak). It never builds
 # llama.cpp: give a built llama-batched-bench.
@@ -29,7 +30,8 @@ WORK=${WORK:-$(mktemp -d /tmp/rollout_vs_llama.XXXXXX)}
 [[ "$TYPE" == bf16 || "$TYPE" == f32 ]] || { echo "TYPE must be bf16 or f32, got $TYPE" >&2; exit 2; }
 mkdir -p "$WORK"
 max_npl=$(tr ' ' '\n' <<<"$NPL" | sort -n | tail -1)
-shared_prompts=16 shared_n=$((max_npl / 16 > 0 ? max_npl / 16 : 1))
+((max_npl >= 16)) || { echo "NPL must include a count of 16 or more (GRPO's shape is 16 prompts)" >&2; exit 2; }
+shared_prompts=16 shared_n=$((max_npl / 16))
 
 echo "== exporting $MODEL as GGUF ($TYPE)" >&2
 [[ -f "$WORK/model.gguf" ]] ||

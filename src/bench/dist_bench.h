@@ -2,8 +2,9 @@
 // run (a random preset model on the arithmetic prompts) with one rank, then with N ranks started by
 // mpirun, one thread per rank, in three ways:
 //   baseline        fp32 gradients, reduced once after the last backward (no overlap)
-//   overlap + bf16  bf16 gradients, each bucket reduced as soon as the backward finished it (the default)
-//   per micro-batch overlap + bf16, reducing after every micro-batch instead of once per mini-batch
+//   overlap + bf16  bf16 gradients (opt-in), each bucket reduced as soon as the backward finished it, once per
+//                   mini-batch
+//   per micro-batch overlap + bf16, reducing after every micro-batch (the default schedule, as FSDP's)
 // Columns: step time, communication on the critical path (timing_s/comm and its share of the step),
 // bytes sent per step (all ranks), throughput per rank and scaling efficiency = N-rank tokens/s /
 // (N x 1-rank tokens/s), i.e. the ratio of perf/throughput, and the CPU seconds per step of all ranks with
