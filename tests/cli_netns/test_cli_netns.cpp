@@ -3,9 +3,10 @@
 // TCP only, the launcher in the machine's own namespace. The `tiny` GRPO run of the cli_dist suite, there:
 // - 2 hosts give the metrics of 2 ranks over shared memory, exactly: the transport moves the same bytes and
 //   every reduction adds in rank order.
-// - Host 2's link cut mid-step: the job ends within trainer.comm_timeout_s, non-zero. The bed's remote-shell
-//   agent declares the host lost 1 s after the cut (as ssh's ServerAlive settings would), mpirun ends the
-//   job, and rank 0, stopped by SIGTERM while waiting, names rank 1 as the one it was waiting for.
+// - Host 2's link cut mid-step: the job ends, non-zero, within seconds of trainer.comm_timeout_s (3 s). The
+//   bed's remote-shell agent declares the host lost 1 s after the cut (as ssh's ServerAlive settings would)
+//   and mpirun ends the job; rank 0 names rank 1 as the one it was waiting for: stopped by SIGTERM while it
+//   waited, or, where mpirun took longer than the timeout (a loaded machine), in its own timeout's error.
 //   `--resume` from the last (sharded) checkpoint, the link back, then gives the uninterrupted run's metrics
 //   exactly.
 // The suite skips, saying why, where the bed cannot be made: not root, no iproute2, or no right to create
@@ -153,10 +154,15 @@ TEST_F(CliNetns, ACutLinkEndsTheJobNamingTheRankAndTheRunResumesExactly) {
                               ".12): link down for 1 s, connection lost"),
             std::string::npos)
       << ended.output;
-  EXPECT_NE(ended.output.find("[rank 0] [comm] ended by SIGTERM (the launcher ends the job) after waiting "),
-            std::string::npos)
-      << ended.output;
-  EXPECT_NE(ended.output.find(" s for rank 1: "), std::string::npos) << ended.output;
+  // Rank 0 names rank 1 either way: ended by SIGTERM while it waited (the launcher was first), or failed by its
+  // own timeout (it was first: on a loaded machine the launcher can take seconds to end the job).
+  const bool terminated = ended.output.find(
+                              "[rank 0] [comm] ended by SIGTERM (the launcher ends the job) after "
+                              "waiting ") != std::string::npos &&
+                          ended.output.find(" s for rank 1: ") != std::string::npos;
+  const bool timed_out = ended.output.find("[comm] rank 0/2: ") != std::string::npos &&
+                         ended.output.find("did not complete within 3 s: rank 1 died") != std::string::npos;
+  EXPECT_TRUE(terminated || timed_out) << ended.output;
   std::fprintf(stderr, "the job ended %.1f s after the cut\n", ended.seconds);
   const int64_t saved = latest_step(run);
   ASSERT_GE(saved, 3);
