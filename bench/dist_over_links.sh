@@ -12,7 +12,7 @@ out="${1:-$(mktemp -d /tmp/dist_over_links.XXXXXX)}"
 text_args="${TEXT_ARGS:---preset small --prompts 4 --n 8 --max-response-length 64 --steps 3}"
 vl_args="${VL_ARGS:---vl --preset small --prompts 2 --n 4 --max-response-length 32 --steps 3}"
 mkdir -p "$out"
-export GRPO_NETNS_NAME=distb GRPO_NETNS_SUBNET=10.79.0
+export GRPO_NETNS_NAME=distb GRPO_NETNS_SUBNET=198.18.1
 trap '"$here/scripts/netns_bed.sh" down >/dev/null 2>&1 || true' EXIT
 
 run() {  # LINK MODEL LAUNCHER ARGS...

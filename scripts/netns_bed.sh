@@ -12,11 +12,11 @@
 #   scripts/netns_bed.sh status                                            the hosts, addresses and qdiscs
 #   scripts/netns_bed.sh down                                              remove every namespace and link
 # Several beds can coexist: GRPO_NETNS_NAME (default "grpo", at most 8 characters) names one, and
-# GRPO_NETNS_SUBNET (default 10.77.0) is its /24. Host i (1-based) is namespace <name>-h<i> at <subnet>.<10+i>;
+# GRPO_NETNS_SUBNET (default 198.18.0: RFC 2544's range for test beds, no real network's) is its /24. Host i (1-based) is namespace <name>-h<i> at <subnet>.<10+i>;
 # the bridge <name>-br is <subnet>.1.
 set -Eeuo pipefail  # -E: the ERR trap of `up` also fires inside its functions
 name="${GRPO_NETNS_NAME:-grpo}"
-subnet="${GRPO_NETNS_SUBNET:-10.77.0}"
+subnet="${GRPO_NETNS_SUBNET:-198.18.0}"
 state="/run/netns-bed-${name}.env"
 self="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")"
 

@@ -3,12 +3,15 @@
 // TCP only, the launcher in the machine's own namespace. The `tiny` GRPO run of the cli_dist suite, there:
 // - 2 hosts give the metrics of 2 ranks over shared memory, exactly: the transport moves the same bytes and
 //   every reduction adds in rank order.
-// - Host 2's link cut mid-step: the job ends, non-zero, within seconds of trainer.comm_timeout_s (3 s). The
-//   bed's remote-shell agent declares the host lost 1 s after the cut (as ssh's ServerAlive settings would)
-//   and mpirun ends the job; rank 0 names rank 1 as the one it was waiting for: stopped by SIGTERM while it
-//   waited, or, where mpirun took longer than the timeout (a loaded machine), in its own timeout's error.
+// - Host 2's link cut mid-step: the job ends, non-zero, within trainer.comm_timeout_s (20 s). The bed's
+//   remote-shell agent declares the host lost 1 s after the cut (as ssh's ServerAlive settings would) and
+//   mpirun ends the job; rank 0, stopped by SIGTERM while it waited, names rank 1 as the one it was waiting
+//   for. The timeout is well above the agent's second on purpose: a rank that fails first makes Open MPI
+//   4.1's mpirun wait for the lost host's daemon, and the job hangs (docs/training.md); with a timeout of 3 s
+//   a loaded machine ran into that.
 //   `--resume` from the last (sharded) checkpoint, the link back, then gives the uninterrupted run's metrics
 //   exactly.
+// Its tests hold ctest's resource lock `netns_bed` (CMakeLists.txt): one bed at a time.
 // The suite skips, saying why, where the bed cannot be made: not root, no iproute2, or no right to create
 // network namespaces (a container without CAP_SYS_ADMIN).
 #include <gtest/gtest.h>
@@ -59,7 +62,7 @@ class CliNetns : public ::testing::Test {
     // A bed of this process's own (name and /24), so that concurrent suites do not meet.
     const int id = static_cast<int>(getpid());
     setenv("GRPO_NETNS_NAME", ("gt" + std::to_string(id % 1000000)).c_str(), 1);
-    setenv("GRPO_NETNS_SUBNET", ("10.78." + std::to_string(id % 250)).c_str(), 1);
+    setenv("GRPO_NETNS_SUBNET", ("198.19." + std::to_string(id % 250)).c_str(), 1);  // RFC 2544's test range
     dir_ = (fs::temp_directory_path() / ("grpo_cli_netns_" + std::to_string(id))).string();
     fs::remove_all(dir_);
     fs::create_directories(dir_);
@@ -127,8 +130,8 @@ TEST_F(CliNetns, TwoHostsOverTcpGiveTheMetricsOfSharedMemory) {
 TEST_F(CliNetns, ACutLinkEndsTheJobNamingTheRankAndTheRunResumesExactly) {
   const std::vector<Json> reference = train(true, "hosts");
   const std::string run = dir_ + "/cut", log = run + ".log";
-  const double timeout_s = 3;
-  const std::vector<std::string> timeout = {"--set", "trainer.comm_timeout_s=3"};
+  const double timeout_s = 20;
+  const std::vector<std::string> timeout = {"--set", "trainer.comm_timeout_s=20"};
   const pid_t mpirun = spawn(train_command(true, run, timeout), log);
   const auto start = Clock::now();
   int status = 0;
@@ -149,20 +152,15 @@ TEST_F(CliNetns, ACutLinkEndsTheJobNamingTheRankAndTheRunResumesExactly) {
   ASSERT_EQ(restored.status, 0) << restored.output;
   ASSERT_NE(ended.status, -2) << "the job did not end within " << timeout_s + 120 << " s of the cut:\n" << ended.output;
   EXPECT_NE(ended.status, 0) << ended.output;
-  EXPECT_LT(ended.seconds, timeout_s + 10) << ended.output;
+  EXPECT_LT(ended.seconds, timeout_s) << ended.output;
   EXPECT_NE(ended.output.find("netns_bed: host 2 (" + std::string(std::getenv("GRPO_NETNS_SUBNET")) +
                               ".12): link down for 1 s, connection lost"),
             std::string::npos)
       << ended.output;
-  // Rank 0 names rank 1 either way: ended by SIGTERM while it waited (the launcher was first), or failed by its
-  // own timeout (it was first: on a loaded machine the launcher can take seconds to end the job).
-  const bool terminated = ended.output.find(
-                              "[rank 0] [comm] ended by SIGTERM (the launcher ends the job) after "
-                              "waiting ") != std::string::npos &&
-                          ended.output.find(" s for rank 1: ") != std::string::npos;
-  const bool timed_out = ended.output.find("[comm] rank 0/2: ") != std::string::npos &&
-                         ended.output.find("did not complete within 3 s: rank 1 died") != std::string::npos;
-  EXPECT_TRUE(terminated || timed_out) << ended.output;
+  EXPECT_NE(ended.output.find("[rank 0] [comm] ended by SIGTERM (the launcher ends the job) after waiting "),
+            std::string::npos)
+      << ended.output;
+  EXPECT_NE(ended.output.find(" s for rank 1: "), std::string::npos) << ended.output;
   std::fprintf(stderr, "the job ended %.1f s after the cut\n", ended.seconds);
   const int64_t saved = latest_step(run);
   ASSERT_GE(saved, 3);
