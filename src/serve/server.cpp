@@ -171,6 +171,7 @@ void Server::add_completion_route(const char* path, Endpoint endpoint) {
                             : ApiError(503, "", "the server is shutting down", "server_error"));
       return;
     }
+    response_opened();
     const ResponseHead head{(endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-") + std::to_string(++next_id_) + "-" +
                                 std::to_string(seed % 100000),
                             unix_now(), options_.model_name, model_.tokenizer()};
@@ -212,6 +213,7 @@ void Server::add_completion_route(const char* path, Endpoint endpoint) {
         finished = job->finished();
       }
       if (!finished) queue_->cancel(job);  // the client went away: its sequences leave the engine
+      response_released();
     };
     res.set_chunked_content_provider(stream ? "text/event-stream" : "application/json", provider, releaser);
   });
@@ -231,13 +233,32 @@ int Server::bind() {
 
 void Server::run() { http_->listen_after_bind(); }
 
+void Server::response_opened() {
+  std::lock_guard<std::mutex> lock(responses_mu_);
+  ++open_responses_;
+}
+
+void Server::response_released() {
+  std::lock_guard<std::mutex> lock(responses_mu_);
+  --open_responses_;
+  responses_cv_.notify_all();
+}
+
+bool Server::wait_responses_released(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(responses_mu_);
+  return responses_cv_.wait_until(lock, deadline, [&] { return open_responses_ == 0; });
+}
+
 void Server::shutdown() {
   queue_->stop();
-  if (!queue_->wait_empty(std::chrono::steady_clock::now() +
-                          std::chrono::milliseconds(static_cast<int64_t>(options_.drain_seconds * 1000)))) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(options_.drain_seconds * 1000));
+  // Done when the engine has finished every job and every connection has written its reply out.
+  if (!queue_->wait_empty(deadline) || !wait_responses_released(deadline)) {
     std::fprintf(stderr, "[serve] requests still running after %.0f s: cancelled\n", options_.drain_seconds);
     queue_->cancel_all();
     queue_->wait_empty(std::chrono::steady_clock::now() + 5s);
+    wait_responses_released(std::chrono::steady_clock::now() + 5s);
   }
   http_->stop();
 }

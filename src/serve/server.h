@@ -7,8 +7,11 @@
 // drain time, cancels the rest and makes run() return.
 #pragma once
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "generate/loaded_model.h"
@@ -50,6 +53,11 @@ class Server {
   void handle_auth_and_errors();
   // 400 naming the max-tokens field when a request's samples could never fit the KV cache.
   void check_kv_fit(const ParsedRequest& p, const std::string& body) const;
+  // Responses admitted and not yet released by their connection (written out, or the client gone): the
+  // engine finishing a job is not its client having read it.
+  void response_opened();
+  void response_released();
+  bool wait_responses_released(std::chrono::steady_clock::time_point deadline);
 
   ServerOptions options_;
   const generate::LoadedModel& model_;
@@ -61,6 +69,9 @@ class Server {
   std::atomic<int64_t> http_requests_{0}, http_errors_{0}, next_id_{0};
   int64_t created_;
   int listen_socket_ = -1;  // the socket bind() listens on
+  std::mutex responses_mu_;
+  std::condition_variable responses_cv_;
+  int64_t open_responses_ = 0;
 };
 
 }  // namespace grpo::serve
