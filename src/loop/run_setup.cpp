@@ -20,9 +20,9 @@ RunSetup open_run(const Config& config, TrainingKind kind, const RunStartOptions
   run.folder = sft ? plan_sft_run_folder(config, options.overwrite)
                    : plan_grpo_run_folder(config, options.resume_dir, options.overwrite);
   run.comm->barrier();
-  run.session =
-      Session::open(config, /*require_response=*/sft,
-                    sft ? SessionRollout::ValidateOnly : SessionRollout::TrainAndValidate, options.before_weights);
+  run.session = Session::open(config, /*require_response=*/sft,
+                              sft ? SessionRollout::ValidateOnly : SessionRollout::TrainAndValidate,
+                              options.before_weights, WeightShard{run.comm->rank(), run.comm->size()});
   return run;
 }
 

@@ -12,6 +12,7 @@
 #include "data/prompting.h"
 #include "data/vision_data.h"
 #include "rollout/tokenizer_text.h"
+#include "train/actor.h"
 
 namespace grpo {
 
@@ -77,7 +78,7 @@ std::unique_ptr<Session> Session::open_data(const Config& config, bool require_r
 }
 
 std::unique_ptr<Session> Session::open(const Config& config, bool require_response, SessionRollout rollout,
-                                       const BeforeWeights& before_weights) {
+                                       const BeforeWeights& before_weights, const WeightShard& shard) {
   std::unique_ptr<Session> s = open_data(config, require_response);
   const std::string& model = config.actor_rollout_ref.model.path;
   const Tokenizer& tok = *s->tokenizer;
@@ -85,8 +86,18 @@ std::unique_ptr<Session> Session::open(const Config& config, bool require_respon
   {
     ErrorContext what("loading the model ", model, " (actor_rollout_ref.model.path)");
     // LoRA under mixed precision: the frozen base is held once, in bf16.
-    const bool frozen_bf16 = config.actor_rollout_ref.model.lora_rank > 0 && s->mode == ComputeMode::BF16;
-    s->weights = frozen_bf16 ? ModelWeights::load_frozen_bf16(model) : ModelWeights::load(model);
+    const bool lora = config.actor_rollout_ref.model.lora_rank > 0;
+    if (lora && s->mode == ComputeMode::BF16) {
+      s->weights = ModelWeights::load_frozen_bf16(model);
+    } else if (s->mode == ComputeMode::BF16 && shard.ranks > 1) {  // ZeRO: f32 masters of this rank's shard
+      Checkpoint ck = Checkpoint::open(model);
+      s->weights = std::make_unique<ModelWeights>(ck.config());
+      const comm::Partition part = train::parameter_partition(s->weights->params().numel(), shard.ranks);
+      s->weights->shard_gemm_masters(part.begin(shard.rank), part.end(shard.rank));
+      s->weights->load_from(ck);
+    } else {
+      s->weights = ModelWeights::load(model);
+    }
   }
   s->lora = make_lora_adapters(config, s->weights->config());
   const RolloutConfig& rc = config.actor_rollout_ref.rollout;

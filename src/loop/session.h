@@ -21,6 +21,12 @@ namespace grpo {
 // What a run generates with the rollout engine: GRPO rolls out every step (and validates), SFT only
 // validates (no engine without validation data).
 enum class SessionRollout { TrainAndValidate, ValidateOnly };
+// The rank that opens the session among the ranks that will train together: under mixed precision each
+// loads the f32 masters of its own shard of the GEMM weights only (ModelWeights::shard_gemm_masters).
+struct WeightShard {
+  int rank = 0;
+  int ranks = 1;
+};
 
 struct Session {
   Config config;
@@ -45,11 +51,11 @@ struct Session {
   // Loads everything `config` names and builds the rollout engine when `rollout` needs one (its KV budget
   // is printed). `require_response`: SFT data. The model's config.json, the tokenizer and the datasets are
   // read first; `before_weights` (when given) then sees the session without weights (the memory plan's
-  // check), and may refuse the run before anything large is allocated.
+  // check), and may refuse the run before anything large is allocated. `shard`: which f32 masters to load.
   using BeforeWeights = std::function<void(const Session&)>;
   static std::unique_ptr<Session> open(const Config& config, bool require_response,
                                        SessionRollout rollout = SessionRollout::TrainAndValidate,
-                                       const BeforeWeights& before_weights = {});
+                                       const BeforeWeights& before_weights = {}, const WeightShard& shard = {});
   // The first part of open(): config.json, tokenizer, image preprocessor and datasets, no weights, no engine.
   static std::unique_ptr<Session> open_data(const Config& config, bool require_response);
   // An example's pictures, decoded and preprocessed now for the model (empty without pictures); `data`

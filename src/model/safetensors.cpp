@@ -343,21 +343,27 @@ void tensor_to_f32(const StTensor& t, float* dst, int64_t numel, const std::stri
   if (st_numel(t.shape) != numel)
     fail("[safetensors] ", file, ": tensor \"", t.name, "\": has ", st_numel(t.shape), " elements ",
          st_shape_str(t.shape), ", expected ", numel);
+  tensor_range_to_f32(t, 0, numel, dst, file);
+}
+
+void tensor_range_to_f32(const StTensor& t, int64_t first, int64_t count, float* dst, const std::string& file) {
+  GRPO_CHECK(first >= 0 && count >= 0 && first + count <= st_numel(t.shape), "[safetensors] ", file, ": tensor \"",
+             t.name, "\": elements [", first, ", ", first + count, ") asked of ", st_numel(t.shape));
   switch (t.dtype) {
     case StDType::F32:
-      if (numel) std::memcpy(dst, t.data, static_cast<size_t>(numel) * 4);
+      if (count) std::memcpy(dst, t.data + 4 * first, static_cast<size_t>(count) * 4);
       return;
     case StDType::BF16:
-      for (int64_t i = 0; i < numel; ++i) {
+      for (int64_t i = 0; i < count; ++i) {
         uint16_t h;
-        std::memcpy(&h, t.data + 2 * i, 2);
+        std::memcpy(&h, t.data + 2 * (first + i), 2);
         dst[i] = bf16_to_f32(h);
       }
       return;
     case StDType::F16:
-      for (int64_t i = 0; i < numel; ++i) {
+      for (int64_t i = 0; i < count; ++i) {
         uint16_t h;
-        std::memcpy(&h, t.data + 2 * i, 2);
+        std::memcpy(&h, t.data + 2 * (first + i), 2);
         dst[i] = f16_to_f32(h);
       }
       return;

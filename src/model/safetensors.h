@@ -72,6 +72,9 @@ void write_safetensors_with(const std::string& path, const std::vector<StTensorO
 
 // Converts F32/BF16/F16 data to f32 (checks numel); names file + tensor in errors.
 void tensor_to_f32(const StTensor& t, float* dst, int64_t numel, const std::string& file);
+// Elements [first, first + count) of the tensor (in its C order) to f32, for loaders that convert a large
+// tensor piece by piece.
+void tensor_range_to_f32(const StTensor& t, int64_t first, int64_t count, float* dst, const std::string& file);
 
 // IEEE half -> float (exact).
 float f16_to_f32(uint16_t h);

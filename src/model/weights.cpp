@@ -1,6 +1,9 @@
 // Parameter layout, loading from checkpoints and the bf16 shadow (see weights.h).
 #include "model/weights.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "core/profiler.h"
 #include "kernels/ops.h"
 
@@ -138,43 +141,71 @@ std::unique_ptr<ModelWeights> ModelWeights::load(const std::string& dir) {
 }
 
 std::unique_ptr<ModelWeights> ModelWeights::load_frozen_bf16(const std::string& dir) {
-  GRPO_PROFILE("load_weights");
   Checkpoint ck = Checkpoint::open(dir);
   auto w = std::make_unique<ModelWeights>(ck.config());
-  w->bf16_arena_ = std::make_unique<Arena>(DType::BF16);
-  declare_parameters(w->config_, *w->bf16_arena_);
-  w->bf16_arena_->allocate();
-  w->bf16_ = resolve_tensors(w->config_, *w->bf16_arena_);
-  const auto& dst = w->bf16_arena_->entries();
-  const auto& src = w->params_.entries();
-  std::vector<float> tmp;
-  for (size_t i = 0; i < src.size(); ++i) {
-    const std::string& name = src[i].first;
-    const StTensor* t = ck.find(name);
-    GRPO_CHECK(t, "[checkpoint] ", ck.dir(), ": missing tensor \"", name, "\"");
-    const int64_t n = src[i].second.numel();
-    float* f32 = src[i].second.f32();
-    if (is_frozen_bf16_only(name)) {  // bf16 only: the f32 pages stay untouched
-      tmp.resize(static_cast<size_t>(n));
-      f32 = tmp.data();
-    }
-    tensor_to_f32(*t, f32, n, ck.dir());
-    ops::f32_to_bf16(dst[i].second.as<bf16_t>(), f32, n);
-  }
+  w->make_bf16_arena();
+  w->load_through_shadow(ck, is_frozen_bf16_only, 0, 0);  // bf16 only: the GEMM weights' f32 pages stay untouched
   w->frozen_bf16_ = true;
   return w;
 }
 
+void ModelWeights::shard_gemm_masters(int64_t lo, int64_t hi) {
+  GRPO_CHECK(!frozen_bf16_, "[weights] a frozen bf16 base (LoRA) has no f32 GEMM weights to shard");
+  GRPO_CHECK(0 <= lo && lo <= hi && hi <= params_.numel(), "[weights] master shard [", lo, ", ", hi,
+             ") outside the layout's ", params_.numel(), " elements");
+  if (!bf16_arena_) make_bf16_arena();
+  gemm_masters_ = {lo, hi};
+}
+
 void ModelWeights::load_from(const Checkpoint& ck) {
-  GRPO_PROFILE("load_weights");
   GRPO_CHECK(!frozen_bf16_, "[weights] ", ck.dir(), ": these weights are a frozen bf16 base (LoRA); they are not "
              "reloaded");
+  if (gemm_masters_) {
+    load_through_shadow(ck, is_gemm_weight, gemm_masters_->first, gemm_masters_->second);
+    return;
+  }
+  GRPO_PROFILE("load_weights");
   for (const auto& [name, view] : params_.entries()) {
     const StTensor* t = ck.find(name);
     GRPO_CHECK(t, "[checkpoint] ", ck.dir(), ": missing tensor \"", name, "\"");
     tensor_to_f32(*t, view.f32(), view.numel(), ck.dir());
   }
   if (bf16_arena_) refresh_bf16();
+}
+
+void ModelWeights::load_through_shadow(const Checkpoint& ck, bool (*shadow_only)(const std::string&), int64_t lo,
+                                       int64_t hi) {
+  GRPO_PROFILE("load_weights");
+  constexpr int64_t kChunk = kLoadChunkElems;
+  const auto& dst = bf16_arena_->entries();
+  const auto& src = params_.entries();
+  std::vector<float> chunk;
+  for (size_t i = 0; i < src.size(); ++i) {
+    const std::string& name = src[i].first;
+    const StTensor* t = ck.find(name);
+    GRPO_CHECK(t, "[checkpoint] ", ck.dir(), ": missing tensor \"", name, "\"");
+    const int64_t n = src[i].second.numel();
+    float* f32 = src[i].second.f32();
+    bf16_t* b16 = dst[i].second.as<bf16_t>();
+    if (!shadow_only(name)) {
+      tensor_to_f32(*t, f32, n, ck.dir());
+      ops::f32_to_bf16(b16, f32, n);
+      continue;
+    }
+    GRPO_CHECK(st_numel(t->shape) == n, "[safetensors] ", ck.dir(), ": tensor \"", name, "\": has ", st_numel(t->shape),
+               " elements ", st_shape_str(t->shape), ", expected ", n);
+    // Piece by piece through one chunk: the shadow whole, the f32 master only inside [lo, hi).
+    const int64_t off = params_.offset(name);
+    chunk.resize(static_cast<size_t>(std::min(n, kChunk)));
+    for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
+      const int64_t c = std::min(kChunk, n - c0);
+      tensor_range_to_f32(*t, c0, c, chunk.data(), ck.dir());
+      ops::f32_to_bf16(b16 + c0, chunk.data(), c);
+      const int64_t a = std::max(off + c0, lo), b = std::min(off + c0 + c, hi);
+      if (a < b)
+        std::memcpy(f32 + (a - off), chunk.data() + (a - off - c0), static_cast<size_t>(b - a) * sizeof(float));
+    }
+  }
 }
 
 std::vector<NamedF32> ModelWeights::named_tensors() const {
@@ -189,13 +220,17 @@ std::vector<NamedF32> ModelWeights::named_tensors() const {
 
 const ModelTensors& ModelWeights::bf16() {
   if (!bf16_arena_) {
-    bf16_arena_ = std::make_unique<Arena>(DType::BF16);
-    declare_parameters(config_, *bf16_arena_);
-    bf16_arena_->allocate();
-    bf16_ = resolve_tensors(config_, *bf16_arena_);
+    make_bf16_arena();
     refresh_bf16();
   }
   return bf16_;
+}
+
+void ModelWeights::make_bf16_arena() {
+  bf16_arena_ = std::make_unique<Arena>(DType::BF16);
+  declare_parameters(config_, *bf16_arena_);
+  bf16_arena_->allocate();
+  bf16_ = resolve_tensors(config_, *bf16_arena_);
 }
 
 void ModelWeights::refresh_bf16() {

@@ -9,7 +9,9 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/arena.h"
@@ -84,8 +86,8 @@ class ModelWeights {
   static std::unique_ptr<ModelWeights> load(const std::string& dir);  // Hugging Face folder
   // A frozen base for bf16 compute: GEMM weights (is_frozen_bf16_only) converted straight into the bf16
   // shadow, the other tensors (norms, biases, embedding, position embeddings) in f32 and bf16. No f32 copy of the GEMM
-  // weights is ever written: peak memory is the bf16 model plus one tensor. Such weights refuse what would
-  // read or rewrite the missing f32 copies (f32 compute, refresh_bf16, load_from, named_tensors).
+  // weights is ever written: peak memory is the bf16 model plus one chunk (kLoadChunkElems). Such weights refuse what
+  // would read or rewrite the missing f32 copies (f32 compute, refresh_bf16, load_from, named_tensors).
   static std::unique_ptr<ModelWeights> load_frozen_bf16(const std::string& dir);
   bool frozen_bf16() const { return frozen_bf16_; }
 
@@ -95,25 +97,42 @@ class ModelWeights {
   const ModelTensors& f32() const { return f32_; }
   int64_t num_parameters() const { return params_.declared_numel(); }
 
-  // Copies the checkpoint's tensors (f32/bf16/f16) into the f32 master weights.
+  // Copies the checkpoint's tensors (f32/bf16/f16) into the f32 master weights (and the bf16 shadow when
+  // there is one). After shard_gemm_masters, the GEMM weights' f32 elements only inside its shard.
   void load_from(const Checkpoint& ck);
+  // Mixed precision on several ranks (ZeRO): a rank updates the f32 masters of its shard [lo, hi) of the
+  // layout only, and the other ranks' GEMM weights (is_gemm_weight) reach it in bf16 (train/param_sync.h),
+  // so their f32 copies are never read. Makes the bf16 shadow (not filled); from then on every load_from
+  // writes the shadow whole and a GEMM weight's f32 elements only inside [lo, hi), one chunk at a time: the
+  // other pages of the f32 arena are never touched and cost no memory, so no rank holds the whole f32
+  // model. Norms, biases and the embedding stay whole in f32 (they are read in f32). Call before loading.
+  void shard_gemm_masters(int64_t lo, int64_t hi);
+  // Elements converted at a time by the loaders that write the bf16 shadow straight from the checkpoint.
+  static constexpr int64_t kLoadChunkElems = int64_t{1} << 20;
   // (name, shape, data) of every parameter in HF order, for save_checkpoint.
   std::vector<NamedF32> named_tensors() const;
 
   // bf16 shadow of every parameter (GEMM weights read it in bf16 mode). Created on first call.
   const ModelTensors& bf16();
-  // Re-converts the master weights into the bf16 shadow in place (after each optimizer step).
+  // Re-converts the master weights into the bf16 shadow in place (after each optimizer step). Every master
+  // must be there: with sharded GEMM masters, only after they were gathered whole (ParamSync::gather_masters).
   void refresh_bf16();
   bool has_bf16() const { return bf16_arena_ != nullptr; }
   Arena* bf16_arena() { return bf16_arena_.get(); }  // null until bf16() was called
 
  private:
+  void make_bf16_arena();  // declared and allocated, not filled
+  // Every tensor into the bf16 shadow; those for which shadow_only(name) holds are converted one chunk at a
+  // time and get f32 elements only inside [lo, hi), the others are written whole in f32 too.
+  void load_through_shadow(const Checkpoint& ck, bool (*shadow_only)(const std::string&), int64_t lo, int64_t hi);
+
   ModelConfig config_;
   Arena params_;
   ModelTensors f32_;
   std::unique_ptr<Arena> bf16_arena_;
   ModelTensors bf16_;
   bool frozen_bf16_ = false;
+  std::optional<std::pair<int64_t, int64_t>> gemm_masters_;  // shard_gemm_masters' [lo, hi)
 };
 
 }  // namespace grpo

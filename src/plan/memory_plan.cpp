@@ -131,13 +131,21 @@ int64_t lora_adapter_numel(const Config& c, const ModelConfig& m, int64_t rank) 
   return adapters.params().numel();
 }
 
-int64_t frozen_base_f32_bytes(const ModelConfig& m, int64_t granularity) {
+namespace {
+
+// Granules of the f32 arena written by a loader that writes the tensors for which shadow_only(name) holds
+// only inside [lo, hi) and every other tensor whole.
+int64_t written_f32_bytes(const ModelConfig& m, int64_t granularity, bool (*shadow_only)(const std::string&),
+                          int64_t lo, int64_t hi) {
   Arena a(DType::F32);
   declare_parameters(m, a);
   std::vector<std::pair<int64_t, int64_t>> written;  // [begin, end) in bytes
-  for (const TensorSpec& t : expected_tensors(m))
-    if (a.has(t.name) && !is_frozen_bf16_only(t.name))
-      written.emplace_back(a.offset(t.name) * 4, (a.offset(t.name) + st_numel(t.shape)) * 4);
+  for (const TensorSpec& t : expected_tensors(m)) {
+    if (!a.has(t.name)) continue;
+    int64_t begin = a.offset(t.name), end = begin + st_numel(t.shape);
+    if (shadow_only(t.name)) begin = std::max(begin, lo), end = std::min(end, hi);
+    if (begin < end) written.emplace_back(begin * 4, end * 4);
+  }
   std::sort(written.begin(), written.end());
   int64_t bytes = 0, counted = 0;  // granules [0, counted) are counted or skipped
   for (const auto& [begin, end] : written) {
@@ -146,6 +154,16 @@ int64_t frozen_base_f32_bytes(const ModelConfig& m, int64_t granularity) {
     counted = std::max(counted, past);
   }
   return std::min(bytes, a.numel() * 4);
+}
+
+}  // namespace
+
+int64_t frozen_base_f32_bytes(const ModelConfig& m, int64_t granularity) {
+  return written_f32_bytes(m, granularity, is_frozen_bf16_only, 0, 0);
+}
+
+int64_t sharded_master_f32_bytes(const ModelConfig& m, int64_t granularity, int64_t lo, int64_t hi) {
+  return written_f32_bytes(m, granularity, is_gemm_weight, lo, hi);
 }
 
 int64_t measured_fixed_overhead_bytes() { return resident_bytes() + kRuntimeOverheadBytes; }
@@ -186,6 +204,7 @@ struct ParameterSizes {
   int64_t numel = 0, numel16 = 0;  // elements of the f32 and the bf16 layouts
   int64_t P32 = 0, P16 = 0;        // bytes of the f32 arena and of the bf16 shadow (0 in f32 mode)
   int64_t base32 = 0;              // bytes of the f32 arena (of a base frozen in bf16: what its loader writes)
+  int64_t shard32 = 0;             // bf16 mode on several ranks: the f32 masters a rank loads (the largest)
   comm::Partition part, adapter_part;
   int64_t adapter_elems = 0, trained = 0, moment_elems = 0;
   LayerSplit layers;
@@ -201,6 +220,11 @@ ParameterSizes parameter_sizes(const MemoryPlanInputs& in, const PlanSetup& u, M
   z.base32 = u.frozen16 ? frozen_base_f32_bytes(m, static_cast<int64_t>(Buffer::commit_granularity(z.P32))) : z.P32;
   p.parameters = parameter_count(m);
   z.part = train::parameter_partition(z.numel, u.N);
+  if (u.bf16 && u.dist && !u.lora) {  // ModelWeights::shard_gemm_masters
+    const int64_t g = static_cast<int64_t>(Buffer::commit_granularity(z.P32));
+    for (int r = 0; r < u.N; ++r)
+      z.shard32 = std::max(z.shard32, sharded_master_f32_bytes(m, g, z.part.begin(r), z.part.end(r)));
+  }
   z.adapter_elems = u.lora ? (in.lora_numel > 0 ? in.lora_numel : lora_adapter_numel(in.config, m, in.lora_rank)) : 0;
   z.adapter_part = train::parameter_partition(z.adapter_elems, u.N);
   z.trained = u.lora ? z.adapter_elems : layout_numel(m, DType::F32, !u.frozen_tower);
@@ -216,19 +240,23 @@ struct WeightBytes {
   int64_t w32_train = 0, w16_train = 0, w32_later = 0;
 };
 
-// ZeRO-3 while training: the root, rank 0's part of the layers and a window of two gathered layers. In
-// bf16 mode the GEMM weights are gathered into the bf16 shadow only, so the f32 copies of the other ranks'
-// GEMM weights are dropped once the shadow is made (ParamWindows::drop_stale_masters), before the first rollout.
+// bf16 mode on several ranks: a rank loads the f32 masters of its shard of the GEMM weights only (the others'
+// reach it in bf16) and every other tensor whole (ModelWeights::shard_gemm_masters), in every phase.
+// ZeRO-3 while training: the root, rank 0's part of the layers and a window of two gathered layers (in bf16
+// mode into the bf16 shadow only).
 WeightBytes weight_bytes(const PlanSetup& u, const ParameterSizes& z) {
   WeightBytes w{z.P32, z.P16, z.P32};
+  const bool sharded = u.bf16 && u.dist && !u.lora;
+  if (sharded) w.w32_train = w.w32_later = z.shard32;
   if (!u.zero3) return w;
   const LayerSplit& ls = z.layers;
   const int64_t root = z.numel - (ls.hi - ls.lo);
-  w.w32_train = (root + ls.own + (u.bf16 ? 0 : 2 * ls.largest_layer)) * 4;
   if (u.bf16) {
+    // Whichever is smaller bounds it: the root counts a whole untied output layer, the shard every layer's norms.
+    w.w32_train = std::min(z.shard32, (root + ls.own) * 4);
     w.w16_train = (z.numel16 - (ls.hi - ls.lo) + ls.own + 2 * ls.largest_layer) * 2;
-    const double others = 1.0 - static_cast<double>(ls.own) / static_cast<double>(std::max<int64_t>(1, ls.hi - ls.lo));
-    w.w32_later = z.P32 - static_cast<int64_t>(others * static_cast<double>(ls.gemm)) * 4;
+  } else {
+    w.w32_train = (root + ls.own + 2 * ls.largest_layer) * 4;
   }
   return w;
 }
@@ -363,7 +391,9 @@ void add_terms(const MemoryPlanInputs& in, const PlanSetup& u, const ParameterSi
   const int64_t adapters = z.adapter_elems * 4;
   // Loading: the checkpoint's mapped file, and for a base frozen in bf16 one GEMM weight at a time in f32.
   p.mapped_file = in.checkpoint_bytes > 0 ? in.checkpoint_bytes : p.parameters * dtype_size(m.dtype);
-  const int64_t file = p.mapped_file + (frozen16 ? largest_gemm_weight(m) * 4 : 0);
+  const bool sharded = bf16 && dist && !lora;  // ModelWeights::shard_gemm_masters
+  const int64_t chunk = std::min(largest_gemm_weight(m), ModelWeights::kLoadChunkElems) * 4;
+  const int64_t file = p.mapped_file + (frozen16 || sharded ? chunk : 0);
   const int64_t grads = z.trained * 4, grad_shard = dist ? p.shard_elems * 4 : 0, moments = z.moment_elems * 8;
 
   // name, load, rollout (step 1), training, rollout (later steps), how; saving holds what later rollouts do
@@ -384,10 +414,10 @@ void add_terms(const MemoryPlanInputs& in, const PlanSetup& u, const ParameterSi
     add("weights", P16, P16, P16, P16, "the frozen base in bf16 (LoRA)");
     add("master", base32, base32, base32, base32, "f32 norms, biases, embeddings (no f32 GEMM weights, the tower's neither)");
   } else if (bf16) {
-    add("weights", 0, P16, w.w16_train, P16,
+    add("weights", sharded ? P16 : 0, P16, w.w16_train, P16,
         zero3 ? "bf16 shadow; ZeRO-3 training: root + shard + 2 layers" : "bf16 shadow of the layout");
-    add("master", P32, w.w32_later, w.w32_train, w.w32_later,
-        zero3 ? "f32 arena; ZeRO-3: root + shard while training" : "f32 arena (the masters)");
+    add("master", sharded ? z.shard32 : P32, w.w32_later, w.w32_train, w.w32_later,
+        sharded ? "f32 norms, biases, embedding; GEMM weights: the rank's shard" : "f32 arena (the masters)");
   } else {
     add("weights", P32, P32, w.w32_train, w.w32_later,
         zero3 ? "f32 arena; ZeRO-3 training: root + shard + 2 layers" : "f32 arena");
@@ -427,7 +457,8 @@ void add_terms(const MemoryPlanInputs& in, const PlanSetup& u, const ParameterSi
   add_training("reference activations", t.ref_acts,
                lora ? "decoder of the KL reference (the frozen base)" : "decoder of the KL reference");
   add("checkpoint file", file, 0, 0, 0,
-      frozen16 ? "safetensors mapped while loading, one GEMM weight in f32" : "safetensors mapped while loading");
+      frozen16 || sharded ? "safetensors mapped while loading, converted 1 Mi elements at a time"
+                          : "safetensors mapped while loading");
   // Saving on rank 0: the f32 weights whole again (ZeRO-3 gathers for the rollout, bf16 mode gathers the
   // masters; LoRA saves the adapters only). Each rank writes its own moments (loop/optimizer_shards.h), but
   // with LoRA rank 0 gathers the adapters' moments of every shard.

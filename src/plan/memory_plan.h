@@ -7,9 +7,10 @@
 // the micro-batch packer (train::plan_micro_batches on a rank's share), the rollout engine's KV rule (engine_config +
 // rollout::kv_budget_for) and step workspaces (rollout::step_workspace_bytes,
 // InferenceModel::workspace_bytes_for), and with LoRA the adapters' arena (LoraAdapters itself) and, for a
-// base frozen in bf16, the f32 pages its loader writes (frozen_base_f32_bytes at the arena's
-// Buffer::commit_granularity). Only the process's fixed overhead (libraries, oneDNN, OpenMP, the
-// tokenizer, the data) is measured: the RSS of the planning process plus a measured constant.
+// base frozen in bf16 or for the f32 masters of a rank's shard, the f32 pages its loader writes
+// (frozen_base_f32_bytes, sharded_master_f32_bytes at the arena's Buffer::commit_granularity). Only the process's fixed
+// overhead (libraries, oneDNN, OpenMP, the tokenizer, the data) is measured: the RSS of the planning process plus a
+// measured constant.
 //
 // Large buffers are reserved untouched and committed page by page as written (core/arena.h), so each term
 // is what the run writes, in the worst case the config allows: every prompt as long as the data's longest,
@@ -80,6 +81,9 @@ int64_t lora_adapter_numel(const Config& c, const ModelConfig& m, int64_t rank);
 // of `granularity` bytes (Buffer::commit_granularity: base or huge pages) that hold a tensor other than a
 // GEMM weight (norms, biases, the embedding, the vision tower).
 int64_t frozen_base_f32_bytes(const ModelConfig& m, int64_t granularity);
+// Bytes of the f32 arena that a rank loading the masters of the GEMM weights of its shard [lo, hi) only
+// (ModelWeights::shard_gemm_masters) writes: those granules, and those of every other tensor.
+int64_t sharded_master_f32_bytes(const ModelConfig& m, int64_t granularity, int64_t lo, int64_t hi);
 
 // One row of the table: bytes per rank in each phase (0 where not resident): loading, the first rollout,
 // training, the rollouts of later steps, saving a checkpoint (rank 0 gathers the whole f32 weights and, on

@@ -561,7 +561,7 @@ void Actor::with_whole_weights(const std::function<void()>& write) {
   write();
   if (!root) return;
   w_.refresh_bf16();
-  if (windows_) windows_->drop_stale_masters();  // the other ranks' GEMM masters, gathered for the save
+  sync_->drop_stale_masters(0, part_.total());  // the other ranks' GEMM masters, gathered for the save
 }
 
 Actor::FullMoments Actor::gather_for_checkpoint() {

@@ -144,8 +144,17 @@ class CliDist : public ::testing::Test {
     return read_metrics(run_dir + "/metrics.jsonl");
   }
 
-  static Outcome run_resumed(int ranks, const std::string& run_dir) {
-    return run_to_end(command(ranks, train_args(run_dir, {"--resume", run_dir})), run_dir + ".resumed.log");
+  static Outcome run_resumed(int ranks, const std::string& run_dir, std::vector<std::string> more = {}) {
+    more.insert(more.end(), {"--resume", run_dir});
+    return run_to_end(command(ranks, train_args(run_dir, more)), run_dir + ".resumed.log");
+  }
+  // A copy of run `from` as if it had stopped after saving step `step`: later checkpoints gone, `latest` on it.
+  static std::string stopped_copy(const std::string& from, const std::string& to, int64_t step) {
+    fs::copy(from, to, fs::copy_options::recursive);
+    for (int64_t later = step + 1; later <= kSteps; ++later)
+      fs::remove_all(to + "/checkpoints/global_step_" + std::to_string(later));
+    write_file_atomic(to + "/checkpoints/latest", "global_step_" + std::to_string(step) + "\n");
+    return to;
   }
 
   static std::string dir_;
@@ -349,6 +358,38 @@ TEST_F(CliDist, ResumesAfterARankIsKilledWithTwoRanksExactlyAndWithOne) {
   const Outcome three = run_resumed(3, run + "_on_three");  // 2 -> 3: each rank reads across both shards
   ASSERT_EQ(three.status, 0) << three.output;
   expect_same_metrics(reference, read_metrics(run + "_on_three/metrics.jsonl"), 1e-5);
+}
+
+// Resharding on load: a 2-rank checkpoint resumes on 4 ranks (each reads parts of both shards), and that
+// run's 4-rank checkpoint on 3, both to the uninterrupted 2-rank run's metrics (rewards and lengths equal,
+// losses to the 1e-5 that N ranks have against one process). Under mixed precision, where each rank loads the
+// f32 masters of its own shard of the GEMM weights only, 2 -> 4 too; its last two steps are compared (bf16
+// runs on different rank counts drift apart over more steps: rounding to bf16 amplifies the last bits in
+// which reductions of different orders differ).
+TEST_F(CliDist, ResumesOnMoreAndOnFewerRanks) {
+  const std::vector<Json> reference = train(2, "two");
+  ASSERT_EQ(reference.size(), static_cast<size_t>(kSteps + 3));
+  const std::string four = stopped_copy(dir_ + "/two", dir_ + "/two_to_four", 2);
+  const Outcome o4 = run_resumed(4, four);
+  ASSERT_EQ(o4.status, 0) << o4.output;
+  EXPECT_NE(o4.output.find("at step 2 of"), std::string::npos) << o4.output;
+  expect_same_metrics(reference, read_metrics(four + "/metrics.jsonl"), 1e-5);
+  ASSERT_EQ(Json::parse(read_file(four + "/checkpoints/global_step_4/optimizer/manifest.json"))["shards"].size(), 4u);
+
+  const std::string three = stopped_copy(four, dir_ + "/four_to_three", 4);
+  const Outcome o3 = run_resumed(3, three);
+  ASSERT_EQ(o3.status, 0) << o3.output;
+  EXPECT_NE(o3.output.find("at step 4 of"), std::string::npos) << o3.output;
+  expect_same_metrics(reference, read_metrics(three + "/metrics.jsonl"), 1e-5);
+
+  const std::vector<std::string> bf16 = {"--set", "mixed_precision.enabled=true"};
+  const std::vector<Json> bf16_reference = train(2, "bf16_two", bf16);
+  const std::string bf16_four = stopped_copy(dir_ + "/bf16_two", dir_ + "/bf16_two_to_four", 4);
+  const Outcome b4 = run_resumed(4, bf16_four, bf16);
+  ASSERT_EQ(b4.status, 0) << b4.output;
+  const std::vector<Json> resumed = read_metrics(bf16_four + "/metrics.jsonl");
+  ASSERT_EQ(resumed.size(), bf16_reference.size());
+  expect_same_metrics(bf16_reference, resumed, 1e-5, resumed.size() - 3);  // steps 5, 6 and the last validation
 }
 
 // A checkpoint of one process (moments saved whole, named after the parameters) resumes on two ranks, each

@@ -12,6 +12,7 @@
 
 #include "plan/memory_plan.h"
 #include "model/checkpoint.h"
+#include "model/init.h"
 #include "model/lora.h"
 #include "config/part_options.h"
 #include "model/decoder.h"
@@ -252,6 +253,67 @@ TEST(MemoryPlan, RanksOfAMachineShareTheMappedCheckpoint) {
   const MemoryPlan q = plan_memory(in);
   ASSERT_NE(q.peak_phase, "load");
   EXPECT_EQ(q.machine_bytes(), 2 * q.peak);
+}
+
+// Mixed precision on several ranks: each rank loads the bf16 shadow whole and, of the f32 masters, its shard
+// of the GEMM weights and every other tensor (ModelWeights::shard_gemm_masters). The shadow is the whole
+// load's bit for bit, the masters it holds are the whole load's, the other ranks' GEMM weights' pages are
+// never written, and the plan's master term is the largest rank's resident f32 arena. Text and Qwen3-VL, an
+// untied output layer and three ranks (shards that cut tensors in two).
+TEST(MemoryPlan, ShardedMastersAreWhatEachRankLoads) {
+  for (const char* arch : {"qwen3", "qwen3-vl"}) {
+    SCOPED_TRACE(arch);
+    ModelConfig m = preset_config(arch, "tiny");
+    m.tie_word_embeddings = false;
+    test::TempDir dir;
+    {
+      ModelWeights w(m);
+      init_parameters(w, 7);
+      save_checkpoint(dir.path(), m, w.named_tensors(), DType::BF16);
+    }
+    const auto whole = ModelWeights::load(dir.path());
+    whole->bf16();
+    const int ranks = 3;
+    MemoryPlanInputs in = inputs_for(m, ranks);
+    in.config.mixed_precision.enabled = true;
+    const MemoryPlan p = plan_memory(in);
+    const comm::Partition part = train::parameter_partition(whole->params().numel(), ranks);
+    int64_t largest = 0;
+    for (int r = 0; r < ranks; ++r) {
+      SCOPED_TRACE(r);
+      ModelWeights w(m);
+      const int64_t lo = part.begin(r), hi = part.end(r);
+      w.shard_gemm_masters(lo, hi);
+      w.load_from(Checkpoint::open(dir.path()));
+      // (before anything reads the untouched pages, which would map them)
+      const TensorView f32 = w.params().flat();
+      const int64_t resident = test::resident_bytes(f32.data, static_cast<size_t>(f32.numel()) * 4);
+      EXPECT_EQ(resident, sharded_master_f32_bytes(m, Buffer::commit_granularity(f32.numel() * 4), lo, hi));
+      largest = std::max(largest, resident);
+      const Arena& a16 = *w.bf16_arena();
+      ASSERT_EQ(std::memcmp(a16.flat().data, whole->bf16_arena()->flat().data, a16.numel() * 2), 0);
+      int64_t gemm_elsewhere = 0;
+      for (const auto& [name, view] : w.params().entries()) {
+        const int64_t off = w.params().offset(name);
+        const float* want = whole->params().view(name).f32();
+        for (int64_t i = 0; i < view.numel(); ++i) {
+          const bool held = !is_gemm_weight(name) || (off + i >= lo && off + i < hi);
+          if (held)
+            ASSERT_EQ(view.f32()[i], want[i]) << name << "[" << i << "]";
+          else
+            ASSERT_EQ(view.f32()[i], 0.0f) << name << "[" << i << "]";
+          gemm_elsewhere += !held;
+        }
+      }
+      EXPECT_GT(gemm_elsewhere, 0);
+    }
+    const auto master =
+        std::find_if(p.terms.begin(), p.terms.end(), [](const MemoryTerm& t) { return t.name == "master"; });
+    ASSERT_NE(master, p.terms.end());
+    EXPECT_EQ(master->load, largest);
+    EXPECT_EQ(master->rollout_first, largest);
+    EXPECT_LT(largest, whole->params().numel() * 4 * 3 / 4);
+  }
 }
 
 // LoRA: the plan counts what the LoRA code allocates. The base frozen in bf16 under mixed precision: the
