@@ -95,6 +95,14 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
   ::close(fd);
 }
 
+void MappedFile::release(const uint8_t* p, size_t bytes) const {
+  if (!data_ || p < data_ || p + bytes > data_ + size_) return;
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t last = (reinterpret_cast<uintptr_t>(p) + bytes) / page * page;
+  if (first < last) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 MappedFile::~MappedFile() {
   if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }

@@ -29,6 +29,9 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // Gives back the memory of the whole pages of [p, p + bytes) (a part of this mapping that has been read):
+  // they leave the process's resident set and are read from the file again if touched. No-op outside it.
+  void release(const uint8_t* p, size_t bytes) const;
 
  private:
   std::string path_;

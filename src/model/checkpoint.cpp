@@ -251,6 +251,11 @@ const StTensor* Checkpoint::find(const std::string& name) const {
   return it == where_.end() ? nullptr : files_[it->second]->find(name);
 }
 
+void Checkpoint::release(const std::string& name) const {
+  auto it = where_.find(name);
+  if (it != where_.end()) files_[it->second]->release(*files_[it->second]->find(name));
+}
+
 const std::string& Checkpoint::file_of(const std::string& name) const {
   static const std::string none;
   auto it = where_.find(name);

@@ -29,6 +29,9 @@ class Checkpoint {
 
   const ModelConfig& config() const { return config_; }
   const StTensor* find(const std::string& name) const;
+  // Tensor `name`'s mapped bytes, once converted, leave the process's resident set (a loader's peak holds
+  // one tensor of the file, not the whole file).
+  void release(const std::string& name) const;
   // The file holding tensor `name` (for error messages), or "" if absent.
   const std::string& file_of(const std::string& name) const;
   // Parameter names in HF order (expected_tensors(config())).

@@ -42,6 +42,8 @@ class SafetensorsFile {
   // Tensors in data-offset order (the order of their bytes in the file).
   const std::vector<StTensor>& tensors() const { return tensors_; }
   const StTensor* find(const std::string& name) const;
+  // A tensor's bytes, once read, leave the resident set (MappedFile::release; no-op for parsed bytes).
+  void release(const StTensor& t) const { map_.release(t.data, t.nbytes); }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   const std::string& path() const { return path_; }
 

@@ -169,6 +169,7 @@ void ModelWeights::load_from(const Checkpoint& ck) {
     const StTensor* t = ck.find(name);
     GRPO_CHECK(t, "[checkpoint] ", ck.dir(), ": missing tensor \"", name, "\"");
     tensor_to_f32(*t, view.f32(), view.numel(), ck.dir());
+    ck.release(name);
   }
   if (bf16_arena_) refresh_bf16();
 }
@@ -190,6 +191,7 @@ void ModelWeights::load_through_shadow(const Checkpoint& ck, bool (*shadow_only)
     if (!shadow_only(name)) {
       tensor_to_f32(*t, f32, n, ck.dir());
       ops::f32_to_bf16(b16, f32, n);
+      ck.release(name);
       continue;
     }
     GRPO_CHECK(st_numel(t->shape) == n, "[safetensors] ", ck.dir(), ": tensor \"", name, "\": has ", st_numel(t->shape),
@@ -205,6 +207,7 @@ void ModelWeights::load_through_shadow(const Checkpoint& ck, bool (*shadow_only)
       if (a < b)
         std::memcpy(f32 + (a - off), chunk.data() + (a - off - c0), static_cast<size_t>(b - a) * sizeof(float));
     }
+    ck.release(name);
   }
 }
 

@@ -71,11 +71,11 @@ LayerSplit layer_split(const ModelConfig& m, const comm::Partition& part) {
   return s;
 }
 
-// Elements of the largest GEMM weight (the one tensor a frozen bf16 base converts through f32 at a time).
-int64_t largest_gemm_weight(const ModelConfig& m) {
+// Elements of the largest tensor (with gemm_only, of the largest GEMM weight).
+int64_t largest_tensor(const ModelConfig& m, bool gemm_only) {
   int64_t n = 0;
   for (const TensorSpec& t : expected_tensors(m))
-    if (is_frozen_bf16_only(t.name)) n = std::max(n, st_numel(t.shape));
+    if (!gemm_only || is_frozen_bf16_only(t.name)) n = std::max(n, st_numel(t.shape));
   return n;
 }
 
@@ -390,9 +390,12 @@ void add_terms(const MemoryPlanInputs& in, const PlanSetup& u, const ParameterSi
   const int64_t P16 = z.P16, P32 = z.P32, base32 = z.base32;
   const int64_t adapters = z.adapter_elems * 4;
   // Loading: the checkpoint's mapped file, and for a base frozen in bf16 one GEMM weight at a time in f32.
-  p.mapped_file = in.checkpoint_bytes > 0 ? in.checkpoint_bytes : p.parameters * dtype_size(m.dtype);
+  // The loaders give each tensor's mapped pages back once converted (Checkpoint::release): one tensor of the
+  // file is resident at a time, in the file's dtype (its size over the parameters, or config.json's).
+  const int64_t file_bytes = in.checkpoint_bytes > 0 ? in.checkpoint_bytes : p.parameters * dtype_size(m.dtype);
+  p.mapped_file = largest_tensor(m, false) * std::max<int64_t>(1, file_bytes / std::max<int64_t>(1, p.parameters));
   const bool sharded = bf16 && dist && !lora;  // ModelWeights::shard_gemm_masters
-  const int64_t chunk = std::min(largest_gemm_weight(m), ModelWeights::kLoadChunkElems) * 4;
+  const int64_t chunk = std::min(largest_tensor(m, true), ModelWeights::kLoadChunkElems) * 4;
   const int64_t file = p.mapped_file + (frozen16 || sharded ? chunk : 0);
   const int64_t grads = z.trained * 4, grad_shard = dist ? p.shard_elems * 4 : 0, moments = z.moment_elems * 8;
 
@@ -457,8 +460,8 @@ void add_terms(const MemoryPlanInputs& in, const PlanSetup& u, const ParameterSi
   add_training("reference activations", t.ref_acts,
                lora ? "decoder of the KL reference (the frozen base)" : "decoder of the KL reference");
   add("checkpoint file", file, 0, 0, 0,
-      frozen16 || sharded ? "safetensors mapped while loading, converted 1 Mi elements at a time"
-                          : "safetensors mapped while loading");
+      frozen16 || sharded ? "one tensor of the mapped safetensors, converted 1 Mi elements at a time"
+                          : "one tensor of the mapped safetensors at a time");
   // Saving on rank 0: the f32 weights whole again (ZeRO-3 gathers for the rollout, bf16 mode gathers the
   // masters; LoRA saves the adapters only). Each rank writes its own moments (loop/optimizer_shards.h), but
   // with LoRA rank 0 gathers the adapters' moments of every shard.

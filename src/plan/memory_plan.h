@@ -104,7 +104,7 @@ struct MemoryPlan {
   int64_t parameters = 0, trained_parameters = 0, shard_elems = 0;
   int64_t micro_batch_tokens = 0, micro_batch_longest = 0, kv_blocks = 0, rollout_bucket = 0;
   bool kv_holds_a_block = true;  // false: gpu_memory_utilization x the machine holds no KV block
-  int64_t mapped_file = 0;  // the checkpoint's safetensors mapped while loading (shared by a machine's ranks)
+  int64_t mapped_file = 0;       // the checkpoint's largest tensor, mapped while loading (shared by a machine's ranks)
   int64_t machine_bytes() const;  // what this machine must hold: every rank's peak, the mapped file once
   bool fits() const { return kv_holds_a_block && machine_bytes() <= in.available_bytes; }
   int64_t term(const std::string& name) const;  // its largest phase value

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -38,6 +40,15 @@ PackedBatch batch_of(const std::vector<int64_t>& lengths, int64_t vocab) {
     b.add_sequence(ids);
   }
   return b;
+}
+
+// This process's resident pages of mapped files (RssFile in /proc/self/status), in bytes.
+int64_t rss_file_bytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("RssFile:", 0) == 0) return std::stoll(line.substr(8)) * 1024;  // "RssFile:   1234 kB"
+  throw std::runtime_error("no RssFile in /proc/self/status");
 }
 
 MemoryPlanInputs inputs_for(const ModelConfig& m, int ranks) {
@@ -234,17 +245,36 @@ TEST(MemoryPlan, VerdictAndCheapestChange) {
   EXPECT_NE(explain_memory_plan(plan_memory(in)).find("no change tried makes it fit"), std::string::npos);
 }
 
-// Ranks on one machine map the same checkpoint file while loading: the machine holds every rank's peak but
-// the file once; when loading is not the peak phase, the peak times the ranks.
-TEST(MemoryPlan, RanksOfAMachineShareTheMappedCheckpoint) {
+// The loaders give each tensor's mapped pages back once converted: one tensor of the file is resident at a
+// time, which the plan prices in the file's bytes per parameter. Ranks on one machine map the same file: the
+// machine holds every rank's peak but that tensor once; when loading is not the peak phase, the peak times
+// the ranks.
+TEST(MemoryPlan, LoadingHoldsOneTensorOfTheMappedCheckpoint) {
   const ModelConfig m = preset_config("qwen3", "small");
+  test::TempDir dir;
+  {
+    ModelWeights w(m);
+    init_parameters(w, 3);
+    save_checkpoint(dir.path(), m, w.named_tensors(), DType::F32);
+  }
+  const int64_t file = static_cast<int64_t>(std::filesystem::file_size(dir.path() + "/model.safetensors"));
+  const Checkpoint ck = Checkpoint::open(dir.path());
+  ModelWeights w(m);
+  const int64_t before = rss_file_bytes();
+  w.load_from(ck);
+  EXPECT_LT(rss_file_bytes() - before, file / 20);  // the file is still mapped, its pages given back
+  int64_t largest = 0;
+  for (const std::string& name : ck.names())
+    largest = std::max<int64_t>(largest, static_cast<int64_t>(ck.find(name)->nbytes));
   MemoryPlanInputs in = inputs_for(m, 2);
-  in.checkpoint_bytes = int64_t{3} << 30;  // a file larger than anything later: loading is the peak
+  in.checkpoint_bytes = file;
+  EXPECT_EQ(plan_memory(in).mapped_file, largest);
+
+  in.checkpoint_bytes = parameter_count(m) * 4096;  // 4 KiB a parameter: its largest tensor makes loading the peak
   const MemoryPlan p = plan_memory(in);
   ASSERT_EQ(p.peak_phase, "load");
-  EXPECT_EQ(p.mapped_file, in.checkpoint_bytes);
   const int64_t later = std::max({p.rollout_first, p.training, p.rollout_later, p.save});
-  EXPECT_EQ(p.machine_bytes(), std::max(2 * p.load - in.checkpoint_bytes, 2 * later));
+  EXPECT_EQ(p.machine_bytes(), std::max(2 * p.load - p.mapped_file, 2 * later));
   EXPECT_LT(p.machine_bytes(), 2 * p.peak);
   in.ranks_per_machine = 1;  // one rank a machine: its own peak
   EXPECT_EQ(plan_memory(in).machine_bytes(), p.peak);
