@@ -1,7 +1,9 @@
 // `grpo export`: merges a PEFT LoRA adapter into its base model (W + s B A for every adapted linear) and
 // writes the result as a complete Hugging Face folder (config.json, safetensors, the base's tokenizer and
-// preprocessor files), loadable by transformers, vLLM and this engine without the adapter; or, with
-// --format gguf, writes a model (the adapter merged in when given) as one GGUF file for llama.cpp and Ollama.
+// preprocessor files), loadable by transformers, vLLM and this engine without the adapter; without an
+// adapter, writes a run checkpoint as one plain Hugging Face folder (a checkpoint of several ranks under
+// mixed precision from its exact f32 master shards, not its bf16 model files); or, with --format gguf,
+// writes a model (the adapter merged in when given) as one GGUF file for llama.cpp and Ollama.
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -9,6 +11,7 @@
 #include "core/files.h"
 #include "core/threads.h"
 #include "export/gguf_model.h"
+#include "loop/trainer_state.h"
 #include "model/checkpoint.h"
 #include "model/lora.h"
 #include "model/weights.h"
@@ -69,30 +72,43 @@ void run_export_gguf(const ExportArgs& a) {
 void run_export(const ExportArgs& a) {
   if (a.threads > 0) set_num_threads(a.threads);
   if (a.format == "gguf") return run_export_gguf(a);
-  GRPO_CHECK(!a.adapter.empty(), "[export] --adapter is required for --format hf (a merged Hugging Face folder)");
+  GRPO_CHECK(!a.adapter.empty() || !a.model.empty(),
+             "[export] --format hf needs --adapter DIR (merged into its base) or --model DIR (a run checkpoint)");
   const std::string base = base_model_of(a);
   GRPO_CHECK(fs::absolute(a.out).lexically_normal() != fs::absolute(base).lexically_normal(), "[export] --out ", a.out,
-             " is the base model's folder; write the merged model elsewhere");
-  auto weights = ModelWeights::load(base);
-  auto lora = LoraAdapters::load(weights->config(), a.adapter);
-  lora->merge_into(*weights);
+             " is the model's own folder; write the exported model elsewhere");
+  auto weights = std::make_unique<ModelWeights>(Checkpoint::open(base).config());  // (a tied head's notes applied)
+  load_checkpoint_weights(base, *weights);
+  std::unique_ptr<LoraAdapters> lora;
+  if (!a.adapter.empty()) {
+    lora = LoraAdapters::load(weights->config(), a.adapter);
+    lora->merge_into(*weights);
+  }
   std::vector<std::string> extra;
   for (const char* f : {"tokenizer.json", "tokenizer_config.json", "preprocessor_config.json", "generation_config.json"})
     if (file_exists(base + "/" + f)) extra.push_back(base + "/" + f);
   const DType dtype = a.dtype == "bf16" ? DType::BF16 : DType::F32;
   save_checkpoint(a.out, weights->config(), weights->named_tensors(), dtype, 0, extra);
-  std::fprintf(stderr, "[export] %s + %s (%zu adapted linears, r %lld, scale %g) -> %s\n", base.c_str(),
-               a.adapter.c_str(), lora->modules().size(), static_cast<long long>(lora->rank()), lora->scale(),
-               a.out.c_str());
+  if (lora)
+    std::fprintf(stderr, "[export] %s + %s (%zu adapted linears, r %lld, scale %g) -> %s\n", base.c_str(),
+                 a.adapter.c_str(), lora->modules().size(), static_cast<long long>(lora->rank()), lora->scale(),
+                 a.out.c_str());
+  else
+    std::fprintf(stderr, "[export] %s%s -> %s (%s)\n", base.c_str(),
+                 has_flat_shards(master_shards(), base) ? " (its f32 master shards)" : "", a.out.c_str(),
+                 a.dtype.c_str());
 }
 
 void setup_export(CLI::App& app) {
   auto a = std::make_shared<ExportArgs>();
   CLI::App* c = app.add_subcommand(
-      "export", "Merge a LoRA adapter into its base model and write a Hugging Face folder, or write a GGUF file");
+      "export",
+      "Merge a LoRA adapter into its base model and write a Hugging Face folder, write a run checkpoint as one "
+      "Hugging Face folder, or write a GGUF file");
   c->add_option("--adapter", a->adapter,
                 "PEFT LoRA adapter folder (adapter_config.json + adapter_model.safetensors); required for --format hf");
-  c->add_option("--model", a->model, "Base model folder (default: the adapter's base_model_name_or_path)");
+  c->add_option("--model", a->model,
+                "Base model folder (default: the adapter's base_model_name_or_path), or the run checkpoint to export");
   c->add_option("--out", a->out, "Output folder, or the .gguf file with --format gguf (written atomically)")
       ->required();
   c->add_option("--format", a->format, "hf (a Hugging Face folder, the default) or gguf (one file for llama.cpp)")

@@ -1,5 +1,5 @@
 // SHA-256 (FIPS 180-4) of bytes, incrementally, and of a whole file: the checksums of sharded checkpoints'
-// manifests (loop/optimizer_shards.h). Written out here rather than taken from a crypto library, since the
+// manifests (loop/flat_shards.h). Written out here rather than taken from a crypto library, since the
 // engine needs nothing else of one; tests/core checks it against the standard's test vectors.
 #pragma once
 #include <array>

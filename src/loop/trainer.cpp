@@ -167,23 +167,38 @@ std::string GrpoTrainer::save_checkpoint() {
   const std::string& base = cfg_.actor_rollout_ref.model.path;
   const int64_t keep = cfg_.trainer.max_actor_ckpt_to_keep;
   std::string dir;
-  if (comm_.size() > 1 && !s_->lora) {
-    const std::string stage = moment_stage_dir(run_dir_, state_.global_step);
+  if (comm_.size() > 1 && !s_->lora) {  // every rank writes its own files, nothing gathered
+    const std::string stage = checkpoint_stage_dir(run_dir_, state_.global_step);
     if (console_) {  // (a leftover of a crashed save goes first)
       std::error_code ec;
       std::filesystem::remove_all(stage, ec);
-      make_dirs(stage);
+      make_dirs(stage + "/model");
     }
     comm_.barrier();
+    actor_->gather_for_rollout();  // ZeRO-3: every layer whole (the next rollout reads them too)
+    const bool bf16 = s_->weights->has_bf16();
+    ShardedCheckpoint ck;
+    ck.stage_dir = stage;
+    ck.parts = model_file_parts(s_->weights->config(), comm_.size());
+    ck.model_dtype = bf16 ? DType::BF16 : DType::F32;
+    ck.trained_numel = actor_->trained_numel();
+    ck.layout_numel = s_->weights->params().numel();
+    ck.steps = actor_->optimizer().steps();
+    const ModelFilePart& part = ck.parts[comm_.rank()];
+    if (!part.tensors.empty()) s_->weights->write_file_part(stage + "/model/" + part.file, part, ck.model_dtype);
     const train::Actor::MomentRange r = actor_->moment_range();
-    const nlohmann::json mine =
-        write_moment_shard(stage, comm_.rank(), {r.lo, r.hi, r.m, r.v}, actor_->trained_numel());
-    std::vector<nlohmann::json> shards;
-    for (const std::string& entry : comm_.all_gather_bytes(mine.dump())) shards.push_back(nlohmann::json::parse(entry));
-    const ShardedMoments moments{stage, shards, actor_->trained_numel(), actor_->optimizer().steps()};
-    actor_->with_whole_weights([&] {  // the f32 masters of every shard on rank 0, for the model folder
-      if (console_) dir = save_run_checkpoint(run_dir_, *s_->weights, moments, state_, DType::F32, base, keep);
-    });
+    nlohmann::json mine = {{"moments", write_flat_shard(moment_shards(), stage, comm_.rank(), {r.lo, r.hi, {r.m, r.v}},
+                                                        ck.trained_numel)}};
+    if (bf16) {  // the exact f32 masters of this rank's shard, which the bf16 model files round
+      const train::Actor::MasterRange w = actor_->master_range();
+      mine["masters"] = write_flat_shard(master_shards(), stage, comm_.rank(), {w.lo, w.hi, {w.data}}, ck.layout_numel);
+    }
+    for (const std::string& entry : comm_.all_gather_bytes(mine.dump())) {
+      const nlohmann::json j = nlohmann::json::parse(entry);
+      ck.moments.push_back(j["moments"]);
+      if (bf16) ck.masters.push_back(j["masters"]);
+    }
+    if (console_) dir = save_run_checkpoint(run_dir_, s_->weights->config(), ck, state_, base, keep);
   } else {  // one process, or LoRA (the adapters' moments are small): rank 0 writes them whole
     actor_->with_whole_weights([&] {
       const train::Actor::FullMoments full = actor_->gather_for_checkpoint();

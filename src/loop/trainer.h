@@ -89,7 +89,7 @@ class GrpoTrainer {
   void build_rewards_and_schedule();  // reward functions, step counts, the bound on request ids
   void resume_from(const std::string& checkpoint);
   // Writes the checkpoint of the current step (collective); returns its folder (on rank 0; "" elsewhere).
-  // Several ranks of full fine-tuning write their moments' shards in parallel (loop/optimizer_shards.h).
+  // Several ranks of full fine-tuning write their moments' shards in parallel (loop/flat_shards.h).
   std::string save_checkpoint();
 
   Config cfg_;

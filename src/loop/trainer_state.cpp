@@ -126,25 +126,25 @@ std::string save_run_checkpoint(const std::string& run_dir, const ModelWeights& 
   return dir;
 }
 
-std::string moment_stage_dir(const std::string& run_dir, int64_t global_step) {
+std::string checkpoint_stage_dir(const std::string& run_dir, int64_t global_step) {
   return run_dir + "/checkpoints/" + kStepPrefix + std::to_string(global_step) + ".shards";
 }
 
-std::string save_run_checkpoint(const std::string& run_dir, const ModelWeights& w, const ShardedMoments& opt,
-                                const TrainerState& st, DType save_dtype, const std::string& tokenizer_dir,
-                                int64_t max_to_keep) {
+std::string save_run_checkpoint(const std::string& run_dir, const ModelConfig& c, const ShardedCheckpoint& ck,
+                                const TrainerState& st, const std::string& tokenizer_dir, int64_t max_to_keep) {
   GRPO_CHECK(max_to_keep >= 0, "[checkpoint] trainer.max_actor_ckpt_to_keep must be >= 0 (0: keep all), got ",
              max_to_keep);
-  const std::string ckdir = run_dir + "/checkpoints";
   const std::string name = kStepPrefix + std::to_string(st.global_step);
-  const std::string dir = ckdir + "/" + name;
-  save_checkpoint(dir, w.config(), w.named_tensors(), save_dtype, 0, tokenizer_files(tokenizer_dir),
-                  [&](const std::string& partial) {
-                    write_trainer_state(partial, st, opt.steps);
-                    place_moment_shards(opt.stage_dir, partial, opt.shards, opt.numel);
-                  });
+  const std::string dir = run_dir + "/checkpoints/" + name;
+  save_checkpoint_from_parts(dir, c, ck.model_dtype, ck.parts, ck.stage_dir + "/model", tokenizer_files(tokenizer_dir),
+                             [&](const std::string& partial) {
+                               write_trainer_state(partial, st, ck.steps);
+                               place_flat_shards(moment_shards(), ck.stage_dir, partial, ck.moments, ck.trained_numel);
+                               if (!ck.masters.empty())
+                                 place_flat_shards(master_shards(), ck.stage_dir, partial, ck.masters, ck.layout_numel);
+                             });
   std::error_code ec;
-  fs::remove_all(opt.stage_dir, ec);
+  fs::remove_all(ck.stage_dir, ec);
   mark_latest_and_prune(run_dir, name, dir, max_to_keep);
   return dir;
 }
@@ -207,31 +207,35 @@ std::string latest_run_checkpoint(const std::string& run_dir) {
   return dir;
 }
 
+void load_checkpoint_weights(const std::string& dir, ModelWeights& w) {
+  if (has_flat_shards(master_shards(), dir)) {  // the exact f32 masters, which the bf16 model files round
+    MasterShardSource masters(dir, w.params());
+    w.load_from(masters);
+  } else {
+    w.load_from(Checkpoint::open(dir));
+  }
+}
+
 TrainerState load_run_checkpoint(const std::string& dir, ModelWeights& w, float* m, float* v, int64_t moments_numel,
                                  int64_t* optimizer_steps) {
-  GRPO_CHECK(!file_exists(dir + "/adapter_config.json"), "[resume] ", dir, " is a LoRA checkpoint (adapter_config.json): "
-             "resume it with actor_rollout_ref.model.lora_rank > 0");
-  Checkpoint ck = Checkpoint::open(dir);
-  w.load_from(ck);
-  read_moments(dir, w.params(), m, v, moments_numel);
-  return read_trainer_state(dir, optimizer_steps);
+  return load_run_checkpoint_range(dir, w, 0, moments_numel, moments_numel, m, v, optimizer_steps);
 }
 
 TrainerState load_run_checkpoint_range(const std::string& dir, ModelWeights& w, int64_t lo, int64_t hi,
                                        int64_t moments_numel, float* m, float* v, int64_t* optimizer_steps) {
-  if (!has_moment_shards(dir)) {  // moments named after the parameters, in the whole layout
+  GRPO_CHECK(!file_exists(dir + "/adapter_config.json"), "[resume] ", dir,
+             " is a LoRA checkpoint (adapter_config.json): resume it with actor_rollout_ref.model.lora_rank > 0");
+  load_checkpoint_weights(dir, w);
+  if (has_flat_shards(moment_shards(), dir)) {
+    FlatShardReader(moment_shards(), dir, moments_numel).read(lo, hi, {m, v});
+  } else if (lo == 0 && hi == moments_numel) {  // moments named after the parameters, in the whole layout
+    read_moments(dir, w.params(), m, v, moments_numel);
+  } else {
     std::vector<float> m_all(moments_numel), v_all(moments_numel);
-    TrainerState st = load_run_checkpoint(dir, w, m_all.data(), v_all.data(), moments_numel, optimizer_steps);
+    read_moments(dir, w.params(), m_all.data(), v_all.data(), moments_numel);
     std::copy(m_all.begin() + lo, m_all.begin() + hi, m);
     std::copy(v_all.begin() + lo, v_all.begin() + hi, v);
-    return st;
   }
-  GRPO_CHECK(!file_exists(dir + "/adapter_config.json"), "[resume] ", dir,
-             " is a LoRA checkpoint (adapter_config.json): "
-             "resume it with actor_rollout_ref.model.lora_rank > 0");
-  Checkpoint ck = Checkpoint::open(dir);
-  w.load_from(ck);
-  read_moment_range(dir, lo, hi, moments_numel, m, v);
   return read_trainer_state(dir, optimizer_steps);
 }
 

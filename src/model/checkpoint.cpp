@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <unordered_set>
 
@@ -253,7 +254,9 @@ const StTensor* Checkpoint::find(const std::string& name) const {
 
 void Checkpoint::release(const std::string& name) const {
   auto it = where_.find(name);
-  if (it != where_.end()) files_[it->second]->release(*files_[it->second]->find(name));
+  if (it == where_.end()) return;
+  const StTensor* t = files_[it->second]->find(name);
+  files_[it->second]->release(t->data, t->nbytes);
 }
 
 const std::string& Checkpoint::file_of(const std::string& name) const {
@@ -268,16 +271,20 @@ std::vector<std::string> Checkpoint::names() const {
   return n;
 }
 
-void save_checkpoint(const std::string& dir_in, const ModelConfig& c, const std::vector<NamedF32>& tensors,
-                     DType save_dtype, int64_t max_shard_bytes, const std::vector<std::string>& extra_files_to_copy,
-                     const std::function<void(const std::string& partial_dir)>& write_more) {
+namespace {
+
+// The atomic folder write of save_checkpoint: config.json (dtype save_dtype), the weight files that
+// write_weights puts into the partial folder, the extra files, write_more; then swapped into place.
+void write_checkpoint_folder(
+    const std::string& dir_in, const ModelConfig& c, DType save_dtype,
+    const std::function<void(const std::string& partial, const std::string& dir)>& write_weights,
+    const std::vector<std::string>& extra_files_to_copy,
+    const std::function<void(const std::string& partial_dir)>& write_more) {
   GRPO_CHECK(save_dtype == DType::F32 || save_dtype == DType::BF16, "[checkpoint] saving ", dir_in,
              ": save dtype must be f32 or bf16, got ", dtype_name(save_dtype));
-  GRPO_CHECK(max_shard_bytes >= 0, "[checkpoint] saving ", dir_in, ": max_shard_bytes must be >= 0");
   // Absolute, so that "ck/", "." or "../ck" all have a parent folder for the sibling "<dir>.partial".
   std::string dir = fs::absolute(dir_in).lexically_normal().string();
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  std::vector<const NamedF32*> ordered = order_tensors(dir, c, tensors);
   std::error_code ec;
   if (fs::exists(dir)) {
     if (!fs::is_directory(dir)) fail("[checkpoint] saving ", dir, ": exists and is not a directory");
@@ -294,26 +301,7 @@ void save_checkpoint(const std::string& dir_in, const ModelConfig& c, const std:
     ModelConfig saved = c;
     saved.dtype = save_dtype;
     write_file_atomic(partial + "/config.json", model_config_to_json(saved).dump(2) + "\n");
-
-    const int64_t elem = dtype_size(save_dtype);
-    std::vector<int64_t> bytes;
-    for (const NamedF32* t : ordered) bytes.push_back(st_numel(t->shape) * elem);
-    std::vector<ShardPlan> shards = plan_shards(bytes, max_shard_bytes);
-    nlohmann::json weight_map = nlohmann::json::object();
-    int64_t total = 0;
-    for (const ShardPlan& s : shards) {
-      std::vector<const NamedF32*> part;
-      for (size_t i : s.tensors) {
-        part.push_back(ordered[i]);
-        weight_map[ordered[i]->name] = s.file;
-        total += bytes[i];
-      }
-      write_shard(partial + "/" + s.file, part, save_dtype);
-    }
-    if (shards.size() > 1) {
-      nlohmann::json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
-      write_file_atomic(partial + "/" + kIndexFile, index.dump(2) + "\n");
-    }
+    write_weights(partial, dir);
     for (const std::string& src : extra_files_to_copy) {
       const std::string name = fs::path(src).filename().string();
       const bool weights_file = name.rfind("model", 0) == 0 && name.find(".safetensors") != std::string::npos;
@@ -330,6 +318,94 @@ void save_checkpoint(const std::string& dir_in, const ModelConfig& c, const std:
     fs::remove_all(partial, ec);
     throw;
   }
+}
+
+void write_index(const std::string& partial, const nlohmann::json& weight_map, int64_t total) {
+  const nlohmann::json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
+  write_file_atomic(partial + "/" + kIndexFile, index.dump(2) + "\n");
+}
+
+}  // namespace
+
+void save_checkpoint(const std::string& dir, const ModelConfig& c, const std::vector<NamedF32>& tensors,
+                     DType save_dtype, int64_t max_shard_bytes, const std::vector<std::string>& extra_files_to_copy,
+                     const std::function<void(const std::string& partial_dir)>& write_more) {
+  GRPO_CHECK(max_shard_bytes >= 0, "[checkpoint] saving ", dir, ": max_shard_bytes must be >= 0");
+  const std::vector<const NamedF32*> ordered = order_tensors(dir, c, tensors);
+  auto write_weights = [&](const std::string& partial, const std::string&) {
+    const int64_t elem = dtype_size(save_dtype);
+    std::vector<int64_t> bytes;
+    for (const NamedF32* t : ordered) bytes.push_back(st_numel(t->shape) * elem);
+    std::vector<ShardPlan> shards = plan_shards(bytes, max_shard_bytes);
+    nlohmann::json weight_map = nlohmann::json::object();
+    int64_t total = 0;
+    for (const ShardPlan& s : shards) {
+      std::vector<const NamedF32*> part;
+      for (size_t i : s.tensors) {
+        part.push_back(ordered[i]);
+        weight_map[ordered[i]->name] = s.file;
+        total += bytes[i];
+      }
+      write_shard(partial + "/" + s.file, part, save_dtype);
+    }
+    if (shards.size() > 1) write_index(partial, weight_map, total);
+  };
+  write_checkpoint_folder(dir, c, save_dtype, write_weights, extra_files_to_copy, write_more);
+}
+
+std::vector<ModelFilePart> model_file_parts(const ModelConfig& c, int ranks) {
+  GRPO_CHECK(ranks >= 1, "[checkpoint] model files for ", ranks, " ranks");
+  std::vector<std::pair<std::string, int64_t>> tensors;  // HF order, tied lm_head left out
+  int64_t total = 0;
+  for (const TensorSpec& t : expected_tensors(c)) {
+    tensors.emplace_back(t.name, st_numel(t.shape));
+    total += st_numel(t.shape);
+  }
+  // Tensor i goes to the rank in whose even share of the elements it starts: contiguous, balanced.
+  std::vector<ModelFilePart> parts(static_cast<size_t>(ranks));
+  int64_t before = 0;
+  for (const auto& [name, n] : tensors) {
+    const int r = static_cast<int>(std::min<int64_t>(ranks - 1, before * ranks / std::max<int64_t>(1, total)));
+    parts[r].tensors.push_back(name);
+    before += n;
+  }
+  int files = 0;
+  for (const ModelFilePart& p : parts) files += !p.tensors.empty();
+  int k = 0;
+  for (ModelFilePart& p : parts) {
+    if (p.tensors.empty()) continue;
+    char name[64];
+    std::snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", ++k, files);
+    p.file = files == 1 ? kSingleFile : name;
+  }
+  return parts;
+}
+
+void save_checkpoint_from_parts(const std::string& dir, const ModelConfig& c, DType save_dtype,
+                                const std::vector<ModelFilePart>& parts, const std::string& stage_dir,
+                                const std::vector<std::string>& extra_files_to_copy,
+                                const std::function<void(const std::string& partial_dir)>& write_more) {
+  std::map<std::string, int64_t> numel;
+  for (const TensorSpec& t : expected_tensors(c)) numel[t.name] = st_numel(t.shape);
+  auto write_weights = [&](const std::string& partial, const std::string&) {
+    nlohmann::json weight_map = nlohmann::json::object();
+    int64_t total = 0, files = 0;
+    for (const ModelFilePart& p : parts) {
+      if (p.tensors.empty()) continue;
+      const std::string from = stage_dir + "/" + p.file;
+      GRPO_CHECK(file_exists(from), "[checkpoint] ", from,
+                 ": a rank's model file is not there; the run folder must be on a file system every rank sees");
+      fs::rename(from, partial + "/" + p.file);
+      for (const std::string& t : p.tensors) {
+        weight_map[t] = p.file;
+        total += numel.at(t) * dtype_size(save_dtype);
+      }
+      ++files;
+    }
+    GRPO_CHECK(files >= 1, "[checkpoint] saving ", dir, ": no model file");
+    if (files > 1) write_index(partial, weight_map, total);
+  };
+  write_checkpoint_folder(dir, c, save_dtype, write_weights, extra_files_to_copy, write_more);
 }
 
 }  // namespace grpo

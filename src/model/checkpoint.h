@@ -50,6 +50,17 @@ class Checkpoint {
   std::vector<std::string> notes_;
 };
 
+// A rank's part of a model folder that several ranks write at once (save_checkpoint_from_parts): the file and
+// the tensors (HF names, in order) it holds.
+struct ModelFilePart {
+  std::string file;
+  std::vector<std::string> tensors;
+};
+// The model's tensors (expected_tensors order) split among `ranks` files of contiguous tensors balanced by
+// elements: parts[r] is rank r's (no tensors: it writes no file). One file is model.safetensors; more are
+// model-0000i-of-0000K.safetensors, listed by the index.
+std::vector<ModelFilePart> model_file_parts(const ModelConfig& c, int ranks);
+
 struct NamedF32 {
   std::string name;
   std::vector<int64_t> shape;
@@ -68,5 +79,11 @@ void save_checkpoint(const std::string& dir, const ModelConfig& c, const std::ve
                      DType save_dtype, int64_t max_shard_bytes = 0 /*0: one file*/,
                      const std::vector<std::string>& extra_files_to_copy = {},
                      const std::function<void(const std::string& partial_dir)>& write_more = {});
+// The same folder assembled from model files the ranks wrote into stage_dir (ModelWeights::write_file_part,
+// dtype save_dtype): each moved into the folder, the index written for several.
+void save_checkpoint_from_parts(const std::string& dir, const ModelConfig& c, DType save_dtype,
+                                const std::vector<ModelFilePart>& parts, const std::string& stage_dir,
+                                const std::vector<std::string>& extra_files_to_copy = {},
+                                const std::function<void(const std::string& partial_dir)>& write_more = {});
 
 }  // namespace grpo

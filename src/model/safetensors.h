@@ -42,8 +42,9 @@ class SafetensorsFile {
   // Tensors in data-offset order (the order of their bytes in the file).
   const std::vector<StTensor>& tensors() const { return tensors_; }
   const StTensor* find(const std::string& name) const;
-  // A tensor's bytes, once read, leave the resident set (MappedFile::release; no-op for parsed bytes).
-  void release(const StTensor& t) const { map_.release(t.data, t.nbytes); }
+  // Bytes of the file [p, p + bytes) (a tensor's, or part of them), once read, leave the resident set
+  // (MappedFile::release; no-op for parsed bytes).
+  void release(const uint8_t* p, size_t bytes) const { map_.release(p, bytes); }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   const std::string& path() const { return path_; }
 

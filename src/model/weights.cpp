@@ -140,11 +140,37 @@ std::unique_ptr<ModelWeights> ModelWeights::load(const std::string& dir) {
   return w;
 }
 
+namespace {
+
+// A Hugging Face checkpoint's tensors; each tensor's mapped pages are given back once it is read.
+class CheckpointSource final : public ParameterSource {
+ public:
+  explicit CheckpointSource(const Checkpoint& ck) : ck_(ck) {}
+  void read(const std::string& name, int64_t numel, int64_t first, int64_t count, float* dst) override {
+    const StTensor* t = ck_.find(name);
+    GRPO_CHECK(t, "[checkpoint] ", ck_.dir(), ": missing tensor \"", name, "\"");
+    if (first == 0 && count == numel) {
+      tensor_to_f32(*t, dst, numel, ck_.dir());
+      return;
+    }
+    GRPO_CHECK(st_numel(t->shape) == numel, "[safetensors] ", ck_.dir(), ": tensor \"", name, "\": has ",
+               st_numel(t->shape), " elements ", st_shape_str(t->shape), ", expected ", numel);
+    tensor_range_to_f32(*t, first, count, dst, ck_.dir());
+  }
+  void done(const std::string& name) override { ck_.release(name); }
+
+ private:
+  const Checkpoint& ck_;
+};
+
+}  // namespace
+
 std::unique_ptr<ModelWeights> ModelWeights::load_frozen_bf16(const std::string& dir) {
   Checkpoint ck = Checkpoint::open(dir);
   auto w = std::make_unique<ModelWeights>(ck.config());
   w->make_bf16_arena();
-  w->load_through_shadow(ck, is_frozen_bf16_only, 0, 0);  // bf16 only: the GEMM weights' f32 pages stay untouched
+  CheckpointSource src(ck);
+  w->load_through_shadow(src, is_frozen_bf16_only, 0, 0);  // bf16 only: the GEMM weights' f32 pages stay untouched
   w->frozen_bf16_ = true;
   return w;
 }
@@ -160,55 +186,70 @@ void ModelWeights::shard_gemm_masters(int64_t lo, int64_t hi) {
 void ModelWeights::load_from(const Checkpoint& ck) {
   GRPO_CHECK(!frozen_bf16_, "[weights] ", ck.dir(), ": these weights are a frozen bf16 base (LoRA); they are not "
              "reloaded");
+  CheckpointSource src(ck);
+  load_from(src);
+}
+
+void ModelWeights::load_from(ParameterSource& src) {
+  GRPO_CHECK(!frozen_bf16_, "[weights] these weights are a frozen bf16 base (LoRA); they are not reloaded");
   if (gemm_masters_) {
-    load_through_shadow(ck, is_gemm_weight, gemm_masters_->first, gemm_masters_->second);
+    load_through_shadow(src, is_gemm_weight, gemm_masters_->first, gemm_masters_->second);
     return;
   }
   GRPO_PROFILE("load_weights");
   for (const auto& [name, view] : params_.entries()) {
-    const StTensor* t = ck.find(name);
-    GRPO_CHECK(t, "[checkpoint] ", ck.dir(), ": missing tensor \"", name, "\"");
-    tensor_to_f32(*t, view.f32(), view.numel(), ck.dir());
-    ck.release(name);
+    src.read(name, view.numel(), 0, view.numel(), view.f32());
+    src.done(name);
   }
   if (bf16_arena_) refresh_bf16();
 }
 
-void ModelWeights::load_through_shadow(const Checkpoint& ck, bool (*shadow_only)(const std::string&), int64_t lo,
+void ModelWeights::load_through_shadow(ParameterSource& src, bool (*shadow_only)(const std::string&), int64_t lo,
                                        int64_t hi) {
   GRPO_PROFILE("load_weights");
   constexpr int64_t kChunk = kLoadChunkElems;
   const auto& dst = bf16_arena_->entries();
-  const auto& src = params_.entries();
+  const auto& entries = params_.entries();
   std::vector<float> chunk;
-  for (size_t i = 0; i < src.size(); ++i) {
-    const std::string& name = src[i].first;
-    const StTensor* t = ck.find(name);
-    GRPO_CHECK(t, "[checkpoint] ", ck.dir(), ": missing tensor \"", name, "\"");
-    const int64_t n = src[i].second.numel();
-    float* f32 = src[i].second.f32();
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const std::string& name = entries[i].first;
+    const int64_t n = entries[i].second.numel();
+    float* f32 = entries[i].second.f32();
     bf16_t* b16 = dst[i].second.as<bf16_t>();
     if (!shadow_only(name)) {
-      tensor_to_f32(*t, f32, n, ck.dir());
+      src.read(name, n, 0, n, f32);
       ops::f32_to_bf16(b16, f32, n);
-      ck.release(name);
+      src.done(name);
       continue;
     }
-    GRPO_CHECK(st_numel(t->shape) == n, "[safetensors] ", ck.dir(), ": tensor \"", name, "\": has ", st_numel(t->shape),
-               " elements ", st_shape_str(t->shape), ", expected ", n);
     // Piece by piece through one chunk: the shadow whole, the f32 master only inside [lo, hi).
     const int64_t off = params_.offset(name);
     chunk.resize(static_cast<size_t>(std::min(n, kChunk)));
     for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
       const int64_t c = std::min(kChunk, n - c0);
-      tensor_range_to_f32(*t, c0, c, chunk.data(), ck.dir());
+      src.read(name, n, c0, c, chunk.data());
       ops::f32_to_bf16(b16 + c0, chunk.data(), c);
       const int64_t a = std::max(off + c0, lo), b = std::min(off + c0 + c, hi);
       if (a < b)
         std::memcpy(f32 + (a - off), chunk.data() + (a - off - c0), static_cast<size_t>(b - a) * sizeof(float));
     }
-    ck.release(name);
+    src.done(name);
   }
+}
+
+void ModelWeights::write_file_part(const std::string& path, const ModelFilePart& part, DType dtype) const {
+  GRPO_CHECK(dtype == DType::F32 || (dtype == DType::BF16 && bf16_arena_), "[checkpoint] ", path,
+             ": model files are written from the f32 weights or the bf16 shadow, not as ", dtype_name(dtype));
+  GRPO_CHECK(dtype == DType::BF16 || !frozen_bf16_,
+             "[weights] a frozen bf16 base (LoRA) has no f32 GEMM weights to save");
+  const Arena& a = dtype == DType::BF16 ? *bf16_arena_ : params_;
+  std::vector<StTensorOut> outs;
+  for (const std::string& name : part.tensors) {
+    const TensorView v = a.view(name);
+    outs.push_back({name, dtype == DType::BF16 ? StDType::BF16 : StDType::F32,
+                    std::vector<int64_t>(v.shape.dims.begin(), v.shape.dims.begin() + v.shape.ndim), v.data});
+  }
+  write_safetensors(path, outs, {{"format", "pt"}});
 }
 
 std::vector<NamedF32> ModelWeights::named_tensors() const {

@@ -80,6 +80,18 @@ bool is_frozen_bf16_only(const std::string& name);
 // Name of the first tensor of layer `layer` in declare_parameters' order (the layer's tensors follow it).
 std::string first_layer_tensor(const ModelConfig& c, int64_t layer);
 
+// Where a load reads the parameters from: a Hugging Face checkpoint, or the f32 master shards of a run
+// checkpoint written by several ranks (loop/flat_shards.h).
+class ParameterSource {
+ public:
+  virtual ~ParameterSource() = default;
+  // Elements [first, first + count) of parameter `name` (of `numel` elements, C order) as f32 into dst;
+  // errors name the file and the tensor.
+  virtual void read(const std::string& name, int64_t numel, int64_t first, int64_t count, float* dst) = 0;
+  // The parameter has been read: what holds its bytes may give them back.
+  virtual void done(const std::string& name) = 0;
+};
+
 class ModelWeights {
  public:
   explicit ModelWeights(const ModelConfig& c);
@@ -100,6 +112,7 @@ class ModelWeights {
   // Copies the checkpoint's tensors (f32/bf16/f16) into the f32 master weights (and the bf16 shadow when
   // there is one). After shard_gemm_masters, the GEMM weights' f32 elements only inside its shard.
   void load_from(const Checkpoint& ck);
+  void load_from(ParameterSource& src);
   // Mixed precision on several ranks (ZeRO): a rank updates the f32 masters of its shard [lo, hi) of the
   // layout only, and the other ranks' GEMM weights (is_gemm_weight) reach it in bf16 (train/param_sync.h),
   // so their f32 copies are never read. Makes the bf16 shadow (not filled); from then on every load_from
@@ -111,6 +124,9 @@ class ModelWeights {
   static constexpr int64_t kLoadChunkElems = int64_t{1} << 20;
   // (name, shape, data) of every parameter in HF order, for save_checkpoint.
   std::vector<NamedF32> named_tensors() const;
+  // Writes the tensors of `part` (model_file_parts) to `path` as they are, atomically: from the bf16
+  // shadow (which must be whole), or with dtype F32 from the f32 weights (which must be whole).
+  void write_file_part(const std::string& path, const ModelFilePart& part, DType dtype) const;
 
   // bf16 shadow of every parameter (GEMM weights read it in bf16 mode). Created on first call.
   const ModelTensors& bf16();
@@ -124,7 +140,7 @@ class ModelWeights {
   void make_bf16_arena();  // declared and allocated, not filled
   // Every tensor into the bf16 shadow; those for which shadow_only(name) holds are converted one chunk at a
   // time and get f32 elements only inside [lo, hi), the others are written whole in f32 too.
-  void load_through_shadow(const Checkpoint& ck, bool (*shadow_only)(const std::string&), int64_t lo, int64_t hi);
+  void load_through_shadow(ParameterSource& src, bool (*shadow_only)(const std::string&), int64_t lo, int64_t hi);
 
   ModelConfig config_;
   Arena params_;

@@ -462,15 +462,12 @@ void add_terms(const MemoryPlanInputs& in, const PlanSetup& u, const ParameterSi
   add("checkpoint file", file, 0, 0, 0,
       frozen16 || sharded ? "one tensor of the mapped safetensors, converted 1 Mi elements at a time"
                           : "one tensor of the mapped safetensors at a time");
-  // Saving on rank 0: the f32 weights whole again (ZeRO-3 gathers for the rollout, bf16 mode gathers the
-  // masters; LoRA saves the adapters only). Each rank writes its own moments (loop/optimizer_shards.h), but
-  // with LoRA rank 0 gathers the adapters' moments of every shard.
-  // On several ranks in bf16 mode rank 0 lets its bf16 shadow go while it holds the masters
-  // (Actor::with_whole_weights).
-  for (MemoryTerm& term : p.terms) {
-    if (!lora && term.name == (bf16 ? "master" : "weights")) term.save = P32;
-    if (!lora && bf16 && dist && term.name == "weights") term.save = 0;
-  }
+  // Saving: one process writes its whole f32 weights; several ranks each write their own model file (from the
+  // bf16 shadow, or the f32 weights the rollout reads), moments and masters (loop/flat_shards.h) as they hold
+  // them: nothing gathered, the later rollouts' memory. LoRA saves the adapters only, but rank 0 gathers the
+  // adapters' moments of every shard.
+  for (MemoryTerm& term : p.terms)
+    if (!lora && !dist && term.name == (bf16 ? "master" : "weights")) term.save = P32;
   add("checkpoint gather", 0, 0, 0, 0,
       lora ? "rank 0 saving: every rank's AdamW moments of the adapters" : "none: each rank writes its own moments");
   p.terms.back().save = dist && lora ? z.adapter_elems * 8 : 0;  // the adapters' partition, whole

@@ -588,6 +588,12 @@ Actor::MomentRange Actor::moment_range() const {
   return {lo, hi, adam_.m(), adam_.v()};
 }
 
+Actor::MasterRange Actor::master_range() const {
+  GRPO_CHECK(!lora_, "[checkpoint] LoRA's base is frozen: it has no master shard to save");
+  const int64_t lo = part_.begin(comm_->rank()), hi = part_.end(comm_->rank());
+  return {lo, hi, w_.params().flat().f32() + lo};
+}
+
 void Actor::load_moment_range(const float* m, const float* v, int64_t optimizer_steps) {
   const MomentRange r = moment_range();
   if (r.hi > r.lo) {

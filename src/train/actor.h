@@ -179,6 +179,13 @@ class Actor {
     const float* v = nullptr;
   };
   MomentRange moment_range() const;
+  // Full fine-tuning: this rank's f32 master weights, elements [lo, hi) of the layout (its shard, which its
+  // optimizer updates; under mixed precision the only f32 GEMM weights it holds).
+  struct MasterRange {
+    int64_t lo = 0, hi = 0;
+    const float* data = nullptr;  // [hi - lo]
+  };
+  MasterRange master_range() const;
   // Every rank takes its moments given for just its range (moment_range's lo, hi).
   void load_moment_range(const float* m, const float* v, int64_t optimizer_steps);
   // Elements of the flat layout the optimizer trains: all, or the text prefix with a frozen vision tower, or

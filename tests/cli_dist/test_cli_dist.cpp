@@ -36,6 +36,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -384,6 +385,31 @@ TEST_F(CliDist, ResumesOnMoreAndOnFewerRanks) {
 
   const std::vector<std::string> bf16 = {"--set", "mixed_precision.enabled=true"};
   const std::vector<Json> bf16_reference = train(2, "bf16_two", bf16);
+  // The checkpoint: the two ranks' bf16 model files (a Hugging Face folder with its index), their moments and
+  // their exact f32 masters. Resumed on two ranks it is the run's own continuation, bit for bit.
+  const std::string saved = dir_ + "/bf16_two/checkpoints/global_step_4";
+  EXPECT_TRUE(fs::exists(saved + "/model.safetensors.index.json"));
+  EXPECT_EQ(Json::parse(read_file(saved + "/master/manifest.json"))["shards"].size(), 2u);
+  EXPECT_EQ(Json::parse(read_file(saved + "/config.json"))["torch_dtype"], "bfloat16");
+  const std::string bf16_again = stopped_copy(dir_ + "/bf16_two", dir_ + "/bf16_two_again", 4);
+  const Outcome b2 = run_resumed(2, bf16_again, bf16);
+  ASSERT_EQ(b2.status, 0) << b2.output;
+  expect_same_metrics(bf16_reference, read_metrics(bf16_again + "/metrics.jsonl"), 0.0);
+  // `grpo export` writes it as one folder from the f32 masters, not the bf16 files.
+  const Outcome ex =
+      run_to_end(command(1, {"export", "--model", saved, "--out", dir_ + "/exported"}), dir_ + "/ex.log");
+  ASSERT_EQ(ex.status, 0) << ex.output;
+  const auto exported = ModelWeights::load(dir_ + "/exported");
+  ModelWeights masters(exported->config());
+  load_checkpoint_weights(saved, masters);
+  EXPECT_EQ(std::memcmp(exported->params().flat().data, masters.params().flat().data,
+                        static_cast<size_t>(masters.params().numel()) * 4),
+            0);
+  const auto rounded = ModelWeights::load(saved);  // the model files: the masters rounded to bf16
+  EXPECT_NE(std::memcmp(rounded->params().flat().data, masters.params().flat().data,
+                        static_cast<size_t>(masters.params().numel()) * 4),
+            0);
+
   const std::string bf16_four = stopped_copy(dir_ + "/bf16_two", dir_ + "/bf16_two_to_four", 4);
   const Outcome b4 = run_resumed(4, bf16_four, bf16);
   ASSERT_EQ(b4.status, 0) << b4.output;

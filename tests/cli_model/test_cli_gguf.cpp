@@ -71,9 +71,12 @@ TEST(CliGguf, RefusesQwen3VlAndBadInput) {
   EXPECT_NE(r.status, 0);
   EXPECT_TRUE(contains(r.output, d + "/none/config.json")) << r.output;
 
-  r = run_grpo("export --model " + d + "/vl --out " + d + "/hf");
+  r = run_grpo("export --out " + d + "/hf");
   EXPECT_NE(r.status, 0);
-  EXPECT_TRUE(contains(r.output, "--adapter is required for --format hf")) << r.output;
+  EXPECT_TRUE(contains(r.output, "--format hf needs --adapter DIR")) << r.output;
+  r = run_grpo("export --model " + d + "/vl --out " + d + "/hf");  // a folder with a config and no weights
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(contains(r.output, d + "/vl: no model.safetensors")) << r.output;
 }
 
 }  // namespace
