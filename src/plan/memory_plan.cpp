@@ -469,7 +469,7 @@ void add_terms(const MemoryPlanInputs& in, const PlanSetup& u, const ParameterSi
   for (MemoryTerm& term : p.terms)
     if (!lora && !dist && term.name == (bf16 ? "master" : "weights")) term.save = P32;
   add("checkpoint gather", 0, 0, 0, 0,
-      lora ? "rank 0 saving: every rank's AdamW moments of the adapters" : "none: each rank writes its own moments");
+      lora ? "rank 0 saving: every rank's AdamW moments of the adapters" : "none: each rank writes its own files");
   p.terms.back().save = dist && lora ? z.adapter_elems * 8 : 0;  // the adapters' partition, whole
 }
 
