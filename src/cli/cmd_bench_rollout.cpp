@@ -160,12 +160,15 @@ void run(const BenchRolloutArgs& a) {
                static_cast<long long>(o.n));
   if (a.profile) Profiler::enable(true);
   rollout::RolloutBenchResult opt = rollout::run_rollout_bench(*w, o, true);
-  if (a.profile) {
+  auto print_profile = [&](const char* run) {
+    if (!a.profile) return;
     Profiler::enable(false);
-    std::fprintf(stderr, "[bench rollout] profile of the optimised run (total ms, calls):\n");
+    std::fprintf(stderr, "[bench rollout] profile of the %s run (total ms, calls):\n", run);
     for (const ScopeSummary& s : Profiler::summary())
       std::fprintf(stderr, "  %-24s %9.1f %8lld\n", s.name.c_str(), s.total_ms, static_cast<long long>(s.calls));
-  }
+    Profiler::clear();
+  };
+  print_profile("optimised");
   nlohmann::json j = {{"model", a.model.empty() ? a.arch + ":" + a.preset : a.model},
                       {"dtype", a.dtype},
                       {"decode_matmul", a.decode_matmul},
@@ -202,7 +205,9 @@ void run(const BenchRolloutArgs& a) {
                  static_cast<long long>(a.lora_rank));
     rollout::RolloutBenchOptions lo = o;
     lo.lora = &lora;
+    if (a.profile) Profiler::enable(true);
     rollout::RolloutBenchResult lr = rollout::run_rollout_bench(*w, lo, true);
+    print_profile("LoRA");
     j["lora_rank"] = a.lora_rank;
     j["lora_gen_tokens_per_s"] = lr.gen_tokens_per_s;
     j["lora_decode_tokens_per_s"] = lr.decode_tokens_per_s;
@@ -242,7 +247,8 @@ void setup_bench_rollout(CLI::App& app) {
       ->capture_default_str();
   c->add_option("--seed", a->o.seed, "Seed");
   c->add_flag("--skip-baseline", a->skip_baseline, "Do not run the baseline");
-  c->add_flag("--profile", a->profile, "Print the time per kernel and phase of the optimised run");
+  c->add_flag("--profile", a->profile,
+              "Print the time per kernel and phase of the optimised run (and of the LoRA run)");
   c->add_option("--threads", a->threads, "Threads (default: all cores)");
   c->add_option("--lora-rank", a->lora_rank, "Also time the optimised run with LoRA of this rank on all linears "
                 "(unmerged), against the run without")->check(CLI::NonNegativeNumber);

@@ -172,7 +172,7 @@ std::string GrpoTrainer::save_checkpoint() {
     if (console_) {  // (a leftover of a crashed save goes first)
       std::error_code ec;
       std::filesystem::remove_all(stage, ec);
-      make_dirs(stage + "/model");
+      for (const char* part : {"/model", "/optimizer", "/master"}) make_dirs(stage + part);
     }
     comm_.barrier();
     actor_->gather_for_rollout();  // ZeRO-3: every layer whole (the next rollout reads them too)

@@ -240,8 +240,9 @@ void ModelWeights::load_through_shadow(ParameterSource& src, bool (*shadow_only)
 void ModelWeights::write_file_part(const std::string& path, const ModelFilePart& part, DType dtype) const {
   GRPO_CHECK(dtype == DType::F32 || (dtype == DType::BF16 && bf16_arena_), "[checkpoint] ", path,
              ": model files are written from the f32 weights or the bf16 shadow, not as ", dtype_name(dtype));
-  GRPO_CHECK(dtype == DType::BF16 || !frozen_bf16_,
-             "[weights] a frozen bf16 base (LoRA) has no f32 GEMM weights to save");
+  GRPO_CHECK(dtype == DType::BF16 || (!frozen_bf16_ && !gemm_masters_), "[checkpoint] ", path,
+             ": these weights hold f32 GEMM weights only in part (a frozen bf16 base, or a rank's shard of the "
+             "masters); write the bf16 shadow");
   const Arena& a = dtype == DType::BF16 ? *bf16_arena_ : params_;
   std::vector<StTensorOut> outs;
   for (const std::string& name : part.tensors) {

@@ -86,8 +86,8 @@ int64_t frozen_base_f32_bytes(const ModelConfig& m, int64_t granularity);
 int64_t sharded_master_f32_bytes(const ModelConfig& m, int64_t granularity, int64_t lo, int64_t hi);
 
 // One row of the table: bytes per rank in each phase (0 where not resident): loading, the first rollout,
-// training, the rollouts of later steps, saving a checkpoint (rank 0 gathers the whole f32 weights and, on
-// several ranks, the whole moments).
+// training, the rollouts of later steps, saving a checkpoint (one process writes its whole f32 weights; on
+// several ranks each writes its own files, except LoRA's moments, which rank 0 gathers).
 struct MemoryTerm {
   std::string name;  // "weights", "master", ...
   int64_t load = 0, rollout_first = 0, training = 0, rollout_later = 0, save = 0;

@@ -162,8 +162,10 @@ void Server::add_completion_route(const char* path, Endpoint endpoint) {
     auto job = std::make_shared<Job>();
     job->requests = parsed->requests;
     job->stream = parsed->stream;
+    response_opened();  // (before the job is admitted: a shutdown that sees it queued waits for its reply too)
     const Submit submitted = queue_->submit(job);
     if (submitted != Submit::Queued) {
+      response_released();
       const bool full = submitted == Submit::QueueFull;
       if (full) res.set_header("Retry-After", "1");
       reply_error(res, full ? ApiError(429, "", "the server's queue is full (--max-queue); retry later",
@@ -171,7 +173,6 @@ void Server::add_completion_route(const char* path, Endpoint endpoint) {
                             : ApiError(503, "", "the server is shutting down", "server_error"));
       return;
     }
-    response_opened();
     const ResponseHead head{(endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-") + std::to_string(++next_id_) + "-" +
                                 std::to_string(seed % 100000),
                             unix_now(), options_.model_name, model_.tokenizer()};
