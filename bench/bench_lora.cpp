@@ -1,7 +1,8 @@
 // Google Benchmark of the LoRA linear (model/linear.h) at the `small` model's MLP shape (T=4096 tokens,
 // in 512, out 1536, rank 16): forward (x A^T, then s u B^T added to the output) and backward (dB, du, dA,
 // dx), in GFLOP/s of the adapter's matmuls, next to the base linear's bf16 forward for scale; and the
-// add_low_rank kernel alone in GB/s (the output rows read and written once).
+// add_low_rank kernel alone in GB/s (the output rows read and written once), and add_low_rank_t (B as stored)
+// at a decode step's shape.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -22,10 +23,9 @@ constexpr int64_t kT = 4096, kIn = 512, kOut = 1536, kRank = 16;
 
 void BM_LoraForward(benchmark::State& state) {
   const auto x = normal_floats(kT * kIn, 1), A = normal_floats(kRank * kIn, 2), B = normal_floats(kOut * kRank, 3);
-  std::vector<float> y(kT * kOut), u(kT * kRank), tmp(kRank * kOut);
+  std::vector<float> y(kT * kOut), u(kT * kRank);
   for (auto _ : state) {
-    grpo::lora_linear_forward(y.data(), kOut, x.data(), A.data(), B.data(), u.data(), tmp.data(), kT, kOut, kIn,
-                              kRank, 0.5f);
+    grpo::lora_linear_forward(y.data(), kOut, x.data(), A.data(), B.data(), u.data(), kT, kOut, kIn, kRank, 0.5f);
     benchmark::ClobberMemory();
   }
   set_rate(state, "GFLOP/s", 2.0 * kT * kRank * (kIn + kOut));
@@ -66,7 +66,21 @@ void BM_AddLowRank(benchmark::State& state) {
   set_rate(state, "GB/s", 2.0 * kT * kOut * 4);
 }
 
+// B as stored ([N, r]), at a decode step's shape: 16 rows, a gate/up projection of qwen3-1.7b (N = 12288),
+// rank 32. B is read once per call; the rows read and written once.
+void BM_AddLowRankTransposedDecode(benchmark::State& state) {
+  constexpr int64_t T = 16, N = 12288, r = 32;
+  const auto u = normal_floats(T * r, 1), W = normal_floats(N * r, 2);
+  std::vector<float> y(T * N);
+  for (auto _ : state) {
+    grpo::ops::add_low_rank_t(y.data(), N, u.data(), r, W.data(), r, T, N, r, 0.5f);
+    benchmark::ClobberMemory();
+  }
+  set_rate(state, "GB/s", (2.0 * T * N + N * r) * 4);
+}
+
 BENCHMARK(BM_AddLowRank)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_AddLowRankTransposedDecode)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_LoraForward)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LoraBackward)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_BaseLinearForwardBf16)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -44,6 +44,10 @@ void add_inplace(float* y, const float* x, int64_t n);  // y += x
 // row of y read and written once. A row's result does not depend on T or the thread count.
 void add_low_rank(float* y, int64_t ldy, const float* u, int64_t ldu, const float* V, int64_t ldv, int64_t T,
                   int64_t N, int64_t r, float alpha);
+// The same with V given as W = V^T [N, r] (row stride ldw), a LoRA B matrix as stored: the same bits as
+// add_low_rank(V), without transposing W whole.
+void add_low_rank_t(float* y, int64_t ldy, const float* u, int64_t ldu, const float* W, int64_t ldw, int64_t T,
+                    int64_t N, int64_t r, float alpha);
 // out[t,:] = table[ids[t],:]   table [V,C], out [T,C]
 void embedding_forward(float* out, const int32_t* ids, const float* table, int64_t T, int64_t C);
 // dtable[ids[t],:] += dout[t,:]   (deterministic: no atomics, result independent of thread count)

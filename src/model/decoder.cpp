@@ -136,7 +136,6 @@ size_t Decoder::carve_layout(const ModelConfig& c, const DecoderOptions& opt, co
   s.mcos = mrope ? f(T * D / 2) : nullptr;
   s.msin = mrope ? f(T * D / 2) : nullptr;
   s.lora_du = lora_rank > 0 ? f(T * 3 * lora_rank) : nullptr;
-  s.lora_bt = lora_rank > 0 ? f(lora_rank * std::max({Q, C, F})) : nullptr;
   const bool lora_bf = lora_rank > 0 && bf;
   s.lora_w_bf = lora_bf ? h(3 * lora_rank * std::max({Q, C, F})) : nullptr;
   s.lora_u_bf = lora_bf ? h(T * 3 * lora_rank) : nullptr;
@@ -212,8 +211,8 @@ void Decoder::lora_forward(int64_t l, LayerActs& a, LoraGroupIndex gi, float* ou
   if (g == 0) return;
   const LoraSlotShape sh = lora_slot_shape(c_, static_cast<LoraSlot>(kLoraGroups[gi].first));
   const LoraBf16 bf = lora_bf16(in_bf);
-  lora_group_forward(out, sh.packed_rows, in, A, mods, g, a.lora_u[gi], s_.lora_bt, T_, sh.in, lora_->rank(),
-                     lora_->scale(), opt_.mode == ComputeMode::BF16 ? &bf : nullptr);
+  lora_group_forward(out, sh.packed_rows, in, A, mods, g, a.lora_u[gi], T_, sh.in, lora_->rank(), lora_->scale(),
+                     opt_.mode == ComputeMode::BF16 ? &bf : nullptr);
 }
 
 void Decoder::lora_backward(int64_t l, LayerActs& a, LoraGroupIndex gi, const LoraTensors* lg, float* din,

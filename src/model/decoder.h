@@ -136,7 +136,6 @@ class Decoder {
     float* lse_head;    // [T] log-sum-exp of the output layer
     float *mcos, *msin; // [T, D/2] M-RoPE rows of the batch (batches with pictures)
     float* lora_du;     // [T, 3r] gradient of a group's x A^T (LoRA)
-    float* lora_bt;     // [r, max(HD, C, F)] a B matrix transposed (LoRA)
     bf16_t* lora_w_bf;  // [3r, max(HD, C, F)] a group's A, or one B, in bf16 (LoRA in bf16 mode)
     bf16_t* lora_u_bf;  // [T, 3r] a group's x A^T in bf16 (LoRA in bf16 mode)
     bf16_t* lora_du_bf; // [T, 3r] its gradient in bf16 (LoRA in bf16 mode)

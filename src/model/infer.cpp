@@ -20,7 +20,7 @@ namespace {
 struct Buffers {
   float *x, *h, *qkv, *q, *k, *v, *rstd, *o, *tmp, *gu, *act, *attn_ws, *hr;  // see workspace_bytes
   float *mcos, *msin;  // [T, D/2] M-RoPE rows (Qwen3-VL)
-  float *lora_u, *lora_bt;  // [T, 3r], [r, max(HD, F, C)] LoRA scratch (r = 0: none)
+  float* lora_u;       // [T, 3r] LoRA scratch (r = 0: none)
   bf16_t* x_bf;
 };
 
@@ -47,7 +47,6 @@ size_t carve(const ModelConfig& c, int64_t T, int64_t R, int64_t block_size, int
   b->mcos = c.has_vision() ? f(T * D / 2) : nullptr;
   b->msin = c.has_vision() ? f(T * D / 2) : nullptr;
   b->lora_u = lora_rank > 0 ? f(T * 3 * lora_rank) : nullptr;
-  b->lora_bt = lora_rank > 0 ? f(lora_rank * std::max({Q, F, C})) : nullptr;
   b->x_bf = carver.take<bf16_t>(ops::gemv_x_scratch_elems(T, std::max({C, F, Q})));  // [T, max(C, F, Q)], padded
   return carver.size();
 }
@@ -125,8 +124,7 @@ void InferenceModel::matmul(float* y, const float* x, bf16_t* x_bf, const void* 
   ops::decode_matmul(y, x, bf ? x_bf : nullptr, bf ? w16 : w32, bf ? DType::BF16 : DType::F32, T, N, K, matmul_);
 }
 
-void InferenceModel::lora(int64_t l, LoraGroupIndex gi, float* y, const float* x, float* u, float* bt,
-                          int64_t T) const {
+void InferenceModel::lora(int64_t l, LoraGroupIndex gi, float* y, const float* x, float* u, int64_t T) const {
   if (!lora_) return;
   LoraModule mods[3];
   const float* A = nullptr;
@@ -138,9 +136,7 @@ void InferenceModel::lora(int64_t l, LoraGroupIndex gi, float* y, const float* x
   ops::decode_matmul(u, x, nullptr, A, DType::F32, T, gr, sh.in, matmul_);  // [T, g r]: the group's A at once
   for (int j = 0; j < g; ++j) {
     const LoraModule& m = mods[j];
-    for (int64_t n = 0; n < m.N; ++n)  // bt [r, N] = B^T
-      for (int64_t i = 0; i < r; ++i) bt[i * m.N + n] = m.B[n * r + i];
-    ops::add_low_rank(y + m.col, sh.packed_rows, u + j * r, gr, bt, m.N, T, m.N, r, lora_->scale());
+    ops::add_low_rank_t(y + m.col, sh.packed_rows, u + j * r, gr, m.B, r, T, m.N, r, lora_->scale());
   }
 }
 
@@ -179,7 +175,7 @@ void InferenceModel::forward(const InferStep& st, const ops::PagedKvView& kv, fl
     const LayerTensors* pb = p16 ? &p16->layers[l] : nullptr;
     ops::rmsnorm_forward(b.h, b.rstd, b.x, F32(p.attn_norm), T, C, eps);
     matmul(b.qkv, b.h, b.x_bf, p.wqkv, pb ? pb->wqkv : nullptr, T, Q + 2 * KV, C);
-    lora(l, kLoraQkvGroup, b.qkv, b.h, b.lora_u, b.lora_bt, T);
+    lora(l, kLoraQkvGroup, b.qkv, b.h, b.lora_u, T);
     if (p.bqkv) add_bias(b.qkv, F32(p.bqkv), T, Q + 2 * KV);
     split_qkv(b.q, b.k, b.v, b.qkv, T, Q, KV);
     if (c.qk_norm) {
@@ -197,14 +193,14 @@ void InferenceModel::forward(const InferStep& st, const ops::PagedKvView& kv, fl
     ops::paged_attention(b.o, b.q, kv, l, st.block_table_indptr, st.block_table, st.seq_index, st.positions, T, st.S,
                          H, scale, b.attn_ws);
     matmul(b.tmp, b.o, b.x_bf, p.wo, pb ? pb->wo : nullptr, T, C, Q);
-    lora(l, kLoraOGroup, b.tmp, b.o, b.lora_u, b.lora_bt, T);
+    lora(l, kLoraOGroup, b.tmp, b.o, b.lora_u, T);
     ops::add_inplace(b.x, b.tmp, T * C);
     ops::rmsnorm_forward(b.h, b.rstd, b.x, F32(p.mlp_norm), T, C, eps);
     matmul(b.gu, b.h, b.x_bf, p.wgu, pb ? pb->wgu : nullptr, T, 2 * F, C);
-    lora(l, kLoraGateUpGroup, b.gu, b.h, b.lora_u, b.lora_bt, T);
+    lora(l, kLoraGateUpGroup, b.gu, b.h, b.lora_u, T);
     ops::swiglu_forward(b.act, b.gu, T, F);
     matmul(b.tmp, b.act, b.x_bf, p.wdown, pb ? pb->wdown : nullptr, T, C, F);
-    lora(l, kLoraDownGroup, b.tmp, b.act, b.lora_u, b.lora_bt, T);
+    lora(l, kLoraDownGroup, b.tmp, b.act, b.lora_u, T);
     ops::add_inplace(b.x, b.tmp, T * C);
     if (l < deepstack)  // DeepStack feature l joins the image-pad rows after text layer l
       for (int64_t t = 0; t < T; ++t)

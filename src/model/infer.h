@@ -9,7 +9,7 @@
 //
 // LoRA (set_lora): each adapted linear adds s (x A^T) B^T, unmerged: u = x A^T by the same decode matmul as
 // the base weights, one f32 GEMV for the linears that read the same input (q/k/v, gate/up), then u B^T added
-// into the output rows by ops::add_low_rank; both compute a row independently of the batch (batch invariance).
+// into the output rows by ops::add_low_rank_t; both compute a row independently of the batch (batch invariance).
 // The tower's adapted linears (Qwen3-VL) run in encode_prompt through the training tower's own code.
 #pragma once
 #include <cstdint>
@@ -84,8 +84,8 @@ class InferenceModel {
   void matmul(float* y, const float* x, bf16_t* x_bf, const void* w32, const void* w16, int64_t T, int64_t N,
               int64_t K) const;
   // y [T, packed] += s (x A^T) B^T for the adapted slots of group gi (kLoraGroups) of layer l: one decode
-  // matmul for the group's A matrices, then each B through ops::add_low_rank; u [T, 3r], bt [r, out] scratch.
-  void lora(int64_t l, LoraGroupIndex gi, float* y, const float* x, float* u, float* bt, int64_t T) const;
+  // matmul for the group's A matrices, then each B through ops::add_low_rank_t; u [T, 3r] scratch.
+  void lora(int64_t l, LoraGroupIndex gi, float* y, const float* x, float* u, int64_t T) const;
 
   ModelWeights& w_;
   ComputeMode mode_;

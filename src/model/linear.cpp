@@ -30,8 +30,8 @@ void linear_backward(ComputeMode mode, float* din, float* dW, const float* dout,
   }
 }
 
-void lora_group_forward(float* y, int64_t ldy, const float* x, const float* A, const LoraModule* mods, int g,
-                        float* u, float* Bt, int64_t T, int64_t K, int64_t r, float s, const LoraBf16* bf) {
+void lora_group_forward(float* y, int64_t ldy, const float* x, const float* A, const LoraModule* mods, int g, float* u,
+                        int64_t T, int64_t K, int64_t r, float s, const LoraBf16* bf) {
   GRPO_PROFILE("lora_forward");
   const int64_t gr = g * r;
   if (bf) {
@@ -42,9 +42,7 @@ void lora_group_forward(float* y, int64_t ldy, const float* x, const float* A, c
   }
   for (int j = 0; j < g; ++j) {
     const LoraModule& m = mods[j];
-    for (int64_t n = 0; n < m.N; ++n)  // Bt [r, N] = B^T
-      for (int64_t i = 0; i < r; ++i) Bt[i * m.N + n] = m.B[n * r + i];
-    ops::add_low_rank(y + m.col, ldy, u + j * r, gr, Bt, m.N, T, m.N, r, s);
+    ops::add_low_rank_t(y + m.col, ldy, u + j * r, gr, m.B, r, T, m.N, r, s);
   }
 }
 
@@ -80,10 +78,10 @@ void lora_group_backward(float* dx, float* dA, const float* dy, int64_t ldy, con
   if (dx) ops::add_low_rank(dx, K, du, gr, A, K, T, K, gr, 1.0f);
 }
 
-void lora_linear_forward(float* y, int64_t ldy, const float* x, const float* A, const float* B, float* u, float* tmp,
-                         int64_t T, int64_t N, int64_t K, int64_t r, float s) {
+void lora_linear_forward(float* y, int64_t ldy, const float* x, const float* A, const float* B, float* u, int64_t T,
+                         int64_t N, int64_t K, int64_t r, float s) {
   const LoraModule m{B, nullptr, 0, N};
-  lora_group_forward(y, ldy, x, A, &m, 1, u, tmp, T, K, r, s);
+  lora_group_forward(y, ldy, x, A, &m, 1, u, T, K, r, s);
 }
 
 void lora_linear_backward(float* dx, float* dA, float* dB, const float* dy, int64_t ldy, const float* x,

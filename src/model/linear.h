@@ -41,18 +41,18 @@ struct LoraBf16 {
 };
 
 // u [T, g r] = x A^T (one GEMM, kept for backward); y[:, col_j ..] += s u_j B_j^T (u_j: columns j r .. of u),
-// each output row read and written once (ops::add_low_rank, through Bt [r, max N_j] scratch).
-void lora_group_forward(float* y, int64_t ldy, const float* x, const float* A, const LoraModule* mods, int g,
-                        float* u, float* Bt, int64_t T, int64_t K, int64_t r, float s, const LoraBf16* bf = nullptr);
+// each output row read and written once (ops::add_low_rank_t, reading B_j as stored).
+void lora_group_forward(float* y, int64_t ldy, const float* x, const float* A, const LoraModule* mods, int g, float* u,
+                        int64_t T, int64_t K, int64_t r, float s, const LoraBf16* bf = nullptr);
 // Backward, dy [T, ldy]: du [T, g r] (scratch) with du_j = s dy_j B_j; dB_j += s dy_j^T u_j; dA [g r, K] += du^T x
 // (skipped when null); dx [T, K] += du A (one GEMM and one add_low_rank for the group; skipped when null).
 void lora_group_backward(float* dx, float* dA, const float* dy, int64_t ldy, const float* x, const float* A,
                          const LoraModule* mods, int g, const float* u, float* du, int64_t T, int64_t K, int64_t r,
                          float s, const LoraBf16* bf = nullptr);
 
-// One linear alone (g = 1): y [T, N] with row stride ldy; A [r, K], B [N, r]; u [T, r]; tmp [r, N] scratch.
-void lora_linear_forward(float* y, int64_t ldy, const float* x, const float* A, const float* B, float* u, float* tmp,
-                         int64_t T, int64_t N, int64_t K, int64_t r, float s);
+// One linear alone (g = 1): y [T, N] with row stride ldy; A [r, K], B [N, r]; u [T, r].
+void lora_linear_forward(float* y, int64_t ldy, const float* x, const float* A, const float* B, float* u, int64_t T,
+                         int64_t N, int64_t K, int64_t r, float s);
 // Backward: du [T, r] scratch; dx [T, K] += du A (skipped when null); dA [r, K] += du^T x and dB [N, r] += s dy^T u (both skipped
 // when null).
 void lora_linear_backward(float* dx, float* dA, float* dB, const float* dy, int64_t ldy, const float* x,

@@ -118,7 +118,6 @@ size_t VisionTower::carve_layout(const VisionConfig& vc, const VisionOptions& op
   s.pix_bf = bf ? h(N * Pd) : nullptr;
   s.dy_bf = bf ? h(std::max(N * std::max(3 * D, Fv), Ng * std::max(M, O))) : nullptr;
   s.lora_du = r > 0 ? f(N * r) : nullptr;
-  s.lora_bt = r > 0 ? f(r * std::max({3 * D, Fv, M, O})) : nullptr;
   s.norm_sink = f(2 * std::max(D, M));
   return carver.size();
 }
@@ -221,7 +220,7 @@ void VisionTower::block_backward(int64_t b, BlockActs& a, const VisionBlockTenso
 
 void VisionTower::lora_forward(const LoraPair& p, LoraShape sh, float* y, const float* x, float* u, int64_t T) {
   if (!p.A) return;
-  lora_linear_forward(y, sh.out, x, p.A, p.B, u, s_.lora_bt, T, sh.out, sh.in, lora_->rank(), lora_->scale());
+  lora_linear_forward(y, sh.out, x, p.A, p.B, u, T, sh.out, sh.in, lora_->rank(), lora_->scale());
 }
 
 void VisionTower::lora_backward(const LoraPair& p, const LoraPair* gp, LoraShape sh, float* dx, const float* dy,

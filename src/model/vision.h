@@ -131,7 +131,6 @@ class VisionTower {
     bf16_t* pix_bf;                // [N, Pd]
     bf16_t* dy_bf;                 // [max(N max(3Dv, Fv), Ng max(M, O))]
     float* lora_du;                // [N, r] gradient of x A^T (tower LoRA)
-    float* lora_bt;                // [r, max(3Dv, Fv, M, O)] a B matrix transposed (tower LoRA)
     float* norm_sink;              // [2 max(Dv, M)] LayerNorm weight and bias gradients a frozen base discards
   };
 

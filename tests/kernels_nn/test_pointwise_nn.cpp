@@ -115,6 +115,32 @@ TEST(NnAddLowRank, MatchesReferenceStridedAndRowInvariant) {
       }
 }
 
+// The same product with V given transposed (W = V^T [N, r], strided rows, as a LoRA B matrix is stored): the
+// bits of add_low_rank on the transpose, at ranks past one 128-wide chunk of the kernel's local block, and a
+// row's result independent of the rows in the call.
+TEST(NnAddLowRank, TransposedGivesTheBitsOfTheTranspose) {
+  for (auto isa : available_isas())
+    for (int64_t r : {int64_t{1}, int64_t{32}, int64_t{200}})
+      for (int64_t N : {int64_t{7}, int64_t{64}, int64_t{1500}}) {
+        ForceIsa force(isa);
+        SCOPED_TRACE(std::string(isa_name(isa)) + " r=" + std::to_string(r) + " N=" + std::to_string(N));
+        const int64_t T = 19, ldy = N + 5, ldu = r + 3, ldw = r + 2;
+        const auto u = randn(T * ldu, 4), W = randn(N * ldw, 5), y0 = randn(T * ldy, 6);
+        std::vector<float> V(r * N);
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t j = 0; j < r; ++j) V[j * N + n] = W[n * ldw + j];
+        Guarded y(y0);
+        ops::add_low_rank_t(y.data(), ldy, u.data(), ldu, W.data(), ldw, T, N, r, 0.75f);
+        std::vector<float> want = y0;
+        ops::add_low_rank(want.data(), ldy, u.data(), ldu, V.data(), N, T, N, r, 0.75f);
+        for (int64_t i = 0; i < T * ldy; ++i) ASSERT_EQ(y.vec()[i], want[i]) << "element " << i;
+        EXPECT_TRUE(y.guards_intact());
+        std::vector<float> one(y0.begin() + 7 * ldy, y0.begin() + 8 * ldy);  // row 7 alone
+        ops::add_low_rank_t(one.data(), ldy, u.data() + 7 * ldu, ldu, W.data(), ldw, 1, N, r, 0.75f);
+        for (int64_t i = 0; i < ldy; ++i) ASSERT_EQ(one[i], want[7 * ldy + i]) << "row 7, column " << i;
+      }
+}
+
 TEST(NnEmbedding, ForwardAndDeterministicBackward) {
   const int64_t V = 11, T = 9;
   const std::vector<int32_t> ids{3, 0, 10, 3, 3, 7, 0, 10, 1};  // repeats: the backward must sum them

@@ -57,9 +57,8 @@ double loss(const Problem& p, const std::vector<float>& x, const std::vector<flo
 
 TEST(LoraLinear, ForwardAddsIntoItsColumnsOnly) {
   Problem p = make_problem();
-  std::vector<float> y(p.T * p.ld, 0.5f), u(p.T * p.r), tmp(p.r * p.N);
-  lora_linear_forward(y.data() + p.off, p.ld, p.x.data(), p.A.data(), p.B.data(), u.data(), tmp.data(), p.T, p.N, p.K,
-                      p.r, p.s);
+  std::vector<float> y(p.T * p.ld, 0.5f), u(p.T * p.r);
+  lora_linear_forward(y.data() + p.off, p.ld, p.x.data(), p.A.data(), p.B.data(), u.data(), p.T, p.N, p.K, p.r, p.s);
   for (int64_t t = 0; t < p.T; ++t)
     for (int64_t c = 0; c < p.ld; ++c) {
       double want = 0.5;
@@ -75,9 +74,8 @@ TEST(LoraLinear, ForwardAddsIntoItsColumnsOnly) {
 
 TEST(LoraLinear, BackwardMatchesFiniteDifferences) {
   Problem p = make_problem();
-  std::vector<float> y(p.T * p.ld, 0.0f), u(p.T * p.r), du(p.T * p.r), tmp(p.r * p.N);
-  lora_linear_forward(y.data() + p.off, p.ld, p.x.data(), p.A.data(), p.B.data(), u.data(), tmp.data(), p.T, p.N, p.K,
-                      p.r, p.s);
+  std::vector<float> y(p.T * p.ld, 0.0f), u(p.T * p.r), du(p.T * p.r);
+  lora_linear_forward(y.data() + p.off, p.ld, p.x.data(), p.A.data(), p.B.data(), u.data(), p.T, p.N, p.K, p.r, p.s);
   std::vector<float> dx(p.T * p.K, 0.25f), dA(p.r * p.K, 0.0f), dB(p.N * p.r, 0.0f);
   // dy = d loss / dy = wy (the whole packed row; the module reads its columns).
   lora_linear_backward(dx.data(), dA.data(), dB.data(), p.wy.data() + p.off, p.ld, p.x.data(), p.A.data(), p.B.data(),
@@ -117,22 +115,22 @@ TEST(LoraLinear, GroupMatchesModulesOneByOne) {
   std::vector<std::vector<float>> B(g);
   for (int j = 0; j < g; ++j) B[j] = rnd(N[j] * r);
   // The group.
-  std::vector<float> y(T * ld, 0.5f), u(T * g * r), du(T * g * r), Bt(r * 8), dx(T * K, 0.25f), dA(g * r * K, 0.0f);
+  std::vector<float> y(T * ld, 0.5f), u(T * g * r), du(T * g * r), dx(T * K, 0.25f), dA(g * r * K, 0.0f);
   std::vector<std::vector<float>> dB(g);
   std::vector<LoraModule> mods;
   for (int j = 0; j < g; ++j) {
     dB[j].assign(N[j] * r, 0.0f);
     mods.push_back({B[j].data(), dB[j].data(), col[j], N[j]});
   }
-  lora_group_forward(y.data(), ld, x.data(), A.data(), mods.data(), g, u.data(), Bt.data(), T, K, r, s);
+  lora_group_forward(y.data(), ld, x.data(), A.data(), mods.data(), g, u.data(), T, K, r, s);
   lora_group_backward(dx.data(), dA.data(), dy.data(), ld, x.data(), A.data(), mods.data(), g, u.data(), du.data(), T,
                       K, r, s);
   // One at a time.
-  std::vector<float> y1(T * ld, 0.5f), u1(T * r), du1(T * r), tmp(r * 8), dx1(T * K, 0.25f), dA1(g * r * K, 0.0f);
+  std::vector<float> y1(T * ld, 0.5f), u1(T * r), du1(T * r), dx1(T * K, 0.25f), dA1(g * r * K, 0.0f);
   for (int j = 0; j < g; ++j) {
     std::vector<float> dB1(N[j] * r, 0.0f);
     const float* Aj = A.data() + j * r * K;
-    lora_linear_forward(y1.data() + col[j], ld, x.data(), Aj, B[j].data(), u1.data(), tmp.data(), T, N[j], K, r, s);
+    lora_linear_forward(y1.data() + col[j], ld, x.data(), Aj, B[j].data(), u1.data(), T, N[j], K, r, s);
     lora_linear_backward(dx1.data(), dA1.data() + j * r * K, dB1.data(), dy.data() + col[j], ld, x.data(), Aj,
                          B[j].data(), u1.data(), du1.data(), T, N[j], K, r, s);
     for (int64_t i = 0; i < N[j] * r; ++i) EXPECT_NEAR(dB[j][i], dB1[i], 1e-5) << "dB of module " << j << " at " << i;
@@ -168,8 +166,8 @@ TEST(LoraLinear, GroupInBf16ReadsRoundedOperands) {
   for (int j = 0; j < g; ++j) mods.push_back({B[j].data(), dB[j].data(), col[j], N[j]});
   std::vector<bf16_t> w_bf(g * r * K), u_bf(T * g * r), du_bf(T * g * r);
   const LoraBf16 bf{x_bf.data(), dy_bf.data(), w_bf.data(), u_bf.data(), du_bf.data()};
-  std::vector<float> y(T * ld, 0.5f), u(T * g * r), du(T * g * r), Bt(r * 24), dx(T * K, 0.25f), dA(g * r * K, 0.0f);
-  lora_group_forward(y.data(), ld, x.data(), A.data(), mods.data(), g, u.data(), Bt.data(), T, K, r, s, &bf);
+  std::vector<float> y(T * ld, 0.5f), u(T * g * r), du(T * g * r), dx(T * K, 0.25f), dA(g * r * K, 0.0f);
+  lora_group_forward(y.data(), ld, x.data(), A.data(), mods.data(), g, u.data(), T, K, r, s, &bf);
   lora_group_backward(dx.data(), dA.data(), dy.data(), ld, x.data(), A.data(), mods.data(), g, u.data(), du.data(), T,
                       K, r, s, &bf);
   const int64_t gr = g * r;
