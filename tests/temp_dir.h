@@ -10,7 +10,7 @@ namespace grpo::test {
 
 class TempDir {
  public:
-  TempDir() {
+  TempDir() : owner_(::getpid()) {
     static int counter = 0;
     path_ = (std::filesystem::temp_directory_path() /
              ("grpo_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++)))
@@ -19,6 +19,7 @@ class TempDir {
     std::filesystem::create_directories(path_);
   }
   ~TempDir() {
+    if (::getpid() != owner_) return;  // a forked child leaves its parent's folder
     std::error_code ec;
     std::filesystem::remove_all(path_, ec);
   }
@@ -34,6 +35,7 @@ class TempDir {
   }
 
  private:
+  pid_t owner_;
   std::string path_;
 };
 

@@ -25,13 +25,38 @@ inline const std::string kReferenceVl = kReferenceModels + "qwen3-vl/";  // the 
 
 inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-// <temp>/grpo_<suite>_<pid>_<name>, emptied (removed, then created unless create is false). The process id
-// keeps the tests of parallel runs apart; the suite keeps the names of one binary's files apart.
+// Removes, when the process that made them exits, the folders fresh_temp_dir made: a suite leaves nothing
+// in the temporary folder. A forked child that exits does not remove its parent's folders.
+class TempDirsOfThisProcess {
+ public:
+  static TempDirsOfThisProcess& instance() {
+    static TempDirsOfThisProcess dirs;
+    return dirs;
+  }
+  void add(const std::filesystem::path& d) {
+    if (std::find(dirs_.begin(), dirs_.end(), d) == dirs_.end()) dirs_.push_back(d);
+  }
+  ~TempDirsOfThisProcess() {
+    if (::getpid() != owner_) return;
+    std::error_code ec;
+    for (const std::filesystem::path& d : dirs_) std::filesystem::remove_all(d, ec);
+  }
+
+ private:
+  TempDirsOfThisProcess() : owner_(::getpid()) {}
+  pid_t owner_;
+  std::vector<std::filesystem::path> dirs_;
+};
+
+// <temp>/grpo_<suite>_<pid>_<name>, emptied (removed, then created unless create is false), and removed when
+// the process exits. The process id keeps the tests of parallel runs apart; the suite keeps the names of
+// one binary's files apart.
 inline std::string fresh_temp_dir(const std::string& suite, const std::string& name, bool create = true) {
   const std::filesystem::path d = std::filesystem::temp_directory_path() /
                                   ("grpo_" + suite + "_" + std::to_string(::getpid()) + "_" + name);
   std::filesystem::remove_all(d);
   if (create) std::filesystem::create_directories(d);
+  TempDirsOfThisProcess::instance().add(d);
   return d.string();
 }
 

@@ -18,11 +18,11 @@
 
 namespace grpo::serve::test {
 
-// The tiny model's folder, made on first use (kept for the process).
+// The tiny model's folder, made on first use (kept for the process, removed when it exits).
 inline const std::string& tiny_model() {
-  static grpo::test::TempDir* dir = new grpo::test::TempDir();
+  static const grpo::test::TempDir dir;
   static const std::string path = [] {
-    const std::string p = dir->path() + "/tiny";
+    const std::string p = dir.path() + "/tiny";
     const grpo::test::CommandResult r = grpo::test::run_grpo("init --arch qwen3 --preset tiny --seed 3 --out " + p);
     if (r.status != 0) throw std::runtime_error("grpo init failed: " + r.output);
     return p;
