@@ -2,7 +2,7 @@
 # The memory plan's peak per rank as ranks are added: `grpo plan CONFIG --np N --ranks-per-machine 1
 # --machine-memory M` for N = 1, 2, 4, 8, 16, 32, full fine-tuning and LoRA (rank 32 on all linears), one
 # Markdown row each: the peak per rank and the phase it is in (whether it fits does not matter here: M only
-# sizes the KV budget, the engine's rule, half of it). Extra arguments go to every `grpo plan` (e.g. --no-data
+# sizes the KV budget, the engine's rule: gpu_memory_utilization x what the rest of the run leaves a rank). Extra arguments go to every `grpo plan` (e.g. --no-data
 # --prompt-patches 1024).
 #   bench/plan_by_ranks.sh CONFIG [PLAN ARGS...]   (env: GRPO, default build/grpo; MEMORY in GiB, default 64;
 #                                                   RANKS, default "1 2 4 8 16 32")

@@ -187,7 +187,7 @@ struct RolloutConfig {
   int64_t top_k = -1;  // -1: off
   double min_p = 0.0;
   KvCacheDtype kv_cache_dtype = KvCacheDtype::Auto;
-  double gpu_memory_utilization = 0.5;  // fraction of free memory for the KV cache
+  double gpu_memory_utilization = 0.5;  // fraction of what the rest of the run leaves for the KV cache
   int64_t max_num_batched_tokens = 8192;
   int64_t max_num_seqs = 256;
   bool enable_prefix_caching = true;

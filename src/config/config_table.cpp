@@ -302,7 +302,8 @@ std::vector<KeySpec> build_table() {
       KEY(actor_rollout_ref.rollout.kv_cache_dtype, choice(kKvCacheDtypeNames),
           "KV cache element type; auto: the compute type"),
       KEY(actor_rollout_ref.rollout.gpu_memory_utilization, open_closed(0, 1),
-          "fraction of the available memory the KV cache may take, never more than a rollout uses at once "
+          "fraction of what the rest of the run leaves (the memory plan: the machine's memory less every other "
+          "part of the rollout phases) that the KV cache may take, never more than a rollout uses at once "
           "(min(max_num_seqs, train_batch_size x n) sequences of max_prompt_length + max_response_length)"),
       KEY(actor_rollout_ref.rollout.max_num_batched_tokens, count(), "tokens per engine step at most"),
       KEY(actor_rollout_ref.rollout.max_num_seqs, count(), "sequences running at once at most"),

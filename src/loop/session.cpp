@@ -109,6 +109,7 @@ std::unique_ptr<Session> Session::open(const Config& config, bool require_respon
                                             "[config] data.train_batch_size x actor_rollout_ref.rollout.n"));
   if (samples > 0) {
     rollout::EngineConfig ec = engine_config(config, s->weights->config(), samples);
+    ec.kv_base_bytes = s->kv_base_bytes;
     ErrorContext what("creating the rollout engine: KV cache of at most ", ec.kv_max_blocks, " blocks of ",
                       ec.block_size, " tokens (", rc.max_num_seqs, " sequences x ",
                       config.data.max_prompt_length + config.data.max_response_length, " tokens), ",

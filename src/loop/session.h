@@ -47,12 +47,16 @@ struct Session {
   // The model's preprocessor_config.json (vision-language models): how the datasets' pictures are sized
   // and preprocessed (data/vision_data.h loads an example's pixels when it is used).
   std::optional<ImageProcessorConfig> image_processor;
+  // The base of the KV budget's fraction (rollout.gpu_memory_utilization): what the memory plan leaves the
+  // cache, set by `before_weights` (0: MemAvailable when the engine starts, for runs without a plan).
+  int64_t kv_base_bytes = 0;
 
   // Loads everything `config` names and builds the rollout engine when `rollout` needs one (its KV budget
   // is printed). `require_response`: SFT data. The model's config.json, the tokenizer and the datasets are
   // read first; `before_weights` (when given) then sees the session without weights (the memory plan's
-  // check), and may refuse the run before anything large is allocated. `shard`: which f32 masters to load.
-  using BeforeWeights = std::function<void(const Session&)>;
+  // check, which sets kv_base_bytes), and may refuse the run before anything large is allocated. `shard`: which f32
+  // masters to load.
+  using BeforeWeights = std::function<void(Session&)>;
   static std::unique_ptr<Session> open(const Config& config, bool require_response,
                                        SessionRollout rollout = SessionRollout::TrainAndValidate,
                                        const BeforeWeights& before_weights = {}, const WeightShard& shard = {});

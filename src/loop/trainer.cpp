@@ -54,7 +54,7 @@ GrpoTrainer::GrpoTrainer(const Config& config, const TrainOptions& opt)
   start.resume_dir = opt.resume_dir;
   start.overwrite = opt.overwrite;
   start.quiet = opt.quiet;
-  start.before_weights = [this](const Session& s) { check_memory_plan(s); };
+  start.before_weights = [this](Session& s) { s.kv_base_bytes = check_memory_plan(s); };
   RunSetup run = open_run(cfg_, TrainingKind::Grpo, start);
   opt_.quiet = run.quiet;
   run_dir_ = run.run_dir();
@@ -77,14 +77,16 @@ GrpoTrainer::GrpoTrainer(const Config& config, const TrainOptions& opt)
         cfg_.actor_rollout_ref.actor.fsdp_config.reshard_after_forward ? ", ZeRO-3" : ", ZeRO-2");
 }
 
-void GrpoTrainer::check_memory_plan(const Session& s) const {
-  // Once the data is read and before the weights load: a run that cannot fit stops here.
+int64_t GrpoTrainer::check_memory_plan(const Session& s) const {
+  // Once the data is read and before the weights load: a run that cannot fit stops here. The KV cache gets
+  // its fraction of what the plan leaves it (run anyway though it does not fit: of MemAvailable then).
   const MemoryPlan p = plan_memory(memory_plan_inputs(s.config, s.model_config, s.train, s.val, comm_.size()));
   if (console_) std::fprintf(stderr, "%s\n", memory_log_line(p).c_str());
   GRPO_CHECK(p.fits() || opt_.ignore_memory_plan,
              "[memory] the run does not fit this machine's memory "
              "(grpo train --ignore-memory-plan runs it anyway):\n",
              explain_memory_plan(p));
+  return p.fits() ? p.kv_base_bytes : 0;
 }
 
 void GrpoTrainer::build_actor() {

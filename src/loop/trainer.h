@@ -83,7 +83,7 @@ class GrpoTrainer {
                       const comm::CommStats& comm_start, double cpu_start);
   nlohmann::json validate();
   // The set-up's phases (trainer.cpp), between open_run and start_run (run_setup.h).
-  void check_memory_plan(const Session& s) const;
+  int64_t check_memory_plan(const Session& s) const;  // the KV budget's base (MemoryPlan::kv_base_bytes)
   void build_actor();
   void build_reference();
   void build_rewards_and_schedule();  // reward functions, step counts, the bound on request ids

@@ -304,36 +304,30 @@ TrainingBytes training_bytes(const MemoryPlanInputs& in, const PlanSetup& u, con
   return t;
 }
 
-// Bytes of the rollout phase: the KV cache, the engine's and the model's step workspaces, the tower.
+// The most samples one generate call of the run asks for: a step's (train_batch_size x n) or the
+// validation's (prompts x val_kwargs.n); the engine's KV cap is sized for them.
+int64_t rollout_samples(const MemoryPlanInputs& in) {
+  const Config& c = in.config;
+  const RolloutConfig& rc = c.actor_rollout_ref.rollout;
+  const int64_t train_samples = checked_mul(c.data.train_batch_size, rc.n, "[plan] train_batch_size x rollout.n");
+  return std::max(train_samples, checked_mul(in.data.val_prompts, rc.val_kwargs.n, "[plan] validation samples"));
+}
+
+// Bytes of the rollout phase besides the KV cache: the engine's and the model's step workspaces, the tower.
 struct RolloutBytes {
-  int64_t kv = 0, workspaces = 0, bucket = 0, vision = 0;
-  rollout::KvBudget budget;
+  int64_t workspaces = 0, bucket = 0, vision = 0;
 };
 
-// The rollout: the engine's KV rule sizes the cache for every rank's samples; each rank generates for its
-// share of the groups (a group stays on one rank) and touches only the blocks that share holds at once.
+// The rollout: each rank generates for its share of the groups (a group stays on one rank).
 RolloutBytes rollout_bytes(const MemoryPlanInputs& in, const PlanSetup& u, const TrainingBytes& t, MemoryPlan& p) {
   const Config& c = in.config;
   const ModelConfig& m = in.model;
   const RolloutConfig& rc = c.actor_rollout_ref.rollout;
   const int N = u.N;
   RolloutBytes r;
-  const int64_t train_samples = checked_mul(c.data.train_batch_size, rc.n, "[plan] train_batch_size x rollout.n");
-  const int64_t samples =
-      std::max(train_samples, checked_mul(in.data.val_prompts, rc.val_kwargs.n, "[plan] validation samples"));
-  const rollout::EngineConfig ec = engine_config(c, m, samples);
-  const rollout::KvCacheShape shape{m.num_hidden_layers, m.num_key_value_heads, m.head_dim, ec.block_size, ec.kv_dtype};
-  // A budget that holds no block is the engine's start-up error: such a machine cannot run the rollout.
-  const int64_t asked = ec.kv_memory_bytes > 0
-                            ? ec.kv_memory_bytes
-                            : static_cast<int64_t>(ec.kv_memory_fraction * static_cast<double>(in.available_bytes));
-  p.kv_holds_a_block = rollout::KvCache::blocks_for_bytes(shape, asked) >= 1;
-  r.budget = p.kv_holds_a_block ? rollout::kv_budget_for(ec, shape, in.available_bytes) : rollout::KvBudget{};
+  const rollout::EngineConfig ec = engine_config(c, m, rollout_samples(in));
   const int64_t rank_prompts = (c.data.train_batch_size + N - 1) / N;
   const int64_t rank_samples = std::max(rank_prompts * rc.n, (in.data.val_prompts + N - 1) / N * rc.val_kwargs.n);
-  const int64_t rank_blocks = engine_config(c, m, std::max<int64_t>(1, rank_samples)).kv_max_blocks;
-  p.kv_blocks = std::min(r.budget.blocks, rank_blocks);
-  r.kv = p.kv_blocks * rollout::KvCache::bytes_per_block(shape);
   const int64_t group = std::max(rc.n, rc.val_kwargs.n);
   const int64_t at_once = std::max(std::min(rc.max_num_seqs, rank_samples), std::min(rank_samples, group));
   const int64_t prompt_tokens =
@@ -449,9 +443,7 @@ void add_terms(const MemoryPlanInputs& in, const PlanSetup& u, const ParameterSi
                cat(t.mb.tokens, "-token micro-batch", t.dopt.checkpoint_activations ? ", checkpointed" : ""));
   add_training("output layer", t.head, "the fused output layer's chunk buffers");
   add_training("vision activations", t.vision, "the tower on the micro-batch's pictures");
-  add_rollout("KV cache", r.kv,
-              cat(p.kv_blocks, " of ", r.budget.blocks, " blocks of ", r.budget.block_size, " tokens, ",
-                  ops::kv_dtype_name(r.budget.dtype)));
+  add_rollout("KV cache", 0, "");  // sized last, from what the other terms leave (size_kv_cache)
   add_rollout("rollout workspaces", r.workspaces, cat("steps of up to ", r.bucket, " tokens"));
   add("vision rollout", 0, r.vision, r.vision, r.vision, "the tower on one prompt, features, pixels");
   add("communication", 0, 0, comm, comm, "reduce-scatter buckets, all-gather staging");
@@ -475,6 +467,7 @@ void add_terms(const MemoryPlanInputs& in, const PlanSetup& u, const ParameterSi
 
 // The sums per phase and the peak.
 void add_up_phases(MemoryPlan& p) {
+  p.load = p.rollout_first = p.training = p.rollout_later = p.save = 0;
   for (const MemoryTerm& t : p.terms) {
     p.load += t.load;
     p.rollout_first += t.rollout_first;
@@ -488,6 +481,46 @@ void add_up_phases(MemoryPlan& p) {
       {p.rollout_first, "rollout"}, {p.training, "training"}, {p.rollout_later, "rollout (step 2+)"}, {p.save, "save"}};
   for (const auto& [bytes, name] : phases)
     if (bytes > p.peak) p.peak = bytes, p.peak_phase = name;
+}
+
+// The KV cache, sized as the run's engine is (rollout::kv_budget_for): gpu_memory_utilization x what the
+// rest of the run leaves a rank in its rollouts, the machine's available memory shared by its ranks less
+// the larger rollout phase without the cache (kv_base_bytes), capped at what the step's samples hold at
+// once; of that budget a rank touches the blocks its share of the groups holds at once. The rollouts then
+// fit by construction; a budget too small for one whole sample is a plan that does not fit.
+void size_kv_cache(const MemoryPlanInputs& in, const PlanSetup& u, MemoryPlan& p) {
+  const Config& c = in.config;
+  const ModelConfig& m = in.model;
+  const RolloutConfig& rc = c.actor_rollout_ref.rollout;
+  const rollout::EngineConfig ec = engine_config(c, m, rollout_samples(in));
+  const rollout::KvCacheShape shape{m.num_hidden_layers, m.num_key_value_heads, m.head_dim, ec.block_size, ec.kv_dtype};
+  p.kv_base_bytes = in.available_bytes / in.ranks_per_machine - std::max(p.rollout_first, p.rollout_later);
+  const int64_t asked =
+      ec.kv_memory_bytes > 0
+          ? ec.kv_memory_bytes
+          : static_cast<int64_t>(ec.kv_memory_fraction * static_cast<double>(std::max<int64_t>(0, p.kv_base_bytes)));
+  // The engine refuses a sample its cache cannot hold whole (Engine::check_fits_cache).
+  const int64_t sample_tokens =
+      std::min(in.data.max_prompt_tokens + c.data.max_response_length, m.max_position_embeddings);
+  p.kv_holds_a_sample =
+      rollout::KvCache::blocks_for_bytes(shape, asked) >= (sample_tokens + ec.block_size - 1) / ec.block_size;
+  if (!p.kv_holds_a_sample) return;
+  const rollout::KvBudget budget = rollout::kv_budget_for(ec, shape, p.kv_base_bytes);
+  const int N = u.N;
+  const int64_t rank_prompts = (c.data.train_batch_size + N - 1) / N;
+  const int64_t rank_samples = std::max(rank_prompts * rc.n, (in.data.val_prompts + N - 1) / N * rc.val_kwargs.n);
+  const int64_t rank_blocks = engine_config(c, m, std::max<int64_t>(1, rank_samples)).kv_max_blocks;
+  p.kv_blocks = std::min(budget.blocks, rank_blocks);
+  for (MemoryTerm& t : p.terms)
+    if (t.name == "KV cache") {
+      t.rollout_first = t.rollout_later = p.kv_blocks * rollout::KvCache::bytes_per_block(shape);
+      t.how = cat(p.kv_blocks, " of ", budget.blocks, " blocks of ", budget.block_size, " tokens, ",
+                  ops::kv_dtype_name(budget.dtype),
+                  ec.kv_memory_bytes > 0
+                      ? std::string()
+                      : cat("; ", rc.gpu_memory_utilization, " x ", human_bytes(p.kv_base_bytes), " left"));
+    }
+  add_up_phases(p);
 }
 
 }  // namespace
@@ -505,6 +538,7 @@ MemoryPlan plan_memory(const MemoryPlanInputs& in) {
   const int64_t comm = communication_bytes(in.config, u, z);
   add_terms(in, u, z, w, t, r, comm, p);
   add_up_phases(p);
+  size_kv_cache(in, u, p);
   return p;
 }
 
@@ -604,35 +638,6 @@ std::optional<PlanChange> cheapest_fitting_change(const MemoryPlanInputs& in) {
     tries.push_back(
         make("gradients reduced every micro-batch, released bucket by bucket, with activation checkpointing",
              {ckpt, per_micro}, in.ranks, with_release));
-  // A smaller KV budget (a slower rollout: fewer sequences at once): the largest fraction of the available
-  // memory (in hundredths) with which the rest fits, while it still holds a whole group.
-  const RolloutConfig& rc = in.config.actor_rollout_ref.rollout;
-  auto kv_plan = [&](int hundredths) {
-    MemoryPlanInputs x = in;
-    with_release(x);
-    x.config.actor_rollout_ref.rollout.gpu_memory_utilization = hundredths / 100.0;
-    return std::pair(x, plan_memory(x));
-  };
-  int lo = 0, hi = static_cast<int>(rc.gpu_memory_utilization * 100 - 1e-9);  // the answer is in [lo, hi]
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) / 2;
-    if (kv_plan(mid).second.machine_bytes() <= in.available_bytes)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  if (lo >= 1) {
-    const std::pair<MemoryPlanInputs, MemoryPlan> fitted = kv_plan(lo);
-    const MemoryPlanInputs& x = fitted.first;
-    const MemoryPlan& kp = fitted.second;
-    const int64_t group_blocks = rc.n * ((kp.micro_batch_longest + 15) / 16);
-    std::vector<std::string> sets = {ckpt, cat("actor_rollout_ref.rollout.gpu_memory_utilization=", lo / 100.0)};
-    if (release) sets.push_back(per_micro);
-    if (kp.kv_blocks >= group_blocks)
-      tries.push_back(make(cat("a KV budget of ", lo / 100.0, " x the available memory (what is left)",
-                               release ? ", gradients released bucket by bucket" : "", ", activation checkpointing"),
-                           sets, in.ranks, [&](MemoryPlanInputs& y) { y.config = x.config; }));
-  }
   const std::string z3 = "actor_rollout_ref.actor.fsdp_config.reshard_after_forward=true";
   auto with_z3 = [&](MemoryPlanInputs& x) {
     with_ckpt(x);
@@ -697,7 +702,7 @@ std::string format_memory_plan(const MemoryPlan& p) {
   s += cat("  peak ", human_bytes(p.peak), " per rank (", p.peak_phase, ")");
   if (in.ranks_per_machine > 1) s += cat(" x ", in.ranks_per_machine, " ranks on this machine = ", human_bytes(p.machine_bytes()));
   s += cat(" of ", human_bytes(in.available_bytes), " available: ", p.fits() ? "fits" : "does NOT fit",
-           p.kv_holds_a_block ? "" : " (the KV budget holds no block)", "\n");
+           p.kv_holds_a_sample ? "" : " (the KV budget holds no whole sample)", "\n");
   return s;
 }
 

@@ -5,12 +5,12 @@
 // (declare_parameters into an unallocated Arena), the shards (train::parameter_partition), the decoder's
 // and the vision tower's activation layouts (Decoder::activation_bytes, VisionTower::activation_bytes),
 // the micro-batch packer (train::plan_micro_batches on a rank's share), the rollout engine's KV rule (engine_config +
-// rollout::kv_budget_for) and step workspaces (rollout::step_workspace_bytes,
-// InferenceModel::workspace_bytes_for), and with LoRA the adapters' arena (LoraAdapters itself) and, for a
-// base frozen in bf16 or for the f32 masters of a rank's shard, the f32 pages its loader writes
-// (frozen_base_f32_bytes, sharded_master_f32_bytes at the arena's Buffer::commit_granularity). Only the process's fixed
-// overhead (libraries, oneDNN, OpenMP, the tokenizer, the data) is measured: the RSS of the planning process plus a
-// measured constant.
+// rollout::kv_budget_for, of what the other terms leave: kv_base_bytes, which the run passes to its engine) and step
+// workspaces (rollout::step_workspace_bytes, InferenceModel::workspace_bytes_for), and with LoRA the adapters' arena
+// (LoraAdapters itself) and, for a base frozen in bf16 or for the f32 masters of a rank's shard, the f32 pages its
+// loader writes (frozen_base_f32_bytes, sharded_master_f32_bytes at the arena's Buffer::commit_granularity). Only the
+// process's fixed overhead (libraries, oneDNN, OpenMP, the tokenizer, the data) is measured: the RSS of the planning
+// process plus a measured constant.
 //
 // Large buffers are reserved untouched and committed page by page as written (core/arena.h), so each term
 // is what the run writes, in the worst case the config allows: every prompt as long as the data's longest,
@@ -66,7 +66,7 @@ struct MemoryPlanInputs {
   DataLengths data;
   int ranks = 1;
   int ranks_per_machine = 1;     // ranks sharing this machine's memory
-  int64_t available_bytes = 0;   // MemAvailable of the machine (the KV budget's base)
+  int64_t available_bytes = 0;   // MemAvailable of the machine before the run loads anything
   int64_t fixed_bytes = 0;       // the process's fixed overhead
   int64_t checkpoint_bytes = 0;  // bytes of the model's safetensors files (mapped while loading); 0: from dtype
   int64_t lora_rank = 0;         // LoRA adapters of this rank on the config's modules (0: full fine-tuning)
@@ -103,10 +103,12 @@ struct MemoryPlan {
   // Facts behind the terms, for the log and the tests.
   int64_t parameters = 0, trained_parameters = 0, shard_elems = 0;
   int64_t micro_batch_tokens = 0, micro_batch_longest = 0, kv_blocks = 0, rollout_bucket = 0;
-  bool kv_holds_a_block = true;  // false: gpu_memory_utilization x the machine holds no KV block
-  int64_t mapped_file = 0;       // the checkpoint's largest tensor, mapped while loading (shared by a machine's ranks)
+  int64_t kv_base_bytes = 0;      // what the rest of the run leaves a rank's KV cache (may be < 0): the
+                                  // base of gpu_memory_utilization, passed to the engine (EngineConfig::kv_base_bytes)
+  bool kv_holds_a_sample = true;  // false: gpu_memory_utilization x kv_base_bytes holds no whole sample
+  int64_t mapped_file = 0;        // the checkpoint's largest tensor, mapped while loading (shared by a machine's ranks)
   int64_t machine_bytes() const;  // what this machine must hold: every rank's peak, the mapped file once
-  bool fits() const { return kv_holds_a_block && machine_bytes() <= in.available_bytes; }
+  bool fits() const { return kv_holds_a_sample && machine_bytes() <= in.available_bytes; }
   int64_t term(const std::string& name) const;  // its largest phase value
 };
 
@@ -124,8 +126,9 @@ std::string explain_memory_plan(const MemoryPlan& p);
 
 // The cheapest change that makes a plan that does not fit fit: its --set overrides (and rank count) and
 // the plan with it; nullopt when the plan fits or nothing tried fits. Tried in order of what it costs:
-// activation checkpointing, a smaller micro-batch token budget, a smaller KV budget (while it holds a
-// group), ZeRO-3, LoRA, then more ranks (one per machine, with checkpointing and ZeRO-3 or LoRA).
+// activation checkpointing, a smaller micro-batch token budget, gradients released bucket by bucket, ZeRO-3,
+// LoRA, then more ranks (one per machine, with checkpointing and ZeRO-3 or LoRA). The KV budget is no
+// change of its own: it is a fraction of what the rest leaves, so the rollouts always fit.
 struct PlanChange {
   std::string description;
   std::vector<std::string> sets;  // --set key=value

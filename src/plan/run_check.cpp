@@ -248,7 +248,7 @@ void check_memory_plan(const Config& c, const ModelParts& parts, const RunData& 
     else
       r.problems.push_back(cat("[memory] the run does not fit this machine's memory: the memory plan above needs ",
                                human_bytes(p.machine_bytes()), " of ", human_bytes(in.available_bytes),
-                               p.kv_holds_a_block ? "" : " and its KV budget holds no block",
+                               p.kv_holds_a_sample ? "" : " and its KV budget holds no whole sample",
                                " (grpo train --ignore-memory-plan runs it anyway)"));
   } catch (const Error& e) {
     r.problems.push_back(e.what());

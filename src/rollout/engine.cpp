@@ -53,7 +53,8 @@ int64_t kv_blocks_for(std::span<const Request> requests, int64_t max_seqs, int64
 std::string KvBudget::describe() const {
   char frac[32];
   std::snprintf(frac, sizeof frac, "%.2f", fraction);
-  const std::string memory = available_bytes > 0 ? cat(frac, " x ", human_bytes(available_bytes), " available")
+  const std::string memory = available_bytes > 0 ? cat(frac, " x ", human_bytes(available_bytes),
+                                                       base_is_plan ? " left by the rest of the run" : " available")
                                                  : cat(human_bytes(requested_bytes), " asked for");
   std::string s = cat("KV cache ", human_bytes(bytes), " (", blocks, " blocks of ", block_size, " tokens, ",
                       ops::kv_dtype_name(dtype), ") = ");
@@ -72,7 +73,11 @@ Engine::Engine(RolloutModel& model, const EngineConfig& config, DecodeFn decode)
   GRPO_CHECK(config.kv_max_blocks >= 0, "[rollout] kv_max_blocks must be >= 0, got ", config.kv_max_blocks);
   const KvCacheShape shape{model.num_layers(), model.num_kv_heads(), model.head_dim(), config.block_size,
                            config.kv_dtype};
-  kv_budget_ = kv_budget_for(config, shape, config.kv_memory_bytes > 0 ? 0 : available_memory_bytes());
+  const int64_t base = config.kv_memory_bytes > 0 ? 0
+                       : config.kv_base_bytes > 0 ? config.kv_base_bytes
+                                                  : available_memory_bytes();
+  kv_budget_ = kv_budget_for(config, shape, base);
+  kv_budget_.base_is_plan = config.kv_memory_bytes == 0 && config.kv_base_bytes > 0;
   const int64_t blocks = kv_budget_.blocks;
   kv_ = std::make_unique<KvCache>(shape, blocks, config.prefix_cache);
   const int nt = std::max(1, num_threads());

@@ -45,7 +45,9 @@ struct EngineConfig {
   int64_t block_size = 16;
   ops::KvDType kv_dtype = ops::KvDType::F32;
   int64_t kv_memory_bytes = 0;      // > 0: the KV cache's budget in bytes
-  double kv_memory_fraction = 0.3;  // used when kv_memory_bytes == 0: fraction of the available memory
+  double kv_memory_fraction = 0.3;  // used when kv_memory_bytes == 0: fraction of the base below
+  int64_t kv_base_bytes = 0;        // > 0: the fraction's base, what the rest of a run leaves the cache (its memory
+                                    // plan's kv_base_bytes); 0: MemAvailable when the engine starts
   int64_t kv_max_blocks = 0;        // > 0: the budget never exceeds this many blocks (what the work can use)
   int64_t token_budget = 512;       // tokens processed per step (decodes + prefill chunks)
   int64_t max_seqs = 64;            // sequences per step
@@ -67,19 +69,20 @@ int64_t kv_blocks_for(std::span<const Request> requests, int64_t max_seqs, int64
 
 // How the KV cache was sized, for the log.
 struct KvBudget {
-  int64_t available_bytes = 0;  // MemAvailable, when the budget is a fraction of it (else 0)
+  int64_t available_bytes = 0;  // the fraction's base, when the budget is a fraction (else 0)
+  bool base_is_plan = false;    // that base is what the memory plan leaves the cache, not MemAvailable
   double fraction = 0;
   int64_t requested_bytes = 0;  // kv_memory_bytes, or fraction x available_bytes
   int64_t max_blocks = 0;       // the cap from the work (0: none)
   int64_t blocks = 0, block_size = 0, bytes = 0;
   ops::KvDType dtype = ops::KvDType::F32;
   // "KV cache 96.0 MiB (6144 blocks of 16 tokens, bf16) = min(0.50 x 20.1 GiB available, 6144 blocks the
-  // work holds at once)"
+  // work holds at once)"; "... 0.50 x 9.3 GiB left by the rest of the run ..." with a planned base
   std::string describe() const;
 };
 
-// The KV budget `config` gives a cache of `shape` on a machine with `available_bytes` of MemAvailable (read
-// only when config.kv_memory_bytes is 0): the engine's sizing rule, shared with the memory plan.
+// The KV budget `config` gives a cache of `shape` when its fraction's base is `available_bytes` (read only
+// when config.kv_memory_bytes is 0): the engine's sizing rule, shared with the memory plan.
 KvBudget kv_budget_for(const EngineConfig& config, const KvCacheShape& shape, int64_t available_bytes);
 // The token bucket (a power of 2 from 16, at most config.token_budget) the step workspaces are sized for
 // when a step has `tokens` tokens, and the bytes of the step workspace (token ids, positions, block tables,

@@ -145,16 +145,23 @@ TEST(MemoryPlan, ParameterGradientAndMomentTermsAreTheActorsBuffers) {
 
 TEST(MemoryPlan, KvTermIsTheEnginesBudget) {
   const ModelConfig m = preset_config("qwen3", "tiny");
-  const MemoryPlanInputs in = inputs_for(m, 1);
-  const rollout::EngineConfig ec = engine_config(in.config, m, 16);
-  const rollout::KvCacheShape shape{m.num_hidden_layers, m.num_key_value_heads, m.head_dim, ec.block_size, ec.kv_dtype};
+  MemoryPlanInputs in = inputs_for(m, 1);
   ModelWeights w(m);
-  rollout::DecoderRolloutModel model(w, ComputeMode::F32, ec.block_size);
-  rollout::EngineConfig fixed = ec;
-  fixed.kv_memory_bytes = in.available_bytes / 2;  // the engine's fraction of the plan's machine
-  const rollout::Engine engine(model, fixed);
-  EXPECT_EQ(plan_memory(in).term("KV cache"), engine.kv_budget().bytes);
-  EXPECT_EQ(engine.kv_budget().bytes, rollout::kv_budget_for(ec, shape, in.available_bytes).bytes);
+  const MemoryPlan big = plan_memory(in);
+  const int64_t rest = big.rollout_later - big.term("KV cache");
+  // The cap binds (64 GiB); the fraction does (the rest, and half the cap's bytes).
+  for (const int64_t machine : {in.available_bytes, rest + big.term("KV cache") / 2}) {
+    in.available_bytes = machine;
+    const MemoryPlan p = plan_memory(in);
+    rollout::EngineConfig ec = engine_config(in.config, m, 16);
+    ec.kv_base_bytes = p.kv_base_bytes;  // what the run passes its engine (Session::kv_base_bytes)
+    rollout::DecoderRolloutModel model(w, ComputeMode::F32, ec.block_size);
+    const rollout::Engine engine(model, ec);
+    EXPECT_EQ(p.term("KV cache"), engine.kv_budget().bytes) << machine;
+    EXPECT_TRUE(engine.kv_budget().base_is_plan);
+    EXPECT_NE(engine.kv_budget().describe().find("left by the rest of the run"), std::string::npos);
+  }
+  EXPECT_LT(plan_memory(in).term("KV cache"), big.term("KV cache") / 3);
 }
 
 // A step gives back the KV cache and the rollout workspaces after its rollout, the activations after its
@@ -425,10 +432,10 @@ TEST(MemoryPlan, LoraChangeTurnsZero3Off) {
   EXPECT_EQ(ch->plan.peak, lp.peak);
 }
 
-// When the KV cache is what does not fit, the change offered is the largest KV budget (in hundredths of the
-// available memory) with which the rest fits, not a fixed fraction; on several ranks it also releases the
-// gradients bucket by bucket.
-TEST(MemoryPlan, KvBudgetOfferedIsWhatIsLeft) {
+// The KV budget is gpu_memory_utilization x what the rest of the run leaves a rank in its rollouts, not a
+// fraction of the machine: the rollouts fit by construction, on one rank as on several sharing a machine;
+// a machine the rest fills leaves no whole sample, which does not fit.
+TEST(MemoryPlan, KvBudgetIsAFractionOfWhatIsLeft) {
   const ModelConfig m = preset_config("qwen3", "small");
   for (const int ranks : {1, 2}) {
     MemoryPlanInputs in = inputs_for(m, ranks);
@@ -440,20 +447,21 @@ TEST(MemoryPlan, KvBudgetOfferedIsWhatIsLeft) {
     in.config.actor_rollout_ref.actor.ppo_max_token_len_per_gpu = 4096;
     in.config.actor_rollout_ref.rollout.gpu_memory_utilization = 0.9;
     in.available_bytes = int64_t{4} << 30;
-    const MemoryPlan now = plan_memory(in);
-    ASSERT_FALSE(now.fits()) << format_memory_plan(now);
-    const std::optional<PlanChange> ch = cheapest_fitting_change(in);
-    ASSERT_TRUE(ch.has_value());
-    ASSERT_NE(ch->description.find("KV budget of"), std::string::npos) << ch->description;
-    const auto key = std::find_if(ch->sets.begin(), ch->sets.end(), [](const std::string& s) {
-      return s.rfind("actor_rollout_ref.rollout.gpu_memory_utilization=", 0) == 0;
-    });
-    ASSERT_NE(key, ch->sets.end());
-    const double fraction = std::stod(key->substr(key->find('=') + 1));
-    EXPECT_TRUE(ch->plan.fits());
-    MemoryPlanInputs more = ch->plan.in;  // a hundredth more does not fit
-    more.config.actor_rollout_ref.rollout.gpu_memory_utilization = fraction + 0.01;
-    EXPECT_FALSE(plan_memory(more).fits()) << fraction;
-    EXPECT_TRUE(ch->plan.in.config.actor_rollout_ref.actor.fsdp_config.reduce_per_micro_batch);  // the default
+    const MemoryPlan p = plan_memory(in);
+    const int64_t kv = p.term("KV cache"), per_rank = in.available_bytes / in.ranks_per_machine;
+    ASSERT_GT(kv, 0) << format_memory_plan(p);
+    EXPECT_EQ(p.kv_base_bytes, per_rank - (p.rollout_later - kv)) << ranks;
+    EXPECT_LE(kv, 0.9 * static_cast<double>(p.kv_base_bytes));
+    EXPECT_GT(kv, 0.85 * static_cast<double>(p.kv_base_bytes));  // the cap does not bind here
+    EXPECT_LE(std::max(p.rollout_first, p.rollout_later), per_rank);
+    EXPECT_TRUE(p.fits()) << format_memory_plan(p);
+    in.config.actor_rollout_ref.rollout.gpu_memory_utilization = 0.45;
+    EXPECT_NEAR(static_cast<double>(plan_memory(in).term("KV cache")), kv / 2.0, kv * 0.01);
+    // The rest of the rollout leaves less than one sample's blocks.
+    in.available_bytes = (p.rollout_later - kv + (int64_t{1} << 20)) * in.ranks_per_machine;
+    const MemoryPlan tight = plan_memory(in);
+    EXPECT_FALSE(tight.kv_holds_a_sample);
+    EXPECT_FALSE(tight.fits());
+    EXPECT_NE(format_memory_plan(tight).find("holds no whole sample"), std::string::npos);
   }
 }
