@@ -1,6 +1,7 @@
 // SHA-256 (see sha256.h): the message schedule and 64 rounds of FIPS 180-4, section 6.2.
 #include "core/sha256.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -106,6 +107,49 @@ std::string sha256_file(const std::string& path) {
   std::vector<char> buf(1 << 20);
   for (size_t n; (n = std::fread(buf.data(), 1, buf.size(), f.get())) > 0;) h.update(buf.data(), n);
   GRPO_CHECK(!std::ferror(f.get()), "error reading ", path);
+  return h.hex_digest();
+}
+
+std::string sha256_file(const std::string& path, int64_t block_bytes, std::vector<std::string>* blocks) {
+  GRPO_CHECK(block_bytes > 0, "sha256_file: block_bytes must be > 0, got ", block_bytes);
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+  GRPO_CHECK(f, "cannot read ", path);
+  Sha256 whole, block;
+  int64_t in_block = 0;
+  blocks->clear();
+  std::vector<char> buf(1 << 20);
+  for (size_t n; (n = std::fread(buf.data(), 1, buf.size(), f.get())) > 0;) {
+    whole.update(buf.data(), n);
+    for (size_t at = 0; at < n;) {
+      const size_t take = static_cast<size_t>(std::min<int64_t>(block_bytes - in_block, static_cast<int64_t>(n - at)));
+      block.update(buf.data() + at, take);
+      at += take;
+      in_block += static_cast<int64_t>(take);
+      if (in_block == block_bytes) {
+        blocks->push_back(block.hex_digest());
+        block = Sha256();
+        in_block = 0;
+      }
+    }
+  }
+  GRPO_CHECK(!std::ferror(f.get()), "error reading ", path);
+  if (in_block > 0) blocks->push_back(block.hex_digest());
+  return whole.hex_digest();
+}
+
+std::string sha256_file_range(const std::string& path, int64_t offset, int64_t bytes) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+  GRPO_CHECK(f, "cannot read ", path);
+  GRPO_CHECK(offset >= 0 && bytes >= 0 && std::fseek(f.get(), static_cast<long>(offset), SEEK_SET) == 0,
+             "cannot seek to byte ", offset, " of ", path);
+  Sha256 h;
+  std::vector<char> buf(static_cast<size_t>(std::min<int64_t>(bytes, 1 << 20)) + 1);
+  for (int64_t left = bytes; left > 0;) {
+    const size_t n = std::fread(buf.data(), 1, static_cast<size_t>(std::min<int64_t>(left, 1 << 20)), f.get());
+    GRPO_CHECK(n > 0, "error reading ", path, " (bytes [", offset, ", ", offset + bytes, ") asked)");
+    h.update(buf.data(), n);
+    left -= static_cast<int64_t>(n);
+  }
   return h.hex_digest();
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace grpo {
 
@@ -27,5 +28,10 @@ class Sha256 {
 std::string sha256_hex(std::string_view bytes);
 // The file's SHA-256 (read in blocks); throws grpo::Error naming the file when it cannot be read.
 std::string sha256_file(const std::string& path);
+// The same, and in `blocks` the SHA-256 of each `block_bytes` of the file in order (the last one shorter):
+// one pass over the file.
+std::string sha256_file(const std::string& path, int64_t block_bytes, std::vector<std::string>* blocks);
+// SHA-256 of the file's bytes [offset, offset + bytes).
+std::string sha256_file_range(const std::string& path, int64_t offset, int64_t bytes);
 
 }  // namespace grpo

@@ -2,8 +2,10 @@
 #include "loop/flat_shards.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 
 #include "core/error.h"
 #include "core/files.h"
@@ -64,7 +66,7 @@ const ShardSet& master_shards() {
 }
 
 nlohmann::json write_flat_shard(const ShardSet& set, const std::string& stage_dir, int rank, const FlatShard& s,
-                                int64_t numel) {
+                                int64_t numel, int64_t block_bytes) {
   const int64_t n = s.hi - s.lo;
   GRPO_CHECK(n >= 0 && s.lo >= 0 && s.hi <= numel, "[checkpoint] rank ", rank, ": ", set.folder, " range [", s.lo, ", ",
              s.hi, ") outside [0, ", numel, ")");
@@ -76,11 +78,15 @@ nlohmann::json write_flat_shard(const ShardSet& set, const std::string& stage_di
   for (size_t k = 0; k < s.data.size(); ++k) outs.push_back({set.tensors[k], StDType::F32, {n}, s.data[k]});
   write_safetensors(path, outs,
                     {{"lo", std::to_string(s.lo)}, {"hi", std::to_string(s.hi)}, {"numel", std::to_string(numel)}});
+  std::vector<std::string> blocks;
+  const std::string whole = sha256_file(path, block_bytes, &blocks);
   return {{"file", shard_name(rank)},
           {"lo", s.lo},
           {"hi", s.hi},
           {"bytes", static_cast<int64_t>(fs::file_size(path))},
-          {"sha256", sha256_file(path)}};
+          {"sha256", whole},
+          {"block_bytes", block_bytes},
+          {"block_sha256", blocks}};
 }
 
 void place_flat_shards(const ShardSet& set, const std::string& stage_dir, const std::string& dir,
@@ -112,6 +118,8 @@ FlatShardReader::FlatShardReader(const ShardSet& set, const std::string& dir, in
   }
   entries_ = checked_entries(set, manifest, numel, "[resume] " + manifest_path_);
   files_.resize(entries_.size());
+  checked_.resize(entries_.size());
+  data_start_.resize(entries_.size());
 }
 
 FlatShardReader::~FlatShardReader() = default;
@@ -124,9 +132,31 @@ const SafetensorsFile& FlatShardReader::open(size_t i) {
   const int64_t bytes = static_cast<int64_t>(fs::file_size(file));
   GRPO_CHECK(bytes == e["bytes"].get<int64_t>(), "[resume] ", file, ": ", bytes, " bytes, the manifest says ",
              e["bytes"].get<int64_t>(), " (truncated or replaced)");
-  const std::string sum = sha256_file(file);
-  GRPO_CHECK(sum == e["sha256"].get<std::string>(), "[resume] ", file, ": SHA-256 ", sum, ", the manifest says ",
-             e["sha256"].get<std::string>(), " (corrupt)");
+  if (e.contains("block_sha256")) {  // the header's blocks now, the tensors' as they are read
+    GRPO_CHECK(e.contains("block_bytes") && e["block_bytes"].is_number_integer() &&
+                   e["block_bytes"].get<int64_t>() > 0 && e["block_sha256"].is_array() &&
+                   std::all_of(e["block_sha256"].begin(), e["block_sha256"].end(),
+                               [](const nlohmann::json& h) { return h.is_string(); }) &&
+                   static_cast<int64_t>(e["block_sha256"].size()) ==
+                       (bytes + e["block_bytes"].get<int64_t>() - 1) / e["block_bytes"].get<int64_t>(),
+               "[resume] ", manifest_path_, ": the entry of ", e["file"].get<std::string>(),
+               " must have block_bytes > 0 and one block_sha256 per block of the file");
+    checked_[i].assign(e["block_sha256"].size(), false);
+    check_bytes(i, 0, std::min<int64_t>(bytes, 8));
+    uint64_t header = 0;
+    {
+      std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(file.c_str(), "rb"), &std::fclose);
+      GRPO_CHECK(f && std::fread(&header, 1, 8, f.get()) == 8, "[resume] ", file, ": cannot read its header");
+    }
+    GRPO_CHECK(header <= static_cast<uint64_t>(bytes - 8), "[resume] ", file, ": a header of ", header,
+               " bytes in a file of ", bytes);
+    data_start_[i] = 8 + static_cast<int64_t>(header);
+    check_bytes(i, 0, data_start_[i]);
+  } else {  // a manifest of whole-file checksums only
+    const std::string sum = sha256_file(file);
+    GRPO_CHECK(sum == e["sha256"].get<std::string>(), "[resume] ", file, ": SHA-256 ", sum, ", the manifest says ",
+               e["sha256"].get<std::string>(), " (corrupt)");
+  }
   auto f = std::make_unique<SafetensorsFile>(SafetensorsFile::open(file));
   const int64_t n = e["hi"].get<int64_t>() - e["lo"].get<int64_t>();
   for (const std::string& name : set_.tensors) {
@@ -138,6 +168,22 @@ const SafetensorsFile& FlatShardReader::open(size_t i) {
   return *files_[i];
 }
 
+void FlatShardReader::check_bytes(size_t i, int64_t begin, int64_t end) {
+  if (checked_[i].empty() || begin >= end) return;  // a whole-file checksum, checked on open
+  const nlohmann::json& e = entries_[i];
+  const std::string file = dir_ + "/" + set_.folder + "/" + e["file"].get<std::string>();
+  const int64_t block = e["block_bytes"].get<int64_t>(), bytes = e["bytes"].get<int64_t>();
+  for (int64_t b = begin / block; b * block < end; ++b) {
+    if (checked_[i][static_cast<size_t>(b)]) continue;
+    const int64_t at = b * block, len = std::min(block, bytes - at);
+    const std::string sum = sha256_file_range(file, at, len);
+    const std::string& want = e["block_sha256"][static_cast<size_t>(b)].get_ref<const std::string&>();
+    GRPO_CHECK(sum == want, "[resume] ", file, ": SHA-256 ", sum, " of bytes [", at, ", ", at + len,
+               "), the manifest says ", want, " (corrupt)");
+    checked_[i][static_cast<size_t>(b)] = true;
+  }
+}
+
 void FlatShardReader::read(int64_t lo, int64_t hi, const std::vector<float*>& out) {
   GRPO_CHECK(out.size() == set_.tensors.size(), "[resume] ", manifest_path_, ": ", out.size(),
              " outputs for shards of ", set_.tensors.size(), " tensors");
@@ -146,9 +192,12 @@ void FlatShardReader::read(int64_t lo, int64_t hi, const std::vector<float*>& ou
     const int64_t a = std::max(lo, slo), b = std::min(hi, shi);
     if (a >= b) continue;
     const SafetensorsFile& f = open(i);
+    const uint8_t* data = f.tensors().front().data;  // the first byte after the header
     for (size_t k = 0; k < out.size(); ++k) {
       const StTensor* t = f.find(set_.tensors[k]);
       const uint8_t* src = t->data + (a - slo) * 4;
+      const int64_t at = data_start_[i] + (src - data);
+      check_bytes(i, at, at + (b - a) * 4);
       std::memcpy(out[k] + (a - lo), src, static_cast<size_t>(b - a) * 4);
       f.release(src, static_cast<size_t>(b - a) * 4);
     }

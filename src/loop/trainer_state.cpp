@@ -210,7 +210,11 @@ std::string latest_run_checkpoint(const std::string& run_dir) {
 void load_checkpoint_weights(const std::string& dir, ModelWeights& w) {
   if (has_flat_shards(master_shards(), dir)) {  // the exact f32 masters, which the bf16 model files round
     MasterShardSource masters(dir, w.params());
-    w.load_from(masters);
+    if (w.gemm_masters_sharded()) {  // the shadow from the model files, the masters of this rank's shard
+      w.load_from(masters, Checkpoint::open(dir));
+    } else {
+      w.load_from(masters);
+    }
   } else {
     w.load_from(Checkpoint::open(dir));
   }

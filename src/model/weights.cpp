@@ -204,8 +204,15 @@ void ModelWeights::load_from(ParameterSource& src) {
   if (bf16_arena_) refresh_bf16();
 }
 
+void ModelWeights::load_from(ParameterSource& masters, const Checkpoint& model_files) {
+  GRPO_CHECK(gemm_masters_.has_value(),
+             "[weights] a load from two sources needs the GEMM masters sharded (shard_gemm_masters)");
+  CheckpointSource shadow(model_files);
+  load_through_shadow(masters, is_gemm_weight, gemm_masters_->first, gemm_masters_->second, &shadow);
+}
+
 void ModelWeights::load_through_shadow(ParameterSource& src, bool (*shadow_only)(const std::string&), int64_t lo,
-                                       int64_t hi) {
+                                       int64_t hi, ParameterSource* shadow) {
   GRPO_PROFILE("load_weights");
   constexpr int64_t kChunk = kLoadChunkElems;
   const auto& dst = bf16_arena_->entries();
@@ -225,15 +232,20 @@ void ModelWeights::load_through_shadow(ParameterSource& src, bool (*shadow_only)
     // Piece by piece through one chunk: the shadow whole, the f32 master only inside [lo, hi).
     const int64_t off = params_.offset(name);
     chunk.resize(static_cast<size_t>(std::min(n, kChunk)));
+    ParameterSource& whole = shadow ? *shadow : src;
     for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
       const int64_t c = std::min(kChunk, n - c0);
-      src.read(name, n, c0, c, chunk.data());
+      whole.read(name, n, c0, c, chunk.data());
       ops::f32_to_bf16(b16 + c0, chunk.data(), c);
       const int64_t a = std::max(off + c0, lo), b = std::min(off + c0 + c, hi);
-      if (a < b)
+      if (a >= b) continue;
+      if (shadow)
+        src.read(name, n, a - off, b - a, f32 + (a - off));
+      else
         std::memcpy(f32 + (a - off), chunk.data() + (a - off - c0), static_cast<size_t>(b - a) * sizeof(float));
     }
     src.done(name);
+    if (shadow) shadow->done(name);
   }
 }
 

@@ -113,6 +113,12 @@ class ModelWeights {
   // there is one). After shard_gemm_masters, the GEMM weights' f32 elements only inside its shard.
   void load_from(const Checkpoint& ck);
   void load_from(ParameterSource& src);
+  // After shard_gemm_masters: the GEMM weights' shadow from `model_files` (a run checkpoint's bf16 model
+  // files, which hold exactly the shadow the masters round to) and only this rank's f32 elements of them from
+  // `masters` (its master shards), the other tensors whole from `masters`: a resuming rank reads its own
+  // slices of the masters, not every rank's.
+  void load_from(ParameterSource& masters, const Checkpoint& model_files);
+  bool gemm_masters_sharded() const { return gemm_masters_.has_value(); }
   // Mixed precision on several ranks (ZeRO): a rank updates the f32 masters of its shard [lo, hi) of the
   // layout only, and the other ranks' GEMM weights (is_gemm_weight) reach it in bf16 (train/param_sync.h),
   // so their f32 copies are never read. Makes the bf16 shadow (not filled); from then on every load_from
@@ -140,7 +146,10 @@ class ModelWeights {
   void make_bf16_arena();  // declared and allocated, not filled
   // Every tensor into the bf16 shadow; those for which shadow_only(name) holds are converted one chunk at a
   // time and get f32 elements only inside [lo, hi), the others are written whole in f32 too.
-  void load_through_shadow(ParameterSource& src, bool (*shadow_only)(const std::string&), int64_t lo, int64_t hi);
+  // With `shadow` (not null), shadow_only tensors take their shadow from it and only their f32 elements in
+  // [lo, hi) from src.
+  void load_through_shadow(ParameterSource& src, bool (*shadow_only)(const std::string&), int64_t lo, int64_t hi,
+                           ParameterSource* shadow = nullptr);
 
   ModelConfig config_;
   Arena params_;

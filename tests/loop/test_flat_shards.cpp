@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -126,6 +127,78 @@ TEST_F(ShardedRunCheckpoint, ReadBackOverAnyRangeAsAnotherNumberOfRanks) {
   load_run_checkpoint_range(one, w2, 100, 110, n_, m.data(), v.data(), &steps);
   EXPECT_EQ(m[0], 100.0f);
   EXPECT_EQ(v[9], -109.0f);
+}
+
+// With blocks smaller than a shard, a reader checks the blocks it reads: a corrupt byte in a block no rank
+// asks for goes unread, one in a block it reads is refused naming the file and the bytes; an entry's block
+// list that does not match the file's size is refused naming the manifest.
+TEST_F(ShardedRunCheckpoint, AReaderChecksTheBlocksItReads) {
+  const std::string stage = checkpoint_stage_dir(run_, 9);
+  const int64_t lo = 0, hi = n_;
+  const std::vector<const float*> data = {m_.data(), v_.data()};
+  nlohmann::json entry = write_flat_shard(moment_shards(), stage, 0, {lo, hi, data}, n_, 4096);
+  ASSERT_GT(entry["block_sha256"].size(), 8u);
+  place_flat_shards(moment_shards(), stage, tmp_.path() + "/blocks", {entry}, n_);
+  const std::string dir = tmp_.path() + "/blocks", file = dir + "/optimizer/shard_0.safetensors";
+  std::string bytes = read_file(file);
+  bytes[bytes.size() - 3] ^= 0x40;  // the last block: the end of v
+  write_file_atomic(file, bytes);
+  std::vector<float> m(100), v(100);
+  FlatShardReader reader(moment_shards(), dir, n_);
+  reader.read(0, 100, {m.data(), v.data()});  // the header's block and the start of m and v
+  EXPECT_EQ(m[99], 99.0f);
+  EXPECT_EQ(v[99], -99.0f);
+  const std::string error = test::error_of([&] { reader.read(n_ - 100, n_, {m.data(), v.data()}); });
+  EXPECT_TRUE(test::contains(error, file + ": SHA-256")) << error;
+  EXPECT_TRUE(test::contains(error, "of bytes [")) << error;
+  nlohmann::json manifest = nlohmann::json::parse(read_file(dir + "/optimizer/manifest.json"));
+  manifest["shards"][0]["block_sha256"].erase(0);
+  write_file_atomic(dir + "/optimizer/manifest.json", manifest.dump());
+  const std::string listed = test::error_of([&] {
+    FlatShardReader(moment_shards(), dir, n_).read(0, 1, {m.data(), v.data()});
+  });
+  EXPECT_TRUE(test::contains(listed, "one block_sha256 per block")) << listed;
+}
+
+// The master shards read through a counter: how many elements of each tensor a load asks them for.
+class CountingSource final : public ParameterSource {
+ public:
+  explicit CountingSource(ParameterSource& inner) : inner_(inner) {}
+  void read(const std::string& name, int64_t numel, int64_t first, int64_t count, float* dst) override {
+    read_[name] += count;
+    inner_.read(name, numel, first, count, dst);
+  }
+  void done(const std::string& name) override { inner_.done(name); }
+  int64_t elements(const std::string& name) const { return read_.count(name) ? read_.at(name) : 0; }
+
+ private:
+  ParameterSource& inner_;
+  std::map<std::string, int64_t> read_;
+};
+
+// A rank resuming under mixed precision reads the masters of its own slice of the GEMM weights (and the
+// other tensors whole, which it keeps in f32); their bf16 shadow comes from the model files, bit for bit the
+// shadow that was saved.
+TEST_F(ShardedRunCheckpoint, AResumingRankReadsOnlyItsOwnSliceOfTheMasters) {
+  for (const auto& [lo, hi] :
+       std::vector<std::pair<int64_t, int64_t>>{{0, n_ / 3}, {n_ / 3, n_}, {n_ / 2 + 1, n_ / 2 + 1000}}) {
+    ModelWeights w(w_.config());
+    w.shard_gemm_masters(lo, hi);
+    MasterShardSource masters(dir_, w.params());
+    CountingSource counted(masters);
+    w.load_from(counted, Checkpoint::open(dir_));
+    int64_t asked = 0, own = 0;
+    for (const auto& [name, view] : w.params().entries()) {
+      const int64_t off = w.params().offset(name), n = view.numel();
+      const int64_t inside = std::max<int64_t>(0, std::min(off + n, hi) - std::max(off, lo));
+      EXPECT_EQ(counted.elements(name), is_gemm_weight(name) ? inside : n) << name;
+      asked += counted.elements(name);
+      own += is_gemm_weight(name) ? inside : 0;
+    }
+    EXPECT_LT(asked - own, n_ / 4);  // the rest is the norms and the embedding, not every rank's masters
+    EXPECT_EQ(std::memcmp(w.bf16_arena()->flat().data, w_.bf16_arena()->flat().data, n_ * 2), 0);
+    EXPECT_EQ(std::memcmp(w.params().flat().f32() + lo, w_.params().flat().f32() + lo, (hi - lo) * 4), 0);
+  }
 }
 
 TEST_F(ShardedRunCheckpoint, BadShardsAreRefusedNamingTheFile) {
