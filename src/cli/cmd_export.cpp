@@ -52,12 +52,14 @@ void run_export_gguf(const ExportArgs& a) {
   GRPO_CHECK(!base.empty(), "[export] --format gguf needs --model DIR (or --adapter DIR with its base)");
   GRPO_CHECK(!fs::is_directory(a.out), "[export] --out ", a.out, " is a folder; --format gguf writes one file");
   gguf::check_exportable(load_model_config(base + "/config.json"), base);  // before loading any weights
-  auto weights = ModelWeights::load(base);
-  std::string merged;
+  // A run checkpoint's exact f32 masters where it has them (the model files round them to bf16).
+  auto weights = std::make_unique<ModelWeights>(Checkpoint::open(base).config());
+  load_checkpoint_weights(base, *weights);
+  std::string merged = has_flat_shards(master_shards(), base) ? " (its f32 master shards)" : "";
   if (!a.adapter.empty()) {
     auto lora = LoraAdapters::load(weights->config(), a.adapter);
     lora->merge_into(*weights);
-    merged = cat(" + ", a.adapter, " (", lora->modules().size(), " adapted linears merged)");
+    merged += cat(" + ", a.adapter, " (", lora->modules().size(), " adapted linears merged)");
   }
   const gguf::GgmlType type = gguf::parse_file_type(a.type);
   const auto s = gguf::write_gguf(*weights, base, a.out, type, fs::path(a.out).stem().string());

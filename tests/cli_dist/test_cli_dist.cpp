@@ -48,6 +48,7 @@
 #include "cli_dist_run.h"
 #include "cli_run.h"
 #include "core/files.h"
+#include "export/gguf_reader.h"
 #include "report/metrics.h"
 #include "report/report.h"
 #include "loop/trainer_state.h"
@@ -405,6 +406,16 @@ TEST_F(CliDist, ResumesOnMoreAndOnFewerRanks) {
   EXPECT_EQ(std::memcmp(exported->params().flat().data, masters.params().flat().data,
                         static_cast<size_t>(masters.params().numel()) * 4),
             0);
+  // The GGUF export reads the masters too: its f32 tensors are theirs.
+  const Outcome gg = run_to_end(
+      command(1, {"export", "--format", "gguf", "--type", "f32", "--model", saved, "--out", dir_ + "/ex.gguf"}),
+      dir_ + "/exg.log");
+  ASSERT_EQ(gg.status, 0) << gg.output;
+  EXPECT_NE(gg.output.find("(its f32 master shards)"), std::string::npos) << gg.output;
+  const test::GgufContents g = test::read_gguf(dir_ + "/ex.gguf");
+  const TensorView down = masters.params().view("model.layers.0.mlp.down_proj.weight");
+  EXPECT_EQ(test::gguf_values(g, g.tensor("blk.0.ffn_down.weight")),
+            std::vector<float>(down.f32(), down.f32() + down.numel()));
   const auto rounded = ModelWeights::load(saved);  // the model files: the masters rounded to bf16
   EXPECT_NE(std::memcmp(rounded->params().flat().data, masters.params().flat().data,
                         static_cast<size_t>(masters.params().numel()) * 4),
