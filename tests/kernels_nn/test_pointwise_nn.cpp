@@ -96,13 +96,14 @@ TEST(NnAddLowRank, MatchesReferenceStridedAndRowInvariant) {
         ops::add_low_rank(y.data(), ldy, u.data(), ldu, V.data(), ldv, T, N, r, 0.75f);
         auto want = to_double(y0);
         ref::add_low_rank(want.data(), ldy, to_double(u).data(), ldu, to_double(V).data(), ldv, T, N, r, 0.75);
+        const std::vector<float> got = y.vec();
         double worst = 0;  // error relative to the sum of |terms|, as the sum may cancel
         for (int64_t t = 0; t < T; ++t)
           for (int64_t n = 0; n < ldy; ++n) {
             double mag = std::abs(y0[t * ldy + n]);
             if (n < N)
               for (int64_t j = 0; j < r; ++j) mag += 0.75 * std::abs(double{u[t * ldu + j]} * V[j * ldv + n]);
-            worst = std::max(worst, std::abs(y.vec()[t * ldy + n] - want[t * ldy + n]) / mag);
+            worst = std::max(worst, std::abs(got[t * ldy + n] - want[t * ldy + n]) / mag);
           }
         EXPECT_LT(worst, 1e-6 * (r + 1));
         EXPECT_TRUE(y.guards_intact());
@@ -110,7 +111,7 @@ TEST(NnAddLowRank, MatchesReferenceStridedAndRowInvariant) {
         for (int64_t t0 : {int64_t{0}, int64_t{20}}) {
           std::vector<float> part(y0.begin() + t0 * ldy, y0.begin() + (t0 + 3) * ldy);
           ops::add_low_rank(part.data(), ldy, u.data() + t0 * ldu, ldu, V.data(), ldv, 3, N, r, 0.75f);
-          for (int64_t i = 0; i < 3 * ldy; ++i) ASSERT_EQ(part[i], y.vec()[t0 * ldy + i]) << "row " << t0 + i / ldy;
+          for (int64_t i = 0; i < 3 * ldy; ++i) ASSERT_EQ(part[i], got[t0 * ldy + i]) << "row " << t0 + i / ldy;
         }
       }
 }
@@ -133,7 +134,8 @@ TEST(NnAddLowRank, TransposedGivesTheBitsOfTheTranspose) {
         ops::add_low_rank_t(y.data(), ldy, u.data(), ldu, W.data(), ldw, T, N, r, 0.75f);
         std::vector<float> want = y0;
         ops::add_low_rank(want.data(), ldy, u.data(), ldu, V.data(), N, T, N, r, 0.75f);
-        for (int64_t i = 0; i < T * ldy; ++i) ASSERT_EQ(y.vec()[i], want[i]) << "element " << i;
+        const std::vector<float> got = y.vec();
+        for (int64_t i = 0; i < T * ldy; ++i) ASSERT_EQ(got[i], want[i]) << "element " << i;
         EXPECT_TRUE(y.guards_intact());
         std::vector<float> one(y0.begin() + 7 * ldy, y0.begin() + 8 * ldy);  // row 7 alone
         ops::add_low_rank_t(one.data(), ldy, u.data() + 7 * ldu, ldu, W.data(), ldw, 1, N, r, 0.75f);
