@@ -1,5 +1,6 @@
 // Run session set-up (see session.h).
 #include "loop/session.h"
+
 #include "config/part_options.h"
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "core/files.h"
 #include "data/prompting.h"
 #include "data/vision_data.h"
+#include "loop/trainer_state.h"
 #include "rollout/tokenizer_text.h"
 #include "train/actor.h"
 
@@ -89,14 +91,13 @@ std::unique_ptr<Session> Session::open(const Config& config, bool require_respon
     const bool lora = config.actor_rollout_ref.model.lora_rank > 0;
     if (lora && s->mode == ComputeMode::BF16) {
       s->weights = ModelWeights::load_frozen_bf16(model);
-    } else if (s->mode == ComputeMode::BF16 && shard.ranks > 1) {  // ZeRO: f32 masters of this rank's shard
-      Checkpoint ck = Checkpoint::open(model);
-      s->weights = std::make_unique<ModelWeights>(ck.config());
-      const comm::Partition part = train::parameter_partition(s->weights->params().numel(), shard.ranks);
-      s->weights->shard_gemm_masters(part.begin(shard.rank), part.end(shard.rank));
-      s->weights->load_from(ck);
-    } else {
-      s->weights = ModelWeights::load(model);
+    } else {  // a folder with f32 master shards (a run checkpoint, SFT's model from several ranks): those
+      s->weights = std::make_unique<ModelWeights>(Checkpoint::open(model).config());
+      if (s->mode == ComputeMode::BF16 && shard.ranks > 1) {  // ZeRO: f32 masters of this rank's shard
+        const comm::Partition part = train::parameter_partition(s->weights->params().numel(), shard.ranks);
+        s->weights->shard_gemm_masters(part.begin(shard.rank), part.end(shard.rank));
+      }
+      load_checkpoint_weights(model, *s->weights);
     }
   }
   s->lora = make_lora_adapters(config, s->weights->config());

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <numeric>
 
 #include "core/error_context.h"
@@ -11,6 +12,8 @@
 #include "core/rng.h"
 #include "loop/distributed.h"
 #include "loop/evaluate.h"
+#include "loop/flat_shards.h"
+#include "loop/rank_model_files.h"
 #include "report/metrics.h"
 #include "data/prompting.h"
 #include "report/report.h"
@@ -180,8 +183,10 @@ class SftLoop {
     return r;
   }
 
-  // Rank 0 writes <run>/model (Hugging Face folder with the base's tokenizer and preprocessor files), or with
-  // LoRA <run>/adapter in PEFT's layout (the frozen base stays where it is). Collective.
+  // <run>/model (Hugging Face folder with the base's tokenizer and preprocessor files), or with LoRA
+  // <run>/adapter in PEFT's layout (the frozen base stays where it is), written by rank 0. On several ranks
+  // the model is written by every rank at once, nothing gathered (rank_model_files.h): its files in parts,
+  // and under mixed precision the f32 masters in master/ (a GRPO run started from it reads them). Collective.
   std::string save_model() {
     const std::string dir = run_.run_dir() + (s_.lora ? "/adapter" : "/model");
     std::vector<std::string> extra;
@@ -189,12 +194,26 @@ class SftLoop {
       std::string p = cfg_.actor_rollout_ref.model.path + "/" + f;
       if (file_exists(p)) extra.push_back(p);
     }
-    actor_.with_whole_weights([&] {
-      if (run_.console && s_.lora)
-        s_.lora->save(dir, cfg_.actor_rollout_ref.model.path);
-      else if (run_.console)
-        save_checkpoint(dir, s_.weights->config(), s_.weights->named_tensors(), DType::F32, 0, extra);
-    });
+    if (run_.comm->size() > 1 && !s_.lora) {  // every rank writes its part, nothing gathered on rank 0
+      const ShardedCheckpoint ck = stage_rank_model_files(dir + ".stage", *s_.weights, actor_, *run_.comm);
+      if (run_.console) {
+        save_checkpoint_from_parts(dir, s_.weights->config(), ck.model_dtype, ck.parts, ck.stage_dir + "/model", extra,
+                                   [&](const std::string& partial) {
+                                     if (!ck.masters.empty())
+                                       place_flat_shards(master_shards(), ck.stage_dir, partial, ck.masters,
+                                                         ck.layout_numel);
+                                   });
+        std::error_code ec;
+        std::filesystem::remove_all(ck.stage_dir, ec);
+      }
+    } else {
+      actor_.with_whole_weights([&] {
+        if (run_.console && s_.lora)
+          s_.lora->save(dir, cfg_.actor_rollout_ref.model.path);
+        else if (run_.console)
+          save_checkpoint(dir, s_.weights->config(), s_.weights->named_tensors(), DType::F32, 0, extra);
+      });
+    }
     run_.comm->barrier();
     return dir;
   }

@@ -14,6 +14,7 @@
 #include "core/profiler.h"
 #include "core/rng.h"
 #include "loop/distributed.h"
+#include "loop/rank_model_files.h"
 #include "config/reward_setup.h"
 #include "plan/memory_plan.h"
 #include "report/metrics.h"
@@ -170,36 +171,15 @@ std::string GrpoTrainer::save_checkpoint() {
   const int64_t keep = cfg_.trainer.max_actor_ckpt_to_keep;
   std::string dir;
   if (comm_.size() > 1 && !s_->lora) {  // every rank writes its own files, nothing gathered
-    const std::string stage = checkpoint_stage_dir(run_dir_, state_.global_step);
-    if (console_) {  // (a leftover of a crashed save goes first)
-      std::error_code ec;
-      std::filesystem::remove_all(stage, ec);
-      for (const char* part : {"/model", "/optimizer", "/master"}) make_dirs(stage + part);
-    }
-    comm_.barrier();
-    actor_->gather_for_rollout();  // ZeRO-3: every layer whole (the next rollout reads them too)
-    const bool bf16 = s_->weights->has_bf16();
-    ShardedCheckpoint ck;
-    ck.stage_dir = stage;
-    ck.parts = model_file_parts(s_->weights->config(), comm_.size());
-    ck.model_dtype = bf16 ? DType::BF16 : DType::F32;
+    ShardedCheckpoint ck =
+        stage_rank_model_files(checkpoint_stage_dir(run_dir_, state_.global_step), *s_->weights, *actor_, comm_);
     ck.trained_numel = actor_->trained_numel();
-    ck.layout_numel = s_->weights->params().numel();
     ck.steps = actor_->optimizer().steps();
-    const ModelFilePart& part = ck.parts[comm_.rank()];
-    if (!part.tensors.empty()) s_->weights->write_file_part(stage + "/model/" + part.file, part, ck.model_dtype);
     const train::Actor::MomentRange r = actor_->moment_range();
-    nlohmann::json mine = {{"moments", write_flat_shard(moment_shards(), stage, comm_.rank(), {r.lo, r.hi, {r.m, r.v}},
-                                                        ck.trained_numel)}};
-    if (bf16) {  // the exact f32 masters of this rank's shard, which the bf16 model files round
-      const train::Actor::MasterRange w = actor_->master_range();
-      mine["masters"] = write_flat_shard(master_shards(), stage, comm_.rank(), {w.lo, w.hi, {w.data}}, ck.layout_numel);
-    }
-    for (const std::string& entry : comm_.all_gather_bytes(mine.dump())) {
-      const nlohmann::json j = nlohmann::json::parse(entry);
-      ck.moments.push_back(j["moments"]);
-      if (bf16) ck.masters.push_back(j["masters"]);
-    }
+    const nlohmann::json mine =
+        write_flat_shard(moment_shards(), ck.stage_dir, comm_.rank(), {r.lo, r.hi, {r.m, r.v}}, ck.trained_numel);
+    for (const std::string& entry : comm_.all_gather_bytes(mine.dump()))
+      ck.moments.push_back(nlohmann::json::parse(entry));
     if (console_) dir = save_run_checkpoint(run_dir_, s_->weights->config(), ck, state_, base, keep);
   } else {  // one process, or LoRA (the adapters' moments are small): rank 0 writes them whole
     actor_->with_whole_weights([&] {

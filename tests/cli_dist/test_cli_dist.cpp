@@ -51,6 +51,7 @@
 #include "export/gguf_reader.h"
 #include "report/metrics.h"
 #include "report/report.h"
+#include "test_util.h"
 #include "loop/trainer_state.h"
 
 using namespace grpo;
@@ -261,13 +262,17 @@ TEST_F(CliDist, RemaxKlInRewardAndRolloutRejectionOnTwoRanksGiveTheMetricsOfOneP
 }
 
 TEST_F(CliDist, SftOnTwoRanksLowersTheLossLikeOneProcess) {
-  auto sft = [](int ranks, const std::string& name) {
+  auto sft = [](int ranks, const std::string& name, const std::vector<std::string>& more = {}) {
     const std::string run_dir = dir_ + "/" + name;
-    const Outcome o = run_to_end(command(ranks, {"sft", dir_ + "/config.yaml", "--threads", "1", "--set",
-                                          "trainer.default_local_dir=" + run_dir, "--set", "data.val_files="}),
-                          run_dir + ".log");
+    std::vector<std::string> a = {
+        "sft",   dir_ + "/config.yaml", "--threads", "1", "--set", "trainer.default_local_dir=" + run_dir,
+        "--set", "data.val_files="};
+    a.insert(a.end(), more.begin(), more.end());
+    const Outcome o = run_to_end(command(ranks, a), run_dir + ".log");
     EXPECT_EQ(o.status, 0) << o.output;
-    EXPECT_TRUE(fs::exists(run_dir + "/model/model.safetensors")) << o.output;
+    // One process writes one file; two ranks write a file each, nothing gathered (an index lists them).
+    EXPECT_TRUE(fs::exists(run_dir + (ranks == 1 ? "/model/model.safetensors" : "/model/model.safetensors.index.json")))
+        << o.output;
     const size_t cpu_line = o.output.find("[cpu] ");
     EXPECT_NE(cpu_line, std::string::npos) << o.output;
     EXPECT_EQ(o.output.find("[cpu] ", cpu_line + 1), std::string::npos) << "one [cpu] line per job: " << o.output;
@@ -277,6 +282,32 @@ TEST_F(CliDist, SftOnTwoRanksLowersTheLossLikeOneProcess) {
   ASSERT_EQ(one.size(), 4u);  // 12 examples, batches of 6, two epochs
   expect_same_metrics(one, two, 1e-5);
   EXPECT_LT(two.back().at("train/loss").get<double>(), two.front().at("train/loss").get<double>());
+  // The two ranks' model is the one process's model (f32: its files hold the weights as they are).
+  const auto w1 = ModelWeights::load(dir_ + "/sft_one/model"), w2 = ModelWeights::load(dir_ + "/sft_two/model");
+  const auto values = [](const ModelWeights& w) {
+    const float* p = w.params().flat().f32();
+    return std::vector<float>(p, p + w.params().numel());
+  };
+  EXPECT_LT(test::rel_err(values(*w2), values(*w1)), 1e-4);
+
+  // Under mixed precision the ranks write bf16 files and their shards of the f32 masters, which a run started
+  // from the folder reads (bit for bit the masters the SFT ended with, not their bf16 rounding).
+  const std::vector<std::string> bf16 = {"--set", "mixed_precision.enabled=true"};
+  sft(2, "sft_two_bf16", bf16);
+  const std::string model = dir_ + "/sft_two_bf16/model";
+  ASSERT_TRUE(fs::exists(model + "/master/manifest.json"));
+  EXPECT_FALSE(fs::exists(dir_ + "/sft_two_bf16/model.stage"));
+  ModelWeights masters(ModelWeights::load(model)->config());
+  load_checkpoint_weights(model, masters);
+  const auto rounded = ModelWeights::load(model);
+  ModelWeights again(masters.config());
+  std::memcpy(again.params().flat().f32(), masters.params().flat().f32(),
+              static_cast<size_t>(masters.params().numel()) * sizeof(float));
+  again.bf16();
+  rounded->bf16();
+  EXPECT_EQ(std::memcmp(again.bf16_arena()->flat().data, rounded->bf16_arena()->flat().data,
+                        static_cast<size_t>(masters.params().numel()) * 2),
+            0);  // the files are the masters rounded
 }
 
 // Qwen3-VL (`tiny`, a 2-block tower) on the shapes task's pictures: GRPO on 2 ranks (ZeRO-2, and ZeRO-3 with
