@@ -32,8 +32,10 @@ ShardedCheckpoint stage_rank_model_files(const std::string& stage, ModelWeights&
   if (!part.tensors.empty()) w.write_file_part(stage + "/model/" + part.file, part, ck.model_dtype);
   if (bf16) {  // the exact f32 masters of this rank's shard, which the bf16 model files round
     const train::Actor::MasterRange m = actor.master_range();
-    const nlohmann::json mine = write_flat_shard(master_shards(), stage, comm.rank(), {m.lo, m.hi, {m.data}}, ck.layout_numel);
-    for (const std::string& entry : comm.all_gather_bytes(mine.dump())) ck.masters.push_back(nlohmann::json::parse(entry));
+    const nlohmann::json mine =
+        write_flat_shard(master_shards(), stage, comm.rank(), {m.lo, m.hi, {m.data}}, ck.layout_numel);
+    for (const std::string& entry : comm.all_gather_bytes(mine.dump()))
+      ck.masters.push_back(nlohmann::json::parse(entry));
   }
   return ck;
 }

@@ -138,7 +138,7 @@ TEST(Gemm, ShapeCacheRebindsPointersOnEveryCall) {
   }
 }
 
-// A repeated shape reuses its primitive; more distinct shapes than the cache holds make it start over,
+// A repeated shape reuses its primitive; more distinct shapes than the cache holds evict the oldest,
 // and every result stays right (capacity lowered to 8 so that a few shapes overflow it).
 TEST(Gemm, ShapeCacheReusesAndStaysBounded) {
   const int64_t N = 2, K = 3;
