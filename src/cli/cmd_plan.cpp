@@ -47,7 +47,8 @@ void run_plan(const PlanArgs& a) {
   std::printf("%s", explain_memory_plan(p).c_str());
   std::fflush(stdout);
   GRPO_CHECK(p.fits(), "[plan] the run does not fit: ", human_bytes(p.machine_bytes()), " needed, ",
-             human_bytes(in.available_bytes), " available");
+             human_bytes(in.available_bytes), " available",
+             p.kv_holds_a_sample ? "" : ", and what is left gives the KV cache no room for one whole sample");
 }
 
 void setup_plan(CLI::App& app) {
