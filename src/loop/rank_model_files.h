@@ -21,7 +21,8 @@ class Actor;
 // Collective. Stages this rank's model file part in <stage>/model and its master shard in <stage>/master
 // (rank 0 makes the folders first) and returns the model fields of the checkpoint: the parts, the files'
 // dtype, every rank's master entry, the layout's size. ZeRO-3's layers are gathered whole first (the bf16
-// shadow or the f32 weights a rank writes from must be whole).
+// shadow or the f32 weights a rank writes from must be whole). The other ranks' files may still be being
+// written when it returns: the caller synchronises (a barrier, or its own all-gather) before assembling.
 ShardedCheckpoint stage_rank_model_files(const std::string& stage, ModelWeights& w, train::Actor& actor,
                                          comm::Communicator& comm);
 

@@ -196,6 +196,7 @@ class SftLoop {
     }
     if (run_.comm->size() > 1 && !s_.lora) {  // every rank writes its part, nothing gathered on rank 0
       const ShardedCheckpoint ck = stage_rank_model_files(dir + ".stage", *s_.weights, actor_, *run_.comm);
+      run_.comm->barrier();  // every rank's files are staged before rank 0 assembles the folder
       if (run_.console) {
         save_checkpoint_from_parts(dir, s_.weights->config(), ck.model_dtype, ck.parts, ck.stage_dir + "/model", extra,
                                    [&](const std::string& partial) {
