@@ -106,6 +106,32 @@ void DramShapes(benchmark::internal::Benchmark* b) {
   for (int64_t t : {0, 1}) b->Args({1, 16384, 4096, t});
   b->ArgNames({"B", "N", "K", "bf16"});
 }
+// Decode at a real size: B rows through the four matmuls of 8 Qwen3-0.6B layers in turn (qkv [4096, 1024],
+// o [1024, 2048], gate-up [6144, 1024], down [1024, 3072]; 252 MB in bf16), so that W streams from DRAM as in
+// a model's decode step, not from a cache a repeated call would keep it in. B = 1 is bandwidth-bound, B = 16
+// to 64 near both bounds, B = 512 (a prefill chunk of the engine's token budget) compute-bound.
+void BM_GemvLayers(benchmark::State& st) {
+  const int64_t B = st.range(0), layers = 8;
+  const std::pair<int64_t, int64_t> shapes[] = {{4096, 1024}, {1024, 2048}, {6144, 1024}, {1024, 3072}};
+  std::vector<Aligned<bf16_t>> w;
+  int64_t params = 0;
+  for (int64_t l = 0; l < layers; ++l)
+    for (auto [N, K] : shapes) {
+      w.emplace_back(N * K);
+      std::fill_n(w.back().data(), N * K, f32_to_bf16(0.01f * static_cast<float>(l + 1)));
+      params += N * K;
+    }
+  Aligned<float> x = random_aligned(B * 6144, 2), y(B * 6144);
+  Aligned<bf16_t> xb(ops::gemv_x_scratch_elems(B, 6144));
+  for (auto _ : st) {
+    for (int64_t l = 0, i = 0; l < layers; ++l)
+      for (auto [N, K] : shapes) ops::gemv(y.data(), x.data(), w[i++].data(), DType::BF16, B, N, K, xb.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.counters["W_bytes/s"] = benchmark::Counter(2.0 * params, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["FLOP/s"] = benchmark::Counter(2.0 * B * params, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_GemvLayers)->Arg(1)->Arg(16)->Arg(64)->Arg(512)->ArgNames({"B"})->UseRealTime();
 BENCHMARK(BM_Gemv)->Apply(DecodeShapes);
 BENCHMARK(BM_Gemv)->Apply(DramShapes);
 BENCHMARK(BM_GemmDecode)->Apply(DecodeShapes);
@@ -128,9 +154,12 @@ void BM_PagedAttentionDecode(benchmark::State& st) {
   const int64_t H = st.range(3), K = H / 2, D = st.range(4);
   const int64_t blocks_per_seq = (ctx + bs - 1) / bs, nblocks = S * blocks_per_seq;
   const int64_t elems = nblocks * K * bs * D;
-  std::vector<uint8_t> k(elems * ops::kv_dtype_size(dt)), v(elems * ops::kv_dtype_size(dt));
+  // the pool as the engine's is: an arena buffer (64-byte aligned, transparent huge pages where offered)
+  const int64_t bytes = elems * ops::kv_dtype_size(dt);
+  Aligned<uint8_t> k(bytes), v(bytes);
   std::vector<float> ks(nblocks * K * bs, 0.01f), vs(nblocks * K * bs, 0.01f);
-  for (size_t i = 0; i < k.size(); ++i) k[i] = v[i] = static_cast<uint8_t>(i * 7 % 61);  // small finite values
+  for (int64_t i = 0; i < bytes; ++i)
+    k.data()[i] = v.data()[i] = static_cast<uint8_t>(i * 7 % 61);  // small finite values
   ops::PagedKvView kv{k.data(), v.data(), dt == ops::KvDType::I8 ? ks.data() : nullptr,
                       dt == ops::KvDType::I8 ? vs.data() : nullptr, dt, 1, nblocks, K, bs, D};
   std::vector<int32_t> indptr(S + 1), table(nblocks), seq(S), pos(S, static_cast<int32_t>(ctx - 1));

@@ -2,7 +2,9 @@
 // and the dispatch to it, to the AVX2 body (gemv_avx2.cpp) or, for bf16 weights at the amx level, to the
 // AMX tiles (gemv_amx.cpp) at every batch size once their self-check has passed. AVX-512: each thread takes tiles
 // of 4 weight rows and runs every batch row against them, 4 batch rows at a time (4 x 4 register tiles of
-// 16-lane accumulators) and the rest one by one, so W is read from memory once per call. bf16 weights: x
+// 16-lane accumulators) and the rest one by one, so W is read from memory once per call (the first batch
+// tile prefetches the W tiles that follow, so that memory streams while the rest of the batch computes;
+// a large batch goes in blocks whose x fits L2). bf16 weights: x
 // is converted to bf16 once (as in ops::gemm's bf16 path, into x_scratch) and pairs are multiplied with
 // avx512_bf16 dot products when the CPU has them, else W is widened to f32 in registers. Every y[b,n] is
 // accumulated the same way (lane partial sums over k in order, masked tail, fixed reduction tree) whatever
@@ -90,7 +92,7 @@ GRPO_AVX512 void tile_widen(float* y, const float* x, const bf16_t* W, int64_t b
 // MR batch rows; every element is summed the same way whatever MR.
 template <int MR, int NR>
 GRPO_AVX512_BF16 void wide_tile_dot(float* y, const bf16_t* xb, const bf16_t* W, int64_t b0, int64_t n0, int64_t N,
-                                    int64_t K) {
+                                    int64_t K, bool prefetch) {
   __m512 acc[MR][NR];
 #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
@@ -102,7 +104,7 @@ GRPO_AVX512_BF16 void wide_tile_dot(float* y, const bf16_t* xb, const bf16_t* W,
 #pragma GCC unroll 16
     for (int r = 0; r < NR; ++r) {
       w[r] = (__m512bh)_mm512_maskz_loadu_epi16(mask, W + (n0 + r) * K + k);
-      if constexpr (MR == 1)  // W is read once per call (decode of one row): stream it ahead from memory
+      if (prefetch)  // W is read from memory once per call: stream the next tiles in while this one computes
         _mm_prefetch(reinterpret_cast<const char*>(W + (n0 + r + kPrefetchTiles * NR) * K + k), _MM_HINT_T0);
     }
 #pragma GCC unroll 16
@@ -118,7 +120,8 @@ GRPO_AVX512_BF16 void wide_tile_dot(float* y, const bf16_t* xb, const bf16_t* W,
 
 // The f32 version: MR x NR 16-lane FMA accumulators, k in order, masked tail.
 template <int MR, int NR>
-GRPO_AVX512 void wide_tile_fma(float* y, const float* x, const float* W, int64_t b0, int64_t n0, int64_t N, int64_t K) {
+GRPO_AVX512 void wide_tile_fma(float* y, const float* x, const float* W, int64_t b0, int64_t n0, int64_t N, int64_t K,
+                               bool prefetch) {
   __m512 acc[MR][NR];
 #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
@@ -130,7 +133,7 @@ GRPO_AVX512 void wide_tile_fma(float* y, const float* x, const float* W, int64_t
 #pragma GCC unroll 16
     for (int r = 0; r < NR; ++r) {
       w[r] = _mm512_maskz_loadu_ps(mask, W + (n0 + r) * K + k);
-      if constexpr (MR == 1)  // as wide_tile_dot: one 64-byte line of each row a step, kPrefetchTiles ahead
+      if (prefetch)  // as wide_tile_dot: one 64-byte line of each row a step, kPrefetchTiles ahead
         _mm_prefetch(reinterpret_cast<const char*>(W + (n0 + r + kPrefetchTiles * NR) * K + k), _MM_HINT_T0);
     }
 #pragma GCC unroll 16
@@ -156,36 +159,52 @@ GRPO_AVX512_BF16 void convert_x_bf16(bf16_t* xb, const float* x, int64_t B, int6
     }
 }
 
-// All batch rows against weight rows n0 .. n0+NR (the W tile stays in L1 while x streams): kBatchTile
-// rows at a time through the wide tiles, the rest one by one.
+// Batch rows [b0, b1) against weight rows n0 .. n0+NR (the W tile stays in L1 while x streams): kBatchTile
+// rows at a time through the wide tiles, the rest one by one. The first tile of the range also prefetches
+// the W tiles that follow, so that W streams in from memory while the rest of the batch computes.
 template <int NR, Kind kKind>
-void rows(float* y, const float* x, const bf16_t* xb, const void* W, int64_t B, int64_t n0, int64_t N, int64_t K) {
-  int64_t b = 0;
+void rows(float* y, const float* x, const bf16_t* xb, const void* W, int64_t b0, int64_t b1, int64_t n0, int64_t N,
+          int64_t K) {
+  int64_t b = b0;
   if constexpr (kKind == Kind::F32) {
     const float* Wf = static_cast<const float*>(W);
-    for (; b + kBatchTile <= B; b += kBatchTile) wide_tile_fma<kBatchTile, NR>(y, x, Wf, b, n0, N, K);
-    for (; b < B; ++b) wide_tile_fma<1, NR>(y, x, Wf, b, n0, N, K);
+    for (; b + kBatchTile <= b1; b += kBatchTile) wide_tile_fma<kBatchTile, NR>(y, x, Wf, b, n0, N, K, b == b0);
+    for (; b < b1; ++b) wide_tile_fma<1, NR>(y, x, Wf, b, n0, N, K, b == b0);
   } else if constexpr (kKind == Kind::Bf16Dot) {
     const bf16_t* Wb = static_cast<const bf16_t*>(W);
-    for (; b + kBatchTile <= B; b += kBatchTile) wide_tile_dot<kBatchTile, NR>(y, xb, Wb, b, n0, N, K);
-    for (; b < B; ++b) wide_tile_dot<1, NR>(y, xb, Wb, b, n0, N, K);
+    for (; b + kBatchTile <= b1; b += kBatchTile) wide_tile_dot<kBatchTile, NR>(y, xb, Wb, b, n0, N, K, b == b0);
+    for (; b < b1; ++b) wide_tile_dot<1, NR>(y, xb, Wb, b, n0, N, K, b == b0);
   } else {
-    for (; b < B; ++b) tile_widen<NR>(y, x, static_cast<const bf16_t*>(W), b, n0, N, K);
+    for (; b < b1; ++b) tile_widen<NR>(y, x, static_cast<const bf16_t*>(W), b, n0, N, K);
   }
+}
+
+// Batch rows per block: as many as keep the block's x (bf16 or f32 rows of K) within kBlockXBytes of L2, in
+// whole wide tiles, so that a large batch (a prefill chunk) reads x from L2 for every W tile instead of
+// from L3. The blocking only decides which rows share a pass over W: every y[b, n] is summed the same way.
+constexpr int64_t kBlockXBytes = 256 << 10;
+int64_t batch_block(Kind kind, int64_t B, int64_t K) {
+  const int64_t row_bytes = K * (kind == Kind::Bf16Dot ? 2 : 4);
+  const int64_t rows =
+      std::max<int64_t>(kBatchTile, kBlockXBytes / std::max<int64_t>(row_bytes, 1) / kBatchTile * kBatchTile);
+  return std::min(B, rows);
 }
 
 template <Kind kKind>
 void gemv_avx512(float* y, const float* x, bf16_t* x_scratch, const void* W, int64_t B, int64_t N, int64_t K) {
   if constexpr (kKind == Kind::Bf16Dot) convert_x_bf16(x_scratch, x, B, K);
   const bf16_t* xb = x_scratch;
-  const int64_t full = N / kRowTile;
-  parallel_for(full + 1, B * N * K > (1 << 17), [&](int64_t i) {
-    if (i < full) {
-      rows<kRowTile, kKind>(y, x, xb, W, B, i * kRowTile, N, K);
-    } else {
-      for (int64_t n = full * kRowTile; n < N; ++n) rows<1, kKind>(y, x, xb, W, B, n, N, K);
-    }
-  });
+  const int64_t full = N / kRowTile, block = batch_block(kKind, B, K);
+  for (int64_t b0 = 0; b0 < B; b0 += block) {
+    const int64_t b1 = std::min(B, b0 + block);
+    parallel_for(full + 1, (b1 - b0) * N * K > (1 << 17), [&](int64_t i) {
+      if (i < full) {
+        rows<kRowTile, kKind>(y, x, xb, W, b0, b1, i * kRowTile, N, K);
+      } else {
+        for (int64_t n = full * kRowTile; n < N; ++n) rows<1, kKind>(y, x, xb, W, b0, b1, n, N, K);
+      }
+    });
+  }
 }
 
 }  // namespace

@@ -212,12 +212,15 @@ void block(float* y, const E* x, const E* W, int64_t B, int64_t n0, int64_t n1, 
       return split_rows_then_f32(y, x, W, B, n0, n1, N, K);
     }
   }
-  // W's tile of rows stays in L1 while every batch row runs against it
+  // W's tile of rows stays in L1 while every batch row runs against it; the first batch tile also streams
+  // in the W tiles that follow, so that memory works while the rest of the batch computes
   constexpr int MR = kBatchTile<E>;
-  for (int64_t n = n0; n < n1; n += kRowTile)
-    for (int64_t b = 0; b < B; b += MR)
-      tile_any<MR, kRowTile, false>(std::min<int64_t>(MR, B - b), std::min<int64_t>(kRowTile, n1 - n),
-                                    y + b * N + n, N, x + b * K, K, W + n * K, K);
+  for (int64_t n = n0; n < n1; n += kRowTile) {
+    const int64_t nr = std::min<int64_t>(kRowTile, n1 - n), mr = std::min<int64_t>(MR, B);
+    tile_any<MR, kRowTile, true>(mr, nr, y + n, N, x, K, W + n * K, K);
+    for (int64_t b = mr; b < B; b += MR)
+      tile_any<MR, kRowTile, false>(std::min<int64_t>(MR, B - b), nr, y + b * N + n, N, x + b * K, K, W + n * K, K);
+  }
 }
 
 template <typename E>

@@ -1,6 +1,7 @@
 // Attention over the paged KV cache (decode and chunked prefill), flash-decoding style: one work item
-// is a (token, kv head) pair whose query heads share every k/v row read; blocks of the sequence are
-// visited in order with an online softmax. bf16 and int8 k/v are converted inside the dot products and
+// is a token and a range of its kv heads (all of them when there are tokens enough to keep every thread
+// busy), whose query heads share every k/v row read and converted, two at a time; blocks of the sequence
+// are visited in order with an online softmax. bf16 and int8 k/v are converted inside the dot products and
 // the weighted sums (int8: the per-token scale multiplies the integer dot product), never into a
 // full-precision copy. The body is compiled twice, AVX-512 (Avx512Rows below) and AVX2 (Avx2Rows,
 // paged_rows_avx2.h), chosen at run time.
@@ -12,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/profiler.h"
+#include "core/threads.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/lane_sums.h"
 #include "kernels/cpu/paged_rows_avx2.h"
@@ -90,6 +92,18 @@ struct Avx512Rows {
 #pragma GCC unroll 8
     for (int k = 0; k < CH; ++k) _mm512_storeu_ps(og + 16 * k, acc[k]);
   }
+  // The exp step of a block for one head: p_j = exp(s_j - mx) written back into s (times vscale_j for
+  // int8); returns the new running sum l c + sum_j p_j.
+  GRPO_AVX512 static inline float exp_scores(float* s, int64_t nb, float mx, float l, float c, const float* vscale) {
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t j = 0; j < nb; j += 16) {
+      const __mmask16 mk = mask(nb - j);
+      const __m512 p = exp_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, s + j), _mm512_set1_ps(mx)));
+      sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(mk, p));
+      _mm512_mask_storeu_ps(s + j, mk, vscale ? _mm512_mul_ps(p, _mm512_maskz_loadu_ps(mk, vscale + j)) : p);
+    }
+    return l * c + cpu::reduce16(sum);
+  }
   // Folds one block's scaled scores s [nb] (block max mx >= running max m) into the running output og [D]
   // and returns the new running sum: c = exp(m - mx), p_j = exp(s_j - mx) (written back into s, times
   // vscale_j for int8), og = og c + sum_j p_j v_j, sum = l c + sum_j p_j; 16 scores and 16 dims at a time,
@@ -98,21 +112,15 @@ struct Avx512Rows {
   GRPO_AVX512 static inline float fold_block(float* og, float* s, int64_t nb, float m, float mx, float l,
                                              const E* vrows, const float* vscale, int64_t D) {
     const float c = std::exp(m - mx);
-    __m512 sum = _mm512_setzero_ps();
-    for (int64_t j = 0; j < nb; j += 16) {
-      const __mmask16 mk = mask(nb - j);
-      const __m512 p = exp_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, s + j), _mm512_set1_ps(mx)));
-      sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(mk, p));
-      _mm512_mask_storeu_ps(s + j, mk, vscale ? _mm512_mul_ps(p, _mm512_maskz_loadu_ps(mk, vscale + j)) : p);
-    }
+    const float l_new = exp_scores(s, nb, mx, l, c, vscale);
     const __m512 cv = _mm512_set1_ps(c);
     if (D == 64) {
       fold_rows<4>(og, s, nb, cv, vrows);
-      return l * c + cpu::reduce16(sum);
+      return l_new;
     }
     if (D == 128) {
       fold_rows<8>(og, s, nb, cv, vrows);
-      return l * c + cpu::reduce16(sum);
+      return l_new;
     }
     for (int64_t d = 0; d < D; d += 16) {
       const __mmask16 md = mask(D - d);
@@ -120,35 +128,119 @@ struct Avx512Rows {
       for (int64_t j = 0; j < nb; ++j) acc = _mm512_fmadd_ps(_mm512_set1_ps(s[j]), load(vrows + j * D + d, md), acc);
       _mm512_mask_storeu_ps(og + d, md, acc);
     }
-    return l * c + cpu::reduce16(sum);
+    return l_new;
+  }
+
+  // --- All G query heads of a kv head over one block, two heads at a time sharing each k / v row read and
+  // converted; every score and output element is summed exactly as by dot4() and fold_block() above.
+
+  // dot4() of two heads q0, q1 against the same four rows.
+  template <typename E>
+  GRPO_AVX512 static inline void dot4x2(float* out0, float* out1, const float* q0, const float* q1, const E* rows,
+                                        int64_t D) {
+    __m512 a0[4], a1[4];
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; ++r) a0[r] = a1[r] = _mm512_setzero_ps();
+    for (int64_t d = 0; d < D; d += 16) {
+      const __mmask16 m = mask(D - d);
+      const __m512 x0 = _mm512_maskz_loadu_ps(m, q0 + d), x1 = _mm512_maskz_loadu_ps(m, q1 + d);
+#pragma GCC unroll 4
+      for (int r = 0; r < 4; ++r) {
+        const __m512 k = load(rows + r * D + d, m);
+        a0[r] = _mm512_fmadd_ps(x0, k, a0[r]);
+        a1[r] = _mm512_fmadd_ps(x1, k, a1[r]);
+      }
+    }
+    _mm_storeu_ps(out0, cpu::reduce4x16(a0[0], a0[1], a0[2], a0[3]));
+    _mm_storeu_ps(out1, cpu::reduce4x16(a1[0], a1[1], a1[2], a1[3]));
   }
   // s[g * ld_s + j] = q_g . k_j for the G heads (q rows of D) and the block's nb rows.
   template <typename E>
   GRPO_AVX512 static inline void scores(float* s, int64_t ld_s, const float* q, int64_t G, const E* krows, int64_t nb,
                                         int64_t D) {
-    for (int64_t g = 0; g < G; ++g) {
+    int64_t g = 0;
+    for (; g + 2 <= G; g += 2) {
+      float* s0 = s + g * ld_s;
+      const float* q0 = q + g * D;
+      int64_t j = 0;
+      for (; j + 4 <= nb; j += 4) dot4x2(s0 + j, s0 + ld_s + j, q0, q0 + D, krows + j * D, D);
+      for (; j < nb; ++j) {
+        s0[j] = dot(q0, krows + j * D, D);
+        s0[ld_s + j] = dot(q0 + D, krows + j * D, D);
+      }
+    }
+    if (g < G) {
       int64_t j = 0;
       for (; j + 4 <= nb; j += 4) dot4(s + g * ld_s + j, q + g * D, krows + j * D, D);
       for (; j < nb; ++j) s[g * ld_s + j] = dot(q + g * D, krows + j * D, D);
     }
   }
   // s[j] = s[j] ksc_j scale (ksc: int8 scales or null); returns max(m, max_j s[j]).
-  static inline float scale_max(float* s, int64_t nb, const float* ksc, float scale, float m) {
-    for (int64_t j = 0; j < nb; ++j) {
-      float d = s[j];
-      if (ksc) d *= ksc[j];
-      s[j] = d * scale;
-      m = std::max(m, s[j]);
+  GRPO_AVX512 static inline float scale_max(float* s, int64_t nb, const float* ksc, float scale, float m) {
+    const __m512 vs = _mm512_set1_ps(scale);
+    __m512 vm = _mm512_set1_ps(m);
+    for (int64_t j = 0; j < nb; j += 16) {
+      const __mmask16 mk = mask(nb - j);
+      __m512 d = _mm512_maskz_loadu_ps(mk, s + j);
+      if (ksc) d = _mm512_mul_ps(d, _mm512_maskz_loadu_ps(mk, ksc + j));
+      d = _mm512_mul_ps(d, vs);
+      _mm512_mask_storeu_ps(s + j, mk, d);
+      vm = _mm512_mask_max_ps(vm, mk, vm, d);
     }
-    return m;
+    return std::max(m, _mm512_reduce_max_ps(vm));
   }
-  // fold_block for each of the G heads (outputs o [G, D], scores s [G, ld_s], running m, l [G], block max mx [G]).
+  // o0, o1 [16 CH] = o * c + sum_j p_j v_j for two heads (weights p0, p1) over the same rows (stride D).
+  template <int CH, typename E>
+  GRPO_AVX512 [[gnu::always_inline]] static inline void fold_rows2(float* o0, float* o1, const float* p0,
+                                                                   const float* p1, int64_t nb, __m512 c0, __m512 c1,
+                                                                   const E* vrows, int64_t D) {
+    __m512 a0[CH], a1[CH];
+#pragma GCC unroll 8
+    for (int k = 0; k < CH; ++k) {
+      a0[k] = _mm512_mul_ps(_mm512_loadu_ps(o0 + 16 * k), c0);
+      a1[k] = _mm512_mul_ps(_mm512_loadu_ps(o1 + 16 * k), c1);
+    }
+    for (int64_t j = 0; j < nb; ++j) {
+      const __m512 w0 = _mm512_set1_ps(p0[j]), w1 = _mm512_set1_ps(p1[j]);
+#pragma GCC unroll 8
+      for (int k = 0; k < CH; ++k) {
+        const __m512 v = load(vrows + j * D + 16 * k, __mmask16(0xffff));
+        a0[k] = _mm512_fmadd_ps(w0, v, a0[k]);
+        a1[k] = _mm512_fmadd_ps(w1, v, a1[k]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int k = 0; k < CH; ++k) {
+      _mm512_storeu_ps(o0 + 16 * k, a0[k]);
+      _mm512_storeu_ps(o1 + 16 * k, a1[k]);
+    }
+  }
+  // fold_block for each of the G heads (outputs o [G, D], scores s [G, ld_s], running m, l [G], block max
+  // mx [G]); the weighted sums two heads at a time where D is a multiple of 64.
   template <typename E>
   GRPO_AVX512 static inline void fold(float* o, float* s, int64_t ld_s, int64_t G, int64_t nb, const float* m,
                                       const float* mx, float* l, const E* vrows, const float* vscale, int64_t D) {
-    for (int64_t g = 0; g < G; ++g) l[g] = fold_block(o + g * D, s + g * ld_s, nb, m[g], mx[g], l[g], vrows, vscale, D);
+    int64_t g = 0;
+    if (D % 64 == 0)
+      for (; g + 2 <= G; g += 2) {
+        const float c0 = std::exp(m[g] - mx[g]), c1 = std::exp(m[g + 1] - mx[g + 1]);
+        float* s0 = s + g * ld_s;
+        float* s1 = s0 + ld_s;
+        l[g] = exp_scores(s0, nb, mx[g], l[g], c0, vscale);
+        l[g + 1] = exp_scores(s1, nb, mx[g + 1], l[g + 1], c1, vscale);
+        float* o0 = o + g * D;
+        const __m512 cv0 = _mm512_set1_ps(c0), cv1 = _mm512_set1_ps(c1);
+        int64_t d = 0;
+        for (; d + 128 <= D; d += 128) fold_rows2<8>(o0 + d, o0 + D + d, s0, s1, nb, cv0, cv1, vrows + d, D);
+        for (; d < D; d += 64) fold_rows2<4>(o0 + d, o0 + D + d, s0, s1, nb, cv0, cv1, vrows + d, D);
+      }
+    for (; g < G; ++g) l[g] = fold_block(o + g * D, s + g * ld_s, nb, m[g], mx[g], l[g], vrows, vscale, D);
   }
 };
+
+// Workspace floats per query head: its block of scores and running max, sum and block max (bs + 3), in whole
+// 64-byte lines, so that the items of two threads never write the same cache line.
+int64_t ws_floats_per_head(int64_t bs) { return (bs + 3 + 15) / 16 * 16; }
 
 struct Args {
   float* o;
@@ -164,23 +256,27 @@ struct Args {
   float* ws;
 };
 
-// One (token t, kv head kh) item: the G = H/K query heads h = kh*G .. kh*G+G-1.
+// One item: token t and kv heads [kh0, kh1), each with its G = H/K query heads. The blocks of the sequence
+// are visited in order and, within a block, the item's kv heads, whose rows lie next to each other in it
+// ([blocks, K, bs, D]): the item reads one contiguous run of the pool per block, which the hardware
+// prefetcher follows, and fetches the next block's run while this one computes. Each head's result does not
+// depend on the range it is computed in.
 template <typename Rows, typename E>
-[[gnu::always_inline]] inline void attend_item(const Args& a, int64_t t, int64_t kh) {
+[[gnu::always_inline]] inline void attend_item(const Args& a, int64_t t, int64_t kh0, int64_t kh1) {
   const PagedKvView& kv = a.kv;
   const int64_t D = kv.head_dim, bs = kv.block_size, K = kv.num_kv_heads, G = a.H / K;
-  const int64_t h0 = kh * G;
-  float* s = a.ws + (t * a.H + h0) * (bs + 3);  // [G, bs] scores, then [G] running max, [G] sum, [G] block max
-  float* m = s + G * bs;
-  float* l = m + G;
-  float* mx = l + G;
-  const float* q = a.q + (t * a.H + h0) * D;  // [G, D]
-  float* o = a.o + (t * a.H + h0) * D;        // [G, D]
-  for (int64_t g = 0; g < G; ++g) {
-    m[g] = -INFINITY;
-    l[g] = 0;
+  // per kv head kh: [G, bs] scores, then [G] running max, [G] sum, [G] block max, at ws + (t H + kh G) per_head
+  const int64_t per_head = ws_floats_per_head(bs);
+  float* ws = a.ws + t * a.H * per_head;
+  for (int64_t kh = kh0; kh < kh1; ++kh) {
+    float* m = ws + kh * G * per_head + G * bs;
+    for (int64_t g = 0; g < G; ++g) {
+      m[g] = -INFINITY;  // running max
+      m[G + g] = 0;      // running sum
+    }
   }
-  std::fill_n(o, G * D, 0.0f);  // c = 0 on the first block needs finite values
+  std::fill_n(a.o + (t * a.H + kh0 * G) * D, (kh1 - kh0) * G * D,
+              0.0f);  // c = 0 on the first block needs finite values
   const E* kbase = static_cast<const E*>(kv.k) + a.layer * kv.layer_elems();
   const E* vbase = static_cast<const E*>(kv.v) + a.layer * kv.layer_elems();
   const float* ksc = kv.k_scale ? kv.k_scale + a.layer * kv.num_blocks * K * bs : nullptr;
@@ -189,54 +285,77 @@ template <typename Rows, typename E>
   const int64_t n = static_cast<int64_t>(a.pos[t]) + 1;
   for (int64_t b0 = 0; b0 < n; b0 += bs) {
     const int64_t nb = std::min(bs, n - b0);
-    const int64_t row0 = (static_cast<int64_t>(blocks[b0 / bs]) * K + kh) * bs;  // [blocks, K, bs] row index
-    const E* krows = kbase + row0 * D;
-    const E* vrows = vbase + row0 * D;
-    if (b0 + bs < n) {  // the next block's rows are elsewhere in the pool: fetch them while this one computes
-      const int64_t next = (static_cast<int64_t>(blocks[b0 / bs + 1]) * K + kh) * bs * D;
-      const int64_t bytes = std::min(bs, n - b0 - bs) * D * static_cast<int64_t>(sizeof(E));
+    if (b0 + bs < n) {  // the next block is elsewhere in the pool: fetch the item's run of it into L2
+      const int64_t next = (static_cast<int64_t>(blocks[b0 / bs + 1]) * K + kh0) * bs * D;
+      const int64_t bytes = (kh1 - kh0) * bs * D * static_cast<int64_t>(sizeof(E));
       for (int64_t off = 0; off < bytes; off += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(kbase + next) + off, _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(vbase + next) + off, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(kbase + next) + off, _MM_HINT_T1);
+        _mm_prefetch(reinterpret_cast<const char*>(vbase + next) + off, _MM_HINT_T1);
       }
     }
-    Rows::scores(s, bs, q, G, krows, nb, D);
-    for (int64_t g = 0; g < G; ++g) mx[g] = Rows::scale_max(s + g * bs, nb, ksc ? ksc + row0 : nullptr, a.scale, m[g]);
-    Rows::fold(o, s, bs, G, nb, m, mx, l, vrows, vsc ? vsc + row0 : nullptr, D);
-    std::copy_n(mx, G, m);
+    for (int64_t kh = kh0; kh < kh1; ++kh) {
+      const int64_t h0 = kh * G;
+      float* s = ws + h0 * per_head;
+      float* m = s + G * bs;
+      float* l = m + G;
+      float* mx = l + G;
+      const float* q = a.q + (t * a.H + h0) * D;                                   // [G, D]
+      float* o = a.o + (t * a.H + h0) * D;                                         // [G, D]
+      const int64_t row0 = (static_cast<int64_t>(blocks[b0 / bs]) * K + kh) * bs;  // [blocks, K, bs] row index
+      Rows::scores(s, bs, q, G, kbase + row0 * D, nb, D);
+      for (int64_t g = 0; g < G; ++g)
+        mx[g] = Rows::scale_max(s + g * bs, nb, ksc ? ksc + row0 : nullptr, a.scale, m[g]);
+      Rows::fold(o, s, bs, G, nb, m, mx, l, vbase + row0 * D, vsc ? vsc + row0 : nullptr, D);
+      std::copy_n(mx, G, m);
+    }
   }
-  for (int64_t g = 0; g < G; ++g) {
-    const float inv = 1.0f / l[g];
-    for (int64_t d = 0; d < D; ++d) o[g * D + d] *= inv;
+  for (int64_t kh = kh0; kh < kh1; ++kh) {
+    const float* l = ws + kh * G * per_head + G * bs + G;
+    for (int64_t g = 0; g < G; ++g) {
+      const float inv = 1.0f / l[g];
+      float* o = a.o + (t * a.H + kh * G + g) * D;
+      for (int64_t d = 0; d < D; ++d) o[d] *= inv;
+    }
   }
 }
 
 template <typename E>
-GRPO_AVX512 void attend_avx512(const Args& a, int64_t t, int64_t kh) {
-  attend_item<Avx512Rows, E>(a, t, kh);
+GRPO_AVX512 void attend_avx512(const Args& a, int64_t t, int64_t kh0, int64_t kh1) {
+  attend_item<Avx512Rows, E>(a, t, kh0, kh1);
 }
 template <typename E>
-GRPO_AVX2 void attend_avx2(const Args& a, int64_t t, int64_t kh) {
-  attend_item<cpu::Avx2Rows, E>(a, t, kh);
+GRPO_AVX2 void attend_avx2(const Args& a, int64_t t, int64_t kh0, int64_t kh1) {
+  attend_item<cpu::Avx2Rows, E>(a, t, kh0, kh1);
+}
+
+// kv heads per item: all of a token's (one contiguous run of each block) when the tokens alone give every
+// thread several items, else halved (over divisors of K) until they do: a single sequence's decode still
+// spreads its heads over the threads.
+int64_t heads_per_item(int64_t T, int64_t K, int64_t threads) {
+  int64_t hp = K;
+  while (hp % 2 == 0 && T * (K / hp) < 4 * threads) hp /= 2;
+  return hp;
 }
 
 // The items in parallel (the OpenMP region stays outside the target-specific functions: its outlined body
 // would not inherit their instruction set).
 template <typename E>
 void run_items(const Args& a, bool avx512, bool parallel) {
-  const int64_t K = a.kv.num_kv_heads;
+  const int64_t K = a.kv.num_kv_heads, hp = parallel ? heads_per_item(a.T, K, num_threads()) : K, per_t = K / hp;
   const auto item = avx512 ? &attend_avx512<E> : &attend_avx2<E>;
   if (!parallel) {  // (not an OpenMP if clause: see parallel_for in core/threads.h)
-    for (int64_t i = 0; i < a.T * K; ++i) item(a, i / K, i % K);
+    for (int64_t t = 0; t < a.T; ++t) item(a, t, 0, K);
     return;
   }
-#pragma omp parallel for schedule(dynamic, 8)
-  for (int64_t i = 0; i < a.T * K; ++i) item(a, i / K, i % K);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t i = 0; i < a.T * per_t; ++i) item(a, i / per_t, i % per_t * hp, i % per_t * hp + hp);
 }
 
 }  // namespace
 
-int64_t paged_attention_ws_floats(int64_t T, int64_t H, int64_t block_size) { return T * H * (block_size + 3); }
+int64_t paged_attention_ws_floats(int64_t T, int64_t H, int64_t block_size) {
+  return T * H * ws_floats_per_head(block_size);
+}
 
 void paged_attention(float* o, const float* q, const PagedKvView& kv, int64_t layer, const int32_t* block_table_indptr,
                      const int32_t* block_table, const int32_t* seq_index, const int32_t* positions, int64_t T,
