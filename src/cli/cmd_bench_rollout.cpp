@@ -233,7 +233,9 @@ void setup_bench_rollout(CLI::App& app) {
   auto a = std::make_shared<BenchRolloutArgs>();
   CLI::App* c = bench->add_subcommand("rollout", "Generation throughput, optimised vs baseline, and decode vs bandwidth");
   auto* model = c->add_option("--model", a->model, "Hugging Face model folder");
-  c->add_option("--preset", a->preset, "Random model of this preset when no --model")->excludes(model);
+  c->add_option("--preset", a->preset, "Random model of this preset when no --model")
+      ->check(CLI::IsMember(preset_names()))
+      ->excludes(model);
   c->add_option("--arch", a->arch, "Architecture of the preset")->excludes(model);
   c->add_option("--prompts", a->o.prompts, "Prompts (N)");
   c->add_option("--n", a->o.n, "Samples per prompt (G)");

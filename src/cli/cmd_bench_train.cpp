@@ -176,7 +176,8 @@ void setup_bench_train(CLI::App& app) {
   auto a = std::make_shared<BenchTrainArgs>();
   CLI::App* c = bench->add_subcommand("train", "Training step (forward, backward, AdamW): optimised vs plain path");
   auto* model = c->add_option("--model", a->model, "Hugging Face model folder");
-  c->add_option("--preset", a->preset, "Random model of this preset (tiny, small, qwen3-0.6b) when no --model")
+  c->add_option("--preset", a->preset, "Random model of this preset when no --model")
+      ->check(CLI::IsMember(preset_names()))
       ->excludes(model);
   c->add_option("--arch", a->arch, "Architecture of the preset (qwen3, qwen2, llama)")->excludes(model);
   c->add_option("--tokens", a->tokens, "Tokens per step");
