@@ -1,6 +1,7 @@
 // Benchmarks of the rollout kernels: small-batch GEMV vs ops::gemm (oneDNN) over the decode batch sizes
 // B = 1..128 for the shapes N=1536,K=512 and N=512,K=1536 in f32 and bf16 (the crossover sets
-// ops::gemv_max_batch), a plain read of the same bytes for comparison, paged attention decode over f32 /
+// ops::gemv_max_batch), the gemv through 8 Qwen3-0.6B layers streaming from DRAM (B = 1, 16, 64, 512), a
+// plain read of the same bytes for comparison, paged attention decode over f32 /
 // bf16 / int8 caches (two model shapes) and the sampler's softmax numerators. Reported: bytes/s of weights
 // (or KV, or logits) read and FLOP/s. Also the whole rollout engine on the 25M-parameter "small" Qwen3
 // shape (random weights): generated tokens per second.
