@@ -275,8 +275,8 @@ template <typename Rows, typename E>
       m[G + g] = 0;      // running sum
     }
   }
-  std::fill_n(a.o + (t * a.H + kh0 * G) * D, (kh1 - kh0) * G * D,
-              0.0f);  // c = 0 on the first block needs finite values
+  // the outputs start at zero: c = 0 on the first block needs finite values
+  std::fill_n(a.o + (t * a.H + kh0 * G) * D, (kh1 - kh0) * G * D, 0.0f);
   const E* kbase = static_cast<const E*>(kv.k) + a.layer * kv.layer_elems();
   const E* vbase = static_cast<const E*>(kv.v) + a.layer * kv.layer_elems();
   const float* ksc = kv.k_scale ? kv.k_scale + a.layer * kv.num_blocks * K * bs : nullptr;
