@@ -102,8 +102,8 @@ void BM_lm_head(benchmark::State& state) {
                              chunk, ws.data());
   for (auto _ : state) {
     if (backward)
-      grpo::ops::lm_head_backward(dh.data(), dW.data(), dlogprob.data(), dentropy.data(), hp, Wp, dt,
-                                  target.data(), lse.data(), T, C, V, 1.0f, chunk, ws.data());
+      grpo::ops::lm_head_backward(dh.data(), dW.data(), dlogprob.data(), dentropy.data(), hp, Wp, dt, target.data(),
+                                  lse.data(), entropy.data(), T, C, V, 1.0f, chunk, ws.data());
     else
       grpo::ops::lm_head_forward(logprob.data(), entropy.data(), lse.data(), hp, Wp, dt, target.data(), T, C, V,
                                  1.0f, chunk, ws.data());
@@ -123,6 +123,7 @@ void lm_head_args(benchmark::internal::Benchmark* b) {
       b->Args({4096, 512, 384, 512, bf16, bwd});      // the 25M-parameter model of performance-facts.md
       b->Args({256, 512, 151936, 64, bf16, bwd});     // a Qwen-sized vocabulary, 56 MiB workspace
       b->Args({256, 512, 151936, 256, bf16, bwd});    // the decoder's default chunk: fewer passes over dW
+      b->Args({2048, 1024, 151936, 256, bf16, bwd});  // qwen3-0.6b's output layer, a training micro-batch
     }
 }
 BENCHMARK(BM_lm_head)->Apply(lm_head_args)->Unit(benchmark::kMillisecond)->UseRealTime();

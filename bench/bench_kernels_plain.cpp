@@ -121,8 +121,8 @@ void BM_lm_head_fwd_bwd(benchmark::State& state) {
   std::vector<float> ws(ws_floats);
   for (auto _ : state) {
     k.lm_head_forward(lp.data(), ent.data(), lse.data(), h, W, dt, target.data(), kT, kC, V, 1.0f, chunk, ws.data());
-    k.lm_head_backward(dh.data(), dW.data(), dlp.data(), dlp.data(), h, W, dt, target.data(), lse.data(), kT, kC, V,
-                       1.0f, chunk, ws.data());
+    k.lm_head_backward(dh.data(), dW.data(), dlp.data(), dlp.data(), h, W, dt, target.data(), lse.data(), ent.data(),
+                       kT, kC, V, 1.0f, chunk, ws.data());
     benchmark::DoNotOptimize(dh.data());
   }
   state.counters["GFLOP/s"] =

@@ -99,11 +99,12 @@ int64_t lm_head_ws_floats(int64_t chunk, int64_t V, int64_t C);
 void lm_head_forward(float* logprob, float* entropy, float* lse, const void* h, const void* W, DType ab_dtype,
                      const int32_t* target, int64_t T, int64_t C, int64_t V, float logit_scale, int64_t chunk,
                      float* ws);
-// Given dlogprob [T], dentropy [T] (either may be null = 0): recomputes each chunk's logits,
+// Given dlogprob [T], dentropy [T] (either may be null = 0) and the forward's lse [T] and entropy [T] (H; read
+// only where dentropy is non-zero, may be null without dentropy): recomputes the logits block by block,
 // dz = logit_scale * (g_lp (onehot - p) - g_ent p (log p + H)); dh [T,C] (=), dW [V,C] (+=, f32; null: a
-// frozen output layer, no weight gradient).
-void lm_head_backward(float* dh, float* dW, const float* dlogprob, const float* dentropy, const void* h,
-                      const void* W, DType ab_dtype, const int32_t* target, const float* lse, int64_t T,
+// frozen output layer, no weight gradient). The workspace is the forward's, lm_head_ws_floats(chunk, V, C).
+void lm_head_backward(float* dh, float* dW, const float* dlogprob, const float* dentropy, const void* h, const void* W,
+                      DType ab_dtype, const int32_t* target, const float* lse, const float* entropy, int64_t T,
                       int64_t C, int64_t V, float logit_scale, int64_t chunk, float* ws);
 
 // ---------------------------------------------------------------- optimizer

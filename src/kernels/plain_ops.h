@@ -55,8 +55,9 @@ int64_t lm_head_ws_floats(int64_t chunk, int64_t V, int64_t C);
 void lm_head_forward(float* logprob, float* entropy, float* lse, const void* h, const void* W, DType ab_dtype,
                      const int32_t* target, int64_t T, int64_t C, int64_t V, float logit_scale, int64_t chunk,
                      float* ws);
-void lm_head_backward(float* dh, float* dW, const float* dlogprob, const float* dentropy, const void* h,
-                      const void* W, DType ab_dtype, const int32_t* target, const float* lse, int64_t T,
+// `entropy` is ignored: the plain backward derives the entropy term from its own [T, V] passes.
+void lm_head_backward(float* dh, float* dW, const float* dlogprob, const float* dentropy, const void* h, const void* W,
+                      DType ab_dtype, const int32_t* target, const float* lse, const float* entropy, int64_t T,
                       int64_t C, int64_t V, float logit_scale, int64_t chunk, float* ws);
 
 }  // namespace grpo::plain

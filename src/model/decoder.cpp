@@ -133,6 +133,7 @@ size_t Decoder::carve_layout(const ModelConfig& c, const DecoderOptions& opt, co
   s.rstd_final = f(T);
   s.h_final_bf = bf ? h(T * C) : nullptr;
   s.lse_head = f(T);
+  s.entropy_head = f(T);
   s.mcos = mrope ? f(T * D / 2) : nullptr;
   s.msin = mrope ? f(T * D / 2) : nullptr;
   s.lora_du = lora_rank > 0 ? f(T * 3 * lora_rank) : nullptr;
@@ -362,6 +363,7 @@ void Decoder::forward(const PackedBatch& batch, float* logprob, float* entropy) 
   }
   k_->lm_head_forward(logprob, entropy, s_.lse_head, h, W, bf ? DType::BF16 : DType::F32, batch.targets.data(), T,
                        C, V, opt_.logit_scale, opt_.lm_head_chunk, s_.head_ws);
+  std::copy(entropy, entropy + T, s_.entropy_head);
 }
 
 void Decoder::backward(const float* dlogprob, const float* dentropy, const ModelTensors& g) {
@@ -375,10 +377,10 @@ void Decoder::backward(const float* dlogprob, const float* dentropy, const Model
   const int64_t T = T_, C = c_.hidden_size, V = c_.vocab_size, L = c_.num_hidden_layers;
   const bool bf = opt_.mode == ComputeMode::BF16;
   auto G = [](void* q) { return static_cast<float*>(q); };
-  k_->lm_head_backward(s_.dtmp, gp ? G(gp->lm_head) : nullptr, dlogprob, dentropy, bf ? static_cast<void*>(s_.h_final_bf) : s_.h_final,
-                        bf ? w_.bf16().lm_head : w_.f32().lm_head, bf ? DType::BF16 : DType::F32,
-                        batch_->targets.data(), s_.lse_head, T, C, V, opt_.logit_scale, opt_.lm_head_chunk,
-                        s_.head_ws);
+  k_->lm_head_backward(s_.dtmp, gp ? G(gp->lm_head) : nullptr, dlogprob, dentropy,
+                       bf ? static_cast<void*>(s_.h_final_bf) : s_.h_final, bf ? w_.bf16().lm_head : w_.f32().lm_head,
+                       bf ? DType::BF16 : DType::F32, batch_->targets.data(), s_.lse_head, s_.entropy_head, T, C, V,
+                       opt_.logit_scale, opt_.lm_head_chunk, s_.head_ws);
   k_->rmsnorm_backward(s_.dx, gp ? G(gp->final_norm) : s_.norm_sink, s_.dtmp, x_final_, G(w_.f32().final_norm), s_.rstd_final, T, C,
                         s_.rms_ws);
   if (hooks_) hooks_->head_done();

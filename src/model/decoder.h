@@ -134,6 +134,7 @@ class Decoder {
     float* rstd_final;  // [T]
     bf16_t* h_final_bf; // [T, C]
     float* lse_head;    // [T] log-sum-exp of the output layer
+    float* entropy_head;  // [T] its entropy (the backward's entropy term)
     float *mcos, *msin; // [T, D/2] M-RoPE rows of the batch (batches with pictures)
     float* lora_du;     // [T, 3r] gradient of a group's x A^T (LoRA)
     bf16_t* lora_w_bf;  // [3r, max(HD, C, F)] a group's A, or one B, in bf16 (LoRA in bf16 mode)

@@ -61,8 +61,8 @@ LmResult run_cpu(const LmProblem& p, DType dt, int64_t chunk, const std::vector<
   ops::lm_head_forward(logprob.data(), entropy.data(), lse.data(), hp, Wp, dt, p.target.data(), p.T, p.C, p.V,
                        p.scale, chunk, ws.data());
   ops::lm_head_backward(dh.data(), dW.data(), with_dlogprob ? p.dlogprob.data() : nullptr,
-                        with_dentropy ? p.dentropy.data() : nullptr, hp, Wp, dt, p.target.data(), lse.data(), p.T,
-                        p.C, p.V, p.scale, chunk, ws.data());
+                        with_dentropy ? p.dentropy.data() : nullptr, hp, Wp, dt, p.target.data(), lse.data(),
+                        entropy.data(), p.T, p.C, p.V, p.scale, chunk, ws.data());
   for (const test::Guarded* g : {&logprob, &entropy, &lse, &dh, &dW, &ws}) EXPECT_TRUE(g->guards_intact());
   return {logprob.values(), entropy.values(), lse.values(), dh.values(), dW.values()};
 }
@@ -139,6 +139,8 @@ INSTANTIATE_TEST_SUITE_P(Head, LmHeadVsRef,
                                            std::tuple<int64_t, int64_t, int64_t, int64_t>{7, 3, 8, 3},
                                            std::tuple<int64_t, int64_t, int64_t, int64_t>{13, 40, 1001, 4},
                                            std::tuple<int64_t, int64_t, int64_t, int64_t>{4, 16, 64, 100},
+                                           // backward in passes of 46 rows x 6 vocabulary blocks (5 x 512 + 440)
+                                           std::tuple<int64_t, int64_t, int64_t, int64_t>{50, 24, 3000, 8},
                                            std::tuple<int64_t, int64_t, int64_t, int64_t>{1, 5, 1, 1}));
 
 // The reference's analytic gradient against central differences of its own forward, in double.
@@ -193,13 +195,21 @@ TEST(LmHead, ChunkSizeDoesNotChangeResults) {
 TEST(LmHead, WorkspaceDependsOnChunkOnlyAndIsNeverOverrun) {
   const int64_t chunk = 4, C = 8, V = 37;
   const int64_t ws = ops::lm_head_ws_floats(chunk, V, C);
-  // f32 logits + bf16 dz + gathered h rows and their dh + row indices, each padded to 16 floats
+  // A vocabulary this small is one block: f32 logits + bf16 dz + gathered h rows and their dh + row indices,
+  // each padded to 16 floats
   EXPECT_GE(ws, chunk * V + (chunk * V + 1) / 2 + 2 * chunk * C + chunk);
   EXPECT_LE(ws, chunk * V + (chunk * V + 1) / 2 + 2 * chunk * C + chunk + 5 * 16);
+  // With a larger vocabulary the backward takes more rows per pass (23 here) in blocks of the vocabulary: the
+  // logits still take chunk x V floats, the row buffers grow with the pass.
+  const int64_t big_V = 3000, big_ws = ops::lm_head_ws_floats(chunk, big_V, C);
+  EXPECT_GE(big_ws, chunk * big_V + 2 * 23 * C);
+  EXPECT_LE(big_ws, chunk * big_V + (chunk * big_V + 1) / 2 + 2 * 23 * C + 23 + 5 * 16);
   // run_cpu gives the kernels exactly ws floats followed by guards, for T from below chunk to 25 x chunk.
   for (int64_t T : {3, 9, 100}) {
-    const LmProblem p = make_problem(T, C, V, T);
-    for (DType dt : {DType::F32, DType::BF16}) run_cpu(p, dt, chunk, std::vector<float>(V * C, 0.0f));
+    for (int64_t vocab : {V, big_V}) {
+      const LmProblem p = make_problem(T, C, vocab, T);
+      for (DType dt : {DType::F32, DType::BF16}) run_cpu(p, dt, chunk, std::vector<float>(vocab * C, 0.0f));
+    }
   }
 }
 
@@ -225,18 +235,21 @@ TEST(LmHead, NullUpstreamGradientsAndIgnoredRows) {
 // Rows without upstream gradient (prompt tokens) are left out of the backward chunks: dh = 0 there, and the
 // active rows, gathered from non-contiguous positions, still match the reference.
 TEST(LmHead, BackwardSkipsRowsWithoutGradient) {
-  LmProblem p = make_problem(14, 9, 45, 31);
-  for (int64_t t : {0, 1, 2, 5, 8, 9, 13}) p.dlogprob[t] = p.dentropy[t] = 0.0f;
-  const auto dW0 = test::uniform(45 * 9, 10);
-  for (DType dt : {DType::F32, DType::BF16}) {
-    for (int64_t chunk : {1, 3, 14}) {
-      const LmResult c = run_cpu(p, dt, chunk, dW0);
-      const LmRef r = run_ref(p, dt, dW0);
-      const double tol = dt == DType::F32 ? 2e-6 : 5e-3;  // bf16: dz rounded to bf16, see LmHeadVsRef.Bf16
-      EXPECT_LT(test::max_rel_err(c.dh, r.dh), tol) << "chunk " << chunk;
-      EXPECT_LT(test::max_rel_err(c.dW, r.dW), tol) << "chunk " << chunk;
-      for (int64_t t : {0, 1, 2, 5, 8, 9, 13})
-        for (int64_t i = 0; i < p.C; ++i) EXPECT_EQ(c.dh[t * p.C + i], 0.0f) << "row " << t;
+  for (int64_t V : {45, 1100}) {  // 1100 with chunk 3: passes of 6 rows, vocabulary blocks of 512, 512, 76
+    SCOPED_TRACE("V " + std::to_string(V));
+    LmProblem p = make_problem(14, 9, V, 31);
+    for (int64_t t : {0, 1, 2, 5, 8, 9, 13}) p.dlogprob[t] = p.dentropy[t] = 0.0f;
+    const auto dW0 = test::uniform(V * 9, 10);
+    for (DType dt : {DType::F32, DType::BF16}) {
+      for (int64_t chunk : {1, 3, 14}) {
+        const LmResult c = run_cpu(p, dt, chunk, dW0);
+        const LmRef r = run_ref(p, dt, dW0);
+        const double tol = dt == DType::F32 ? 2e-6 : 5e-3;  // bf16: dz rounded to bf16, see LmHeadVsRef.Bf16
+        EXPECT_LT(test::max_rel_err(c.dh, r.dh), tol) << "chunk " << chunk;
+        EXPECT_LT(test::max_rel_err(c.dW, r.dW), tol) << "chunk " << chunk;
+        for (int64_t t : {0, 1, 2, 5, 8, 9, 13})
+          for (int64_t i = 0; i < p.C; ++i) EXPECT_EQ(c.dh[t * p.C + i], 0.0f) << "row " << t;
+      }
     }
   }
 }

@@ -59,8 +59,8 @@ void check(DType dt, Grads g, double tol_fwd, double tol_bwd) {
   std::vector<float> ws(plain::lm_head_ws_floats(T, V, C));
   Guarded lp(T), ent(T), lse(T), dh(T * C), dW(dW0);
   plain::lm_head_forward(lp.data(), ent.data(), lse.data(), hp, Wp, dt, tgt.data(), T, C, V, kScale, 4, ws.data());
-  plain::lm_head_backward(dh.data(), dW.data(), dlp_p, dent_p, hp, Wp, dt, tgt.data(), lse.data(), T, C, V, kScale,
-                          4, ws.data());
+  plain::lm_head_backward(dh.data(), dW.data(), dlp_p, dent_p, hp, Wp, dt, tgt.data(), lse.data(), ent.data(), T, C, V,
+                          kScale, 4, ws.data());
 
   std::vector<double> lp_ref(T), ent_ref(T), lse_ref(T), dh_ref(T * C), dW_ref = to_double(dW0);
   const std::vector<double> hd = to_double(h), Wd = to_double(W);
@@ -94,8 +94,8 @@ void check(DType dt, Grads g, double tol_fwd, double tol_bwd) {
   std::vector<float> fws(ops::lm_head_ws_floats(chunk, V, C)), flp(T), fent(T), flse(T), fdh(T * C), fdW = dW0;
   ops::lm_head_forward(flp.data(), fent.data(), flse.data(), hp, Wp, dt, tgt.data(), T, C, V, kScale, chunk,
                        fws.data());
-  ops::lm_head_backward(fdh.data(), fdW.data(), dlp_p, dent_p, hp, Wp, dt, tgt.data(), flse.data(), T, C, V, kScale,
-                        chunk, fws.data());
+  ops::lm_head_backward(fdh.data(), fdW.data(), dlp_p, dent_p, hp, Wp, dt, tgt.data(), flse.data(), fent.data(), T, C,
+                        V, kScale, chunk, fws.data());
   EXPECT_LT(rel_err(lp.values(), flp), tol_fwd) << what;
   EXPECT_LT(rel_err(ent.values(), fent), tol_fwd) << what;
   EXPECT_LT(rel_err(dh.values(), fdh), tol_bwd) << what;

@@ -56,8 +56,8 @@ void lm_head_forward(float* logprob, float* entropy, float* lse, const void* h, 
   parallel_rows(T, V, [&](int64_t t) { entropy[t] = -vec::sum(z + t * V, V); });
 }
 
-void lm_head_backward(float* dh, float* dW, const float* dlogprob, const float* dentropy, const void* h,
-                      const void* W, DType ab_dtype, const int32_t* target, const float* lse, int64_t T,
+void lm_head_backward(float* dh, float* dW, const float* dlogprob, const float* dentropy, const void* h, const void* W,
+                      DType ab_dtype, const int32_t* target, const float* lse, const float* /*entropy*/, int64_t T,
                       int64_t C, int64_t V, float logit_scale, int64_t chunk, float* ws) {
   GRPO_PROFILE("plain_lm_head_backward");
   check_args("plain_lm_head_backward", h, W, ab_dtype, target, T, C, V, ws);
