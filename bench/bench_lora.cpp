@@ -66,10 +66,11 @@ void BM_AddLowRank(benchmark::State& state) {
   set_rate(state, "GB/s", 2.0 * kT * kOut * 4);
 }
 
-// B as stored ([N, r]), at a decode step's shape: 16 rows, a gate/up projection of qwen3-1.7b (N = 12288),
-// rank 32. B is read once per call; the rows read and written once.
+// B as stored ([N, r]), rank 32, at decode steps' shapes (Args: T rows, N outputs): 16 rows through a
+// gate/up projection of qwen3-1.7b (N = 12288), and 128 rows (GRPO's 16 x 8) through one of `small` (1536).
+// B is read once per call; the rows read and written once.
 void BM_AddLowRankTransposedDecode(benchmark::State& state) {
-  constexpr int64_t T = 16, N = 12288, r = 32;
+  const int64_t T = state.range(0), N = state.range(1), r = 32;
   const auto u = normal_floats(T * r, 1), W = normal_floats(N * r, 2);
   std::vector<float> y(T * N);
   for (auto _ : state) {
@@ -77,10 +78,16 @@ void BM_AddLowRankTransposedDecode(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   set_rate(state, "GB/s", (2.0 * T * N + N * r) * 4);
+  set_rate(state, "GFLOP/s", 2.0 * T * N * r);
 }
 
 BENCHMARK(BM_AddLowRank)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_AddLowRankTransposedDecode)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_AddLowRankTransposedDecode)
+    ->ArgNames({"T", "N"})
+    ->Args({16, 12288})
+    ->Args({128, 1536})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 BENCHMARK(BM_LoraForward)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LoraBackward)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_BaseLinearForwardBf16)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -58,8 +58,10 @@ NN_END_TARGET
 
 // Columns [c0, c0 + nt) of rows [0, T) of y += alpha u W^T, W [N, r] (row stride ldw), j in chunks of
 // kTChunk whose transposed block vt [kTChunk, 64] stays in L1; per element the terms come in order of j, as
-// in low_rank_row (a row's sum is stored and reloaded between chunks, which changes no bit).
+// in low_rank_row (a row's sum is stored and reloaded between chunks, which changes no bit). Full tiles go
+// through full_tile (low_rank_impl.h) of the instruction set of the caller.
 constexpr int64_t kTChunk = 128;
+template <auto full_tile>
 [[gnu::always_inline]] inline void low_rank_t_tile(float* y, int64_t ldy, const float* u, int64_t ldu, const float* W,
                                                    int64_t ldw, int64_t T, int64_t c0, int64_t nt, int64_t r,
                                                    float alpha) {
@@ -68,42 +70,40 @@ constexpr int64_t kTChunk = 128;
     const int64_t jn = std::min(kTChunk, r - j0);
     for (int64_t i = 0; i < nt; ++i)
       for (int64_t j = 0; j < jn; ++j) vt[j * kLowRankTile + i] = W[(c0 + i) * ldw + j0 + j];
-    for (int64_t t = 0; t < T; ++t) {
+    if (nt == kLowRankTile) {
+      full_tile(y + c0, ldy, u + j0, ldu, vt, T, jn, alpha);
+      continue;
+    }
+    for (int64_t t = 0; t < T; ++t) {  // the last N % 64 columns, as low_rank_row adds them
       float* yr = y + t * ldy + c0;
       const float* ur = u + t * ldu + j0;
-      if (nt == kLowRankTile) {
-        float acc[kLowRankTile];
+      for (int64_t j = 0; j < jn; ++j) {
+        const float a = alpha * ur[j];
+        const float* v = vt + j * kLowRankTile;
 #pragma omp simd
-        for (int64_t i = 0; i < kLowRankTile; ++i) acc[i] = yr[i];
-        for (int64_t j = 0; j < jn; ++j) {
-          const float a = alpha * ur[j];
-          const float* v = vt + j * kLowRankTile;
-#pragma omp simd
-          for (int64_t i = 0; i < kLowRankTile; ++i) acc[i] += a * v[i];
-        }
-#pragma omp simd
-        for (int64_t i = 0; i < kLowRankTile; ++i) yr[i] = acc[i];
-      } else {  // the last N % 64 columns, as low_rank_row adds them
-        for (int64_t j = 0; j < jn; ++j) {
-          const float a = alpha * ur[j];
-          const float* v = vt + j * kLowRankTile;
-#pragma omp simd
-          for (int64_t i = 0; i < nt; ++i) yr[i] += a * v[i];
-        }
+        for (int64_t i = 0; i < nt; ++i) yr[i] += a * v[i];
       }
     }
   }
 }
 NN_BEGIN_AVX512
+namespace nn_avx512 {
+using V = cpu::Vec512;
+#include "kernels/cpu/low_rank_impl.h"
+}  // namespace nn_avx512
 void low_rank_t_tile_avx512(float* y, int64_t ldy, const float* u, int64_t ldu, const float* W, int64_t ldw, int64_t T,
                             int64_t c0, int64_t nt, int64_t r, float alpha) {
-  low_rank_t_tile(y, ldy, u, ldu, W, ldw, T, c0, nt, r, alpha);
+  low_rank_t_tile<nn_avx512::full_tile>(y, ldy, u, ldu, W, ldw, T, c0, nt, r, alpha);
 }
 NN_END_TARGET
 NN_BEGIN_AVX2
+namespace nn_avx2 {
+using V = cpu::Vec256;
+#include "kernels/cpu/low_rank_impl.h"
+}  // namespace nn_avx2
 void low_rank_t_tile_avx2(float* y, int64_t ldy, const float* u, int64_t ldu, const float* W, int64_t ldw, int64_t T,
                           int64_t c0, int64_t nt, int64_t r, float alpha) {
-  low_rank_t_tile(y, ldy, u, ldu, W, ldw, T, c0, nt, r, alpha);
+  low_rank_t_tile<nn_avx2::full_tile>(y, ldy, u, ldu, W, ldw, T, c0, nt, r, alpha);
 }
 NN_END_TARGET
 
