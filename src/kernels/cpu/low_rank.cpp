@@ -6,8 +6,11 @@
 // accumulating GEMM is slower still): both move the [T, N] output through memory two to four times. Here each output
 // row is read once, 64 columns at a time get their r scaled rows of V added in registers, and are written once: a plain
 // loop compiled for AVX-512 and AVX2 (chosen at run time), rows split over threads. Each row's sum runs over j in order
-// whatever T and the thread count, so a row's result does not depend on the batch (batch invariance).
+// whatever T and the thread count, so a row's result does not depend on the batch (batch invariance). Every term
+// is an explicit fma(alpha u, v, acc), so that the bits do not depend on whether the compiler contracts a * v + acc
+// (GCC does at -O2 and above, not at the sanitizer build's -O1) and the register tiles of low_rank_impl.h match.
 #include <algorithm>
+#include <cmath>
 
 #include "core/error.h"
 #include "core/profiler.h"
@@ -33,7 +36,7 @@ constexpr int64_t kLowRankTile = 64;  // columns of a row summed in registers (4
       const float a = alpha * u[j];
       const float* v = V + j * ldv + c0;
 #pragma omp simd
-      for (int64_t i = 0; i < kLowRankTile; ++i) acc[i] += a * v[i];
+      for (int64_t i = 0; i < kLowRankTile; ++i) acc[i] = std::fma(a, v[i], acc[i]);
     }
 #pragma omp simd
     for (int64_t i = 0; i < kLowRankTile; ++i) y[c0 + i] = acc[i];
@@ -42,7 +45,7 @@ constexpr int64_t kLowRankTile = 64;  // columns of a row summed in registers (4
     const float a = alpha * u[j];
     const float* v = V + j * ldv;
 #pragma omp simd
-    for (int64_t i = c0; i < n; ++i) y[i] += a * v[i];
+    for (int64_t i = c0; i < n; ++i) y[i] = std::fma(a, v[i], y[i]);
   }
 }
 NN_BEGIN_AVX512
@@ -81,7 +84,7 @@ template <auto full_tile>
         const float a = alpha * ur[j];
         const float* v = vt + j * kLowRankTile;
 #pragma omp simd
-        for (int64_t i = 0; i < nt; ++i) yr[i] += a * v[i];
+        for (int64_t i = 0; i < nt; ++i) yr[i] = std::fma(a, v[i], yr[i]);
       }
     }
   }
